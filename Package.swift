@@ -1,0 +1,75 @@
+// swift-tools-version:6.0
+// Clarion: a self-hosted, multi-provider push-notification gateway.
+//
+// Layout and dependency rules: docs/architecture.md. Arrows point one way:
+// API, Dispatch -> Providers -> HTTP2; everything -> Core; nothing -> App but `clarion`.
+import PackageDescription
+import Foundation
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+// MARK: - System libraries (module.modulemap + shim.h only)
+
+let systemLibraries: [Target] = [
+    .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+    .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+]
+
+// MARK: - Clarion modules
+
+let modules: [Target] = [
+    // Pure domain: no C module, no socket, no clock.
+    .target(name: "ClarionCore", swiftSettings: swiftSettings),
+    // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
+    .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    // libpq: connection pool, migrations, repositories, job queue.
+    .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], swiftSettings: swiftSettings),
+    // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
+    .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    // APNs, FCM v1, ADM: credentials, token sources, request building, response classification.
+    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
+    // Fan-out jobs, shard workers, retries, delivery accounting.
+    .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
+    // HTTP/1.1 server (libmicrohttpd), SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionDispatch", "CMicroHTTPD"], swiftSettings: swiftSettings),
+    // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    // Test support shared by the test targets and the load test (a normal target, not a test target).
+    .target(name: "ClarionTestSupport", dependencies: ["ClarionCore", "ClarionStore", "ClarionApp"], swiftSettings: swiftSettings),
+    .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
+]
+
+// MARK: - Tests: one target per module folder present under Tests/
+
+let testDependencies: [String: [Target.Dependency]] = [
+    "ClarionCoreTests": ["ClarionCore"],
+    "ClarionCryptoTests": ["ClarionCrypto"],
+    "ClarionStoreTests": ["ClarionStore", "ClarionTestSupport"],
+    "ClarionHTTP2Tests": ["ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["ClarionProviders", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionDispatchTests": ["ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionAPITests": ["ClarionAPI", "ClarionTestSupport"],
+    "ClarionEmulatorTests": ["ClarionEmulator", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionAppTests": ["ClarionApp", "ClarionTestSupport"],
+]
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
+    guard FileManager.default.fileExists(atPath: "\(packageDirectory)/Tests/\(name)") else { return nil }
+    return .testTarget(name: name, dependencies: testDependencies[name]!, swiftSettings: swiftSettings)
+}
+
+let package = Package(
+    name: "Clarion",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "clarion", targets: ["clarion"]),
+    ],
+    targets: systemLibraries + modules + tests
+)

@@ -1,0 +1,4 @@
+#ifndef CLARION_CNGHTTP2_SHIM_H
+#define CLARION_CNGHTTP2_SHIM_H
+#include <nghttp2/nghttp2.h>
+#endif

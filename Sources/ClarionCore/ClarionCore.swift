@@ -1,0 +1,2 @@
+/// The pure domain. Imports no C module, opens no socket, reads no clock.
+public enum ClarionCore {}

@@ -1,0 +1,2 @@
+/// The durable fan-out dispatcher: shards, leases, workers, retries and delivery accounting.
+public enum ClarionDispatch {}

@@ -1,0 +1,2 @@
+/// PostgreSQL through libpq.
+public enum ClarionStore {}

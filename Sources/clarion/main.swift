@@ -1,0 +1,4 @@
+import Foundation
+import ClarionApp
+
+exit(CommandLine.run(arguments: Array(CommandLine.arguments.dropFirst())))
