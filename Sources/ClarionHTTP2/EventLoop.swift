@@ -1,0 +1,393 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CNghttp2
+import Synchronization
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC): the loop's clock, also the time unit of the state machines.
+typealias NanoTime = UInt64
+
+@inline(__always)
+func monotonicNow() -> NanoTime {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return NanoTime(ts.tv_sec) &* 1_000_000_000 &+ NanoTime(ts.tv_nsec)
+}
+
+extension Duration {
+    /// Whole nanoseconds, clamped to zero for negative durations.
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 { return 0 }
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}
+
+/// Something registered with the loop for fd readiness. Called on the loop thread only.
+protocol EventLoopSelectable: AnyObject {
+    func selectableReady(readable: Bool, writable: Bool, failed: Bool)
+}
+
+/// Something that wants one call at the end of the current loop turn (to batch writes or completions).
+protocol EventLoopFlushable: AnyObject {
+    func flushAtEndOfTurn()
+}
+
+/// One thread running `epoll`: fd readiness, timers, and a queue of jobs handed over from other threads
+/// (woken through an `eventfd`, drained in batches).
+///
+/// Confinement: everything but `execute`, `schedule(after:)`, `inEventLoop` and shutdown is loop-thread only.
+/// The loop-confined state is why this is `@unchecked Sendable`.
+public final class EventLoop: @unchecked Sendable {
+    public typealias Job = @Sendable () -> Void
+
+    let index: Int
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<[Job]>([])
+    private let loopThread = Atomic<UInt>(0)
+    private let stopRequested = Atomic<Bool>(false)
+    private var pthread: pthread_t?
+
+    // Loop-thread-only state.
+    private var selectables: [Registration] = []
+    private var generation: UInt32 = 0
+    private var timers = TimerHeap()
+    private var flushList: [any EventLoopFlushable] = []
+    private var drainingJobs: [Job] = []
+    /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
+    let readBuffer: UnsafeMutableRawBufferPointer
+    /// Shared plaintext buffer for TLS connections on this loop.
+    let plaintextBuffer: UnsafeMutableRawBufferPointer
+
+    private struct Registration {
+        var handler: (any EventLoopSelectable)?
+        var generation: UInt32
+    }
+
+    init(index: Int) throws {
+        self.index = index
+        let ep = clarion_epoll_create()
+        guard ep >= 0 else { throw EventLoopError.system("epoll_create1", errno) }
+        let wake = clarion_eventfd()
+        guard wake >= 0 else {
+            close(ep)
+            throw EventLoopError.system("eventfd", errno)
+        }
+        epollFD = ep
+        wakeFD = wake
+        readBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
+        plaintextBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
+        clarion_epoll_ctl(ep, Epoll.add, wake, Epoll.readable, UInt64(UInt32(bitPattern: wake)))
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+        readBuffer.deallocate()
+        plaintextBuffer.deallocate()
+    }
+
+    // MARK: - Any thread
+
+    /// True when called on this loop's thread.
+    public var inEventLoop: Bool {
+        loopThread.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+
+    /// Runs `job` on the loop thread in a later turn. Jobs handed over in one turn run together.
+    public func execute(_ job: @escaping Job) {
+        let wasEmpty = inbox.withLock { jobs in
+            jobs.append(job)
+            return jobs.count == 1
+        }
+        if wasEmpty { wake() }
+    }
+
+    /// Runs `job` on the loop thread after `delay`.
+    public func schedule(after delay: Duration, _ job: @escaping Job) {
+        execute { [self] in _ = addTimer(after: delay.nanoseconds, job) }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { write(wakeFD, $0.baseAddress, 8) }
+    }
+
+    func start() {
+        let box = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        pthread = thread
+        // Wait until the thread has published its id so `inEventLoop` is right from the start.
+        while loopThread.load(ordering: .acquiring) == 0 { sched_yield() }
+    }
+
+    /// Stops the thread after the current turn and joins it. Jobs still queued are dropped.
+    func stopAndJoin() {
+        stopRequested.store(true, ordering: .releasing)
+        wake()
+        if let thread = pthread, !inEventLoop {
+            pthread_join(thread, nil)
+            pthread = nil
+        }
+    }
+
+    // MARK: - Loop thread
+
+    private func run() {
+        loopThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        _ = clarion_set_thread_name(String("clarion-h2-\(index)".prefix(15)))
+        let maxEvents = 256
+        let eventFlags = UnsafeMutablePointer<UInt32>.allocate(capacity: maxEvents)
+        let eventData = UnsafeMutablePointer<UInt64>.allocate(capacity: maxEvents)
+        defer {
+            eventFlags.deallocate()
+            eventData.deallocate()
+        }
+        while !stopRequested.load(ordering: .acquiring) {
+            let timeout = timers.nextTimeoutMilliseconds(now: monotonicNow())
+            let count = clarion_epoll_wait(epollFD, eventFlags, eventData, Int32(maxEvents), timeout)
+            if count > 0 {
+                for i in 0..<Int(count) {
+                    let data = eventData[i]
+                    let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
+                    if fd == wakeFD {
+                        var value: UInt64 = 0
+                        _ = withUnsafeMutableBytes(of: &value) { read(wakeFD, $0.baseAddress, 8) }
+                        continue
+                    }
+                    let gen = UInt32(truncatingIfNeeded: data >> 32)
+                    guard Int(fd) < selectables.count, selectables[Int(fd)].generation == gen,
+                          let handler = selectables[Int(fd)].handler else { continue }
+                    let flags = eventFlags[i]
+                    handler.selectableReady(
+                        readable: flags & (Epoll.readable | Epoll.hangup | Epoll.readHangup) != 0,
+                        writable: flags & Epoll.writable != 0,
+                        failed: flags & Epoll.error != 0)
+                }
+            }
+            runJobs()
+            timers.runDue(now: monotonicNow())
+            runFlushes()
+        }
+        // Release handlers so connections can be freed.
+        selectables.removeAll()
+        flushList.removeAll()
+        timers = TimerHeap()
+    }
+
+    private func runJobs() {
+        inbox.withLock { swap(&$0, &drainingJobs) }
+        guard !drainingJobs.isEmpty else { return }
+        for job in drainingJobs { job() }
+        drainingJobs.removeAll(keepingCapacity: true)
+    }
+
+    private func runFlushes() {
+        // A flush may schedule another flush (e.g. completions that submit new requests): loop until quiet.
+        var rounds = 0
+        while !flushList.isEmpty && rounds < 8 {
+            let list = flushList
+            flushList.removeAll(keepingCapacity: true)
+            for item in list { item.flushAtEndOfTurn() }
+            rounds += 1
+        }
+    }
+
+    /// Asks for one `flushAtEndOfTurn()` call at the end of this turn. Callers keep their own "already scheduled"
+    /// flag to avoid duplicates.
+    func scheduleFlush(_ item: any EventLoopFlushable) {
+        flushList.append(item)
+    }
+
+    // MARK: fd registration (loop thread)
+
+    func register(fd: Int32, handler: any EventLoopSelectable, readable: Bool, writable: Bool) {
+        let slot = Int(fd)
+        if slot >= selectables.count {
+            selectables.append(contentsOf: repeatElement(Registration(handler: nil, generation: 0),
+                                                         count: slot + 1 - selectables.count))
+        }
+        generation &+= 1
+        selectables[slot] = Registration(handler: handler, generation: generation)
+        clarion_epoll_ctl(epollFD, Epoll.add, fd, interest(readable: readable, writable: writable),
+                          UInt64(UInt32(bitPattern: fd)) | (UInt64(generation) << 32))
+    }
+
+    func setInterest(fd: Int32, readable: Bool, writable: Bool) {
+        let slot = Int(fd)
+        guard slot < selectables.count else { return }
+        clarion_epoll_ctl(epollFD, Epoll.modify, fd, interest(readable: readable, writable: writable),
+                          UInt64(UInt32(bitPattern: fd)) | (UInt64(selectables[slot].generation) << 32))
+    }
+
+    /// Removes the fd from epoll. Call before `close(fd)`.
+    func deregister(fd: Int32) {
+        let slot = Int(fd)
+        guard slot < selectables.count else { return }
+        selectables[slot] = Registration(handler: nil, generation: 0)
+        clarion_epoll_ctl(epollFD, Epoll.delete, fd, 0, 0)
+    }
+
+    private func interest(readable: Bool, writable: Bool) -> UInt32 {
+        var flags: UInt32 = 0
+        if readable { flags |= Epoll.readable | Epoll.readHangup }
+        if writable { flags |= Epoll.writable }
+        return flags
+    }
+
+    // MARK: timers (loop thread)
+
+    /// Calls `body` on the loop thread once `delay` nanoseconds have passed. Returns an id for `cancelTimer`.
+    @discardableResult
+    func addTimer(after delay: UInt64, _ body: @escaping () -> Void) -> UInt64 {
+        timers.add(deadline: monotonicNow() &+ delay, body)
+    }
+
+    @discardableResult
+    func addTimer(at deadline: NanoTime, _ body: @escaping () -> Void) -> UInt64 {
+        timers.add(deadline: deadline, body)
+    }
+
+    func cancelTimer(_ id: UInt64) {
+        timers.cancel(id)
+    }
+}
+
+/// epoll's constants (Linux ABI values; the C macros do not import).
+enum Epoll {
+    static let add: Int32 = 1
+    static let delete: Int32 = 2
+    static let modify: Int32 = 3
+    static let readable: UInt32 = 0x001
+    static let writable: UInt32 = 0x004
+    static let error: UInt32 = 0x008
+    static let hangup: UInt32 = 0x010
+    static let readHangup: UInt32 = 0x2000
+}
+
+enum EventLoopError: Error, CustomStringConvertible {
+    case system(String, Int32)
+
+    var description: String {
+        switch self {
+        case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// A min-heap of deadlines; cancelled timers stay in the heap and are skipped when they come up.
+struct TimerHeap {
+    private struct Entry {
+        var deadline: NanoTime
+        var id: UInt64
+    }
+
+    private var heap: [Entry] = []
+    private var bodies: [UInt64: () -> Void] = [:]
+    private var nextID: UInt64 = 1
+
+    mutating func add(deadline: NanoTime, _ body: @escaping () -> Void) -> UInt64 {
+        let id = nextID
+        nextID &+= 1
+        bodies[id] = body
+        heap.append(Entry(deadline: deadline, id: id))
+        siftUp(heap.count - 1)
+        return id
+    }
+
+    mutating func cancel(_ id: UInt64) {
+        bodies[id] = nil
+    }
+
+    func nextTimeoutMilliseconds(now: NanoTime) -> Int32 {
+        guard let first = heap.first else { return 1000 }
+        if first.deadline <= now { return 0 }
+        // Round up so a timer never fires early.
+        let ms = (first.deadline - now + 999_999) / 1_000_000
+        return Int32(min(ms, 1000))
+    }
+
+    mutating func runDue(now: NanoTime) {
+        while let first = heap.first, first.deadline <= now {
+            popFirst()
+            if let body = bodies.removeValue(forKey: first.id) { body() }
+        }
+        if heap.isEmpty && !bodies.isEmpty { bodies.removeAll() }
+    }
+
+    private mutating func popFirst() {
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            heap[0] = last
+            siftDown(0)
+        }
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            if heap[parent].deadline <= heap[child].deadline { break }
+            heap.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        let count = heap.count
+        while true {
+            let left = parent * 2 + 1
+            if left >= count { return }
+            var smallest = left
+            if left + 1 < count && heap[left + 1].deadline < heap[left].deadline { smallest = left + 1 }
+            if heap[parent].deadline <= heap[smallest].deadline { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}
+
+/// A few event loops, about one per core. Owns its threads: `shutdown()` stops and joins them.
+public final class EventLoopGroup: Sendable {
+    public let loops: [EventLoop]
+    private let nextIndex = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    let resolver: HostResolver
+
+    /// Starts `threadCount` loop threads (at least one).
+    public init(threadCount: Int = 1) throws {
+        var loops: [EventLoop] = []
+        for i in 0..<max(1, threadCount) {
+            let loop = try EventLoop(index: i)
+            loop.start()
+            loops.append(loop)
+        }
+        self.loops = loops
+        resolver = HostResolver()
+    }
+
+    /// The next loop, round robin.
+    public func next() -> EventLoop {
+        let i = nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue
+        return loops[i % loops.count]
+    }
+
+    /// Stops and joins every loop thread. Shut servers and pools down first. Must not be called on a loop thread.
+    public func shutdown() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for loop in loops { loop.stopAndJoin() }
+        resolver.stop()
+    }
+
+    deinit {
+        shutdown()
+    }
+}

@@ -1,0 +1,110 @@
+/// A request sent by an `HTTP2ClientPool`.
+///
+/// `authority` defaults to the pool's origin (`host[:port]`). `tag` is opaque to the transport and comes back with
+/// the result on the batch path, so a caller can match results without a per-request closure.
+public struct HTTP2Request: Sendable {
+    public var method: String
+    public var path: String
+    public var authority: String?
+    /// Extra header fields, lowercase names (HTTP/2 requires it), e.g. `("authorization", "bearer …")`.
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// Per-request deadline measured from submission; `nil` uses the pool's `requestTimeout`.
+    public var timeout: Duration?
+    public var tag: UInt64
+
+    public init(
+        method: String = "POST", path: String, authority: String? = nil, headers: [(String, String)] = [],
+        body: [UInt8] = [], timeout: Duration? = nil, tag: UInt64 = 0
+    ) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.tag = tag
+    }
+}
+
+/// A complete response: the `:status`, the other header fields in arrival order, and the body.
+public struct HTTP2Response: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header field (names compare case-insensitively).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+}
+
+public typealias HTTP2Result = Result<HTTP2Response, HTTP2Error>
+
+/// Why a request got no response. A response with any status (including 4xx/5xx) is a success at this layer.
+public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Name resolution, TCP connect or connect timeout failed. Safe to retry: nothing was sent.
+    case connectFailed(String)
+    /// The server's certificate did not verify; the reason names the failure (e.g. "self-signed certificate").
+    case tlsVerificationFailed(String)
+    /// The TLS handshake failed for another reason, or the server did not select ALPN "h2".
+    case tlsHandshakeFailed(String)
+    /// The request's deadline passed (queued or in flight).
+    case timeout
+    /// The server reset the stream with this HTTP/2 error code (REFUSED_STREAM is retried, not reported).
+    case streamReset(UInt32)
+    /// The request was refused (GOAWAY above last-stream-id, or REFUSED_STREAM) more times than allowed.
+    case goAwayRetryExhausted
+    /// The pool's wait queue is full: slow down. Nothing was sent.
+    case overloaded
+    /// The connection closed or its peer stopped answering PINGs while the request was in flight. The server may
+    /// or may not have processed it.
+    case connectionLost(String)
+    /// The peer violated HTTP/2 or the response could not be read.
+    case protocolError(String)
+    /// The request cannot be encoded (e.g. an empty path).
+    case invalidRequest(String)
+    /// The pool was shut down before the request completed.
+    case shutdown
+
+    public var description: String {
+        switch self {
+        case .connectFailed(let reason): "connect failed: \(reason)"
+        case .tlsVerificationFailed(let reason): "TLS certificate verification failed: \(reason)"
+        case .tlsHandshakeFailed(let reason): "TLS handshake failed: \(reason)"
+        case .timeout: "request timed out"
+        case .streamReset(let code): "stream reset by peer (HTTP/2 error code \(code))"
+        case .goAwayRetryExhausted: "request refused by GOAWAY/REFUSED_STREAM too many times"
+        case .overloaded: "pool wait queue full: slow down"
+        case .connectionLost(let reason): "connection lost: \(reason)"
+        case .protocolError(let reason): "HTTP/2 protocol error: \(reason)"
+        case .invalidRequest(let reason): "invalid request: \(reason)"
+        case .shutdown: "pool shut down"
+        }
+    }
+}
+
+/// One result on the batch path, carrying the request's `tag`.
+public struct HTTP2Completion: Sendable {
+    public var tag: UInt64
+    public var result: HTTP2Result
+
+    public init(tag: UInt64, result: HTTP2Result) {
+        self.tag = tag
+        self.result = result
+    }
+}
+
+/// Receives batch-path results on the pool's event-loop thread, in batches (at most one call per loop turn).
+///
+/// Keep the work short: the loop thread also drives the connections. Do not keep a reference to the array after
+/// returning if you want the transport to reuse its storage.
+public protocol HTTP2CompletionSink: AnyObject, Sendable {
+    func receive(_ completions: [HTTP2Completion])
+}

@@ -1,0 +1,349 @@
+internal import CNghttp2
+
+/// One accepted HTTP/2 connection: an nghttp2 server session driven with `mem_recv`/`mem_send` on its loop.
+///
+/// Per-stream state lives in a reusable slab (`streams`), indexed by the stream user data, so a request allocates
+/// only what its header strings and body need. Confined to `loop`.
+final class HTTP2ServerConnection: SocketChannel {
+    struct Stream {
+        var streamID: Int32 = 0
+        var generation: UInt32 = 0
+        var method = ""
+        var path = ""
+        var authority = ""
+        var scheme = ""
+        var headers: [(String, String)] = []
+        var body: [UInt8] = []
+        var responseBody: [UInt8] = []
+        var responseOffset = 0
+        var timer: UInt64 = 0
+    }
+
+    let connectionID: UInt64
+    private let core: HTTP2ServerCore
+    private var session: OpaquePointer?
+    private var streams: [Stream] = []
+    private var freeSlots: [Int] = []
+    private var slotGeneration: UInt32 = 0
+    private let headerBlock = HeaderBlockBuilder()
+    var userState: Any?
+    private(set) var advertisedMaxConcurrentStreams: UInt32
+    /// Set once GOAWAY went out: streams above it are refused, the connection closes when the rest are done.
+    private var goAwayLastStreamID: Int32?
+    private var graceTimer: UInt64 = 0
+    private var dropRequested = false
+
+    init(core: HTTP2ServerCore, loop: EventLoop, fd: Int32, tls: TLSSession?, connectionID: UInt64) {
+        self.core = core
+        self.connectionID = connectionID
+        advertisedMaxConcurrentStreams = core.configuration.maxConcurrentStreams
+        super.init(loop: loop, fd: fd, tls: tls, connecting: false)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    override func didBecomeActive() {
+        var session: OpaquePointer?
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        guard nghttp2_session_server_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
+            close(error: .protocolError("nghttp2_session_server_new2 failed"))
+            return
+        }
+        self.session = session
+        let config = core.configuration
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                   value: config.maxConcurrentStreams),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                   value: config.initialWindowSize),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        if config.connectionWindowSize > 65_535 {
+            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                                                  Int32(clamping: config.connectionWindowSize))
+        }
+        scheduleFlush()
+    }
+
+    override func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let session else { return false }
+        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if dropRequested {
+            close(error: nil)
+            return false
+        }
+        if rc < 0 {
+            // nghttp2 has queued a GOAWAY for protocol errors; send it, then close.
+            produceOutput()
+            flushAtEndOfTurn()
+            close(error: .protocolError(String(cString: nghttp2_strerror(Int32(rc)))))
+            return false
+        }
+        scheduleFlush()
+        return state != .closed
+    }
+
+    override func produceOutput() {
+        guard let session else { return }
+        while !outputIsFull {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 {
+                close(error: .protocolError(String(cString: nghttp2_strerror(Int32(n)))))
+                return
+            }
+            if n == 0 { break }
+            emit(data!, n)
+        }
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            // Everything after GOAWAY is done (or nghttp2 decided to end the session): close once written.
+            closeAfterWrite = true
+        }
+    }
+
+    private var closeAfterWrite = false
+
+    override func flushAtEndOfTurn() {
+        super.flushAtEndOfTurn()
+        if closeAfterWrite && state == .active && outbound.isEmpty { close(error: nil) }
+    }
+
+    override func didClose(error: HTTP2Error?) {
+        for i in streams.indices where streams[i].timer != 0 {
+            loop.cancelTimer(streams[i].timer)
+            streams[i].timer = 0
+        }
+        if graceTimer != 0 { loop.cancelTimer(graceTimer) }
+        userState = nil
+        core.connectionClosed(self)
+    }
+
+    // MARK: - nghttp2 callbacks
+
+    fileprivate func slot(for streamID: Int32) -> Int? {
+        guard let session, let raw = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+        return Int(bitPattern: raw) - 1
+    }
+
+    fileprivate func beginHeaders(streamID: Int32) {
+        let index: Int
+        if let free = freeSlots.popLast() {
+            index = free
+        } else {
+            streams.append(Stream())
+            index = streams.count - 1
+        }
+        slotGeneration &+= 1
+        streams[index].streamID = streamID
+        streams[index].generation = slotGeneration
+        nghttp2_session_set_stream_user_data(session, streamID, UnsafeMutableRawPointer(bitPattern: index + 1))
+    }
+
+    fileprivate func header(streamID: Int32, name: UnsafePointer<UInt8>, nameLength: Int,
+                            value: UnsafePointer<UInt8>, valueLength: Int) {
+        guard let i = slot(for: streamID) else { return }
+        if nameLength > 1 && name[0] == UInt8(ascii: ":") {
+            let text = bytesToString(value, valueLength)
+            switch (name[1], nameLength) {
+            case (UInt8(ascii: "m"), 7): streams[i].method = text
+            case (UInt8(ascii: "p"), 5): streams[i].path = text
+            case (UInt8(ascii: "a"), 10): streams[i].authority = text
+            case (UInt8(ascii: "s"), 7): streams[i].scheme = text
+            default: break
+            }
+        } else {
+            streams[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+        }
+    }
+
+    fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
+        guard let i = slot(for: streamID) else { return }
+        streams[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+    }
+
+    fileprivate func requestComplete(streamID: Int32) {
+        guard state == .active, !dropRequested, let i = slot(for: streamID) else { return }
+        if let last = goAwayLastStreamID, streamID > last {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                      NGHTTP2_REFUSED_STREAM.rawValue)
+            return
+        }
+        let action = callHandler(slot: i, streamID: streamID)
+        // The handler's copies of the arrays are gone now; reuse the slot's storage.
+        streams[i].headers.removeAll(keepingCapacity: true)
+        streams[i].body.removeAll(keepingCapacity: true)
+        perform(action, slot: i, streamID: streamID)
+    }
+
+    private func callHandler(slot i: Int, streamID: Int32) -> HTTP2ServerAction {
+        let request = HTTP2ServerRequest(
+            method: streams[i].method, path: streams[i].path, authority: streams[i].authority,
+            scheme: streams[i].scheme, headers: streams[i].headers, body: streams[i].body)
+        return core.handler(request, HTTP2ServerStreamContext(connection: self, streamID: streamID))
+    }
+
+    private func perform(_ action: HTTP2ServerAction, slot i: Int, streamID: Int32) {
+        switch action {
+        case .respond(let response):
+            submitResponse(slot: i, streamID: streamID, response)
+        case .respondAfter(let delay, let response):
+            let generation = streams[i].generation
+            streams[i].timer = loop.addTimer(after: delay.nanoseconds) { [weak self] in
+                guard let self, self.state == .active, i < self.streams.count,
+                      self.streams[i].generation == generation, self.streams[i].streamID == streamID else { return }
+                self.streams[i].timer = 0
+                self.submitResponse(slot: i, streamID: streamID, response)
+                self.scheduleFlush()
+            }
+        case .stall:
+            break
+        case .goAway:
+            sendGoAway(lastStreamID: max(0, streamID - 2), errorCode: 0, debugData: [])
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                      NGHTTP2_REFUSED_STREAM.rawValue)
+        case .goAwayWith(let errorCode, let debugData):
+            sendGoAway(lastStreamID: max(0, streamID - 2), errorCode: errorCode, debugData: debugData)
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                      NGHTTP2_REFUSED_STREAM.rawValue)
+        case .reset(let errorCode):
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+        case .dropConnection:
+            dropRequested = true
+        }
+    }
+
+    private func submitResponse(slot i: Int, streamID: Int32, _ response: HTTP2ServerResponse) {
+        guard let session else { return }
+        headerBlock.reset()
+        headerBlock.addStatus(response.status)
+        for (name, value) in response.headers { headerBlock.add(name, value) }
+        if response.body.isEmpty {
+            _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, nil) }
+        } else {
+            streams[i].responseBody = response.body
+            streams[i].responseOffset = 0
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: serverReadBody)
+            _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, &provider) }
+        }
+    }
+
+    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                              flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let i = slot(for: streamID) else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let offset = streams[i].responseOffset
+        let count = min(length, streams[i].responseBody.count - offset)
+        streams[i].responseBody.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + offset, count: count)
+        }
+        streams[i].responseOffset = offset + count
+        if streams[i].responseOffset == streams[i].responseBody.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        }
+        return count
+    }
+
+    fileprivate func streamClosed(streamID: Int32) {
+        guard let i = slot(for: streamID) else { return }
+        if streams[i].timer != 0 {
+            loop.cancelTimer(streams[i].timer)
+            streams[i].timer = 0
+        }
+        streams[i].streamID = 0
+        streams[i].generation = 0
+        streams[i].headers.removeAll(keepingCapacity: true)
+        streams[i].body.removeAll(keepingCapacity: true)
+        streams[i].responseBody = []
+        streams[i].responseOffset = 0
+        freeSlots.append(i)
+    }
+
+    // MARK: - Control
+
+    func submitMaxConcurrentStreams(_ value: UInt32) {
+        guard let session, value != advertisedMaxConcurrentStreams else { return }
+        advertisedMaxConcurrentStreams = value
+        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                           value: value)
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+        scheduleFlush()
+    }
+
+    /// GOAWAY for graceful shutdown: streams the server has seen complete, then the connection closes.
+    func shutdownGracefully() {
+        guard state == .active, let session else {
+            if state == .handshaking { close(error: nil) }
+            return
+        }
+        sendGoAway(lastStreamID: nghttp2_session_get_last_proc_stream_id(session), errorCode: 0, debugData: [])
+        scheduleFlush()
+    }
+
+    private func sendGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        guard let session, goAwayLastStreamID == nil else { return }
+        goAwayLastStreamID = lastStreamID
+        _ = debugData.withUnsafeBufferPointer {
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode,
+                                  $0.baseAddress, $0.count)
+        }
+        // Streams already open above last-stream-id will never be answered: reset them so nghttp2 forgets them.
+        for stream in streams where stream.streamID > lastStreamID {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.streamID,
+                                      NGHTTP2_REFUSED_STREAM.rawValue)
+        }
+        graceTimer = loop.addTimer(after: core.configuration.gracefulCloseTimeout.nanoseconds) { [weak self] in
+            self?.graceTimer = 0
+            self?.close(error: nil)
+        }
+    }
+
+    /// The nghttp2 server callbacks, shared by every server connection.
+    static let tables = NGHTTP2Tables { callbacks, option in
+        nghttp2_option_set_no_http_messaging(option, 0)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
+                && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+                    .beginHeaders(streamID: frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+                .header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
+                        value: value, valueLength: valueLength)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID: streamID, data, length)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            let type = frame.pointee.hd.type
+            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
+                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+                    .requestComplete(streamID: frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            guard let userData else { return 0 }
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID: streamID)
+            return 0
+        }
+    }
+}
+
+private let serverReadBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    return Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+        .readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+}

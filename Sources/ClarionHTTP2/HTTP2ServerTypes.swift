@@ -1,0 +1,132 @@
+/// A request as the server saw it once its last frame arrived.
+public struct HTTP2ServerRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var authority: String
+    public var scheme: String
+    /// Regular header fields (no pseudo-headers), lowercase names, in arrival order.
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(method: String, path: String, authority: String = "", scheme: String = "https",
+                headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.scheme = scheme
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header field (`name` must be lowercase, as HTTP/2 sends them).
+    public func header(_ name: String) -> String? {
+        for (key, value) in headers where key == name { return value }
+        return nil
+    }
+}
+
+/// A response the server sends: status, header fields (lowercase names), body. Build one once and reuse it for
+/// static answers: its arrays are shared, not copied, per request.
+public struct HTTP2ServerResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What the server does with a request.
+public enum HTTP2ServerAction: Sendable {
+    /// Answer now.
+    case respond(HTTP2ServerResponse)
+    /// Answer after `delay`, without blocking the loop (a timer).
+    case respondAfter(Duration, HTTP2ServerResponse)
+    /// Never answer (the stream stays open until the client resets it or the connection closes).
+    case stall
+    /// Refuse this request and every later one with GOAWAY (NO_ERROR, last-stream-id = the stream before this
+    /// one); answer the earlier ones as their handlers decided, then close the connection.
+    case goAway
+    /// Like `goAway` with an explicit error code and debug data (APNs puts a JSON `reason` there).
+    case goAwayWith(errorCode: UInt32, debugData: [UInt8])
+    /// Reset this stream with the given HTTP/2 error code (e.g. 7 = REFUSED_STREAM, 2 = INTERNAL_ERROR).
+    case reset(errorCode: UInt32)
+    /// Close the socket now, without GOAWAY.
+    case dropConnection
+
+    public static func respond(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) -> HTTP2ServerAction {
+        .respond(HTTP2ServerResponse(status: status, headers: headers, body: body))
+    }
+
+    public static func respondAfter(_ delay: Duration, status: Int, headers: [(String, String)] = [],
+                                    body: [UInt8] = []) -> HTTP2ServerAction {
+        .respondAfter(delay, HTTP2ServerResponse(status: status, headers: headers, body: body))
+    }
+}
+
+/// The handler's view of the connection a request came on. Valid only during the handler call, on the loop thread.
+public struct HTTP2ServerStreamContext {
+    unowned let connection: HTTP2ServerConnection
+    /// The request's HTTP/2 stream id.
+    public let streamID: Int32
+
+    /// Unique per server, in accept order.
+    public var connectionID: UInt64 { connection.connectionID }
+
+    /// A per-connection slot for the handler's own state (e.g. "this connection presented a valid JWT").
+    /// Lives as long as the connection; only touched on the connection's loop thread.
+    public var connectionState: Any? {
+        get { connection.userState }
+        nonmutating set { connection.userState = newValue }
+    }
+
+    /// Advertises a new SETTINGS_MAX_CONCURRENT_STREAMS to this connection's client (sent with the next write).
+    public func setMaxConcurrentStreams(_ value: UInt32) {
+        connection.submitMaxConcurrentStreams(value)
+    }
+
+    /// The value this connection last advertised.
+    public var maxConcurrentStreams: UInt32 { connection.advertisedMaxConcurrentStreams }
+}
+
+public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2ServerStreamContext) -> HTTP2ServerAction
+
+public struct HTTP2ServerConfiguration: Sendable {
+    /// Numeric address to bind (e.g. "127.0.0.1", "::1", "0.0.0.0").
+    public var host: String
+    /// 0 picks an ephemeral port; read `HTTP2Server.port` after `start()`.
+    public var port: Int
+    /// nil serves h2c (prior knowledge); otherwise TLS with ALPN "h2".
+    public var tls: TLSIdentity?
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised when a connection starts.
+    public var maxConcurrentStreams: UInt32
+    /// SETTINGS_INITIAL_WINDOW_SIZE (per-stream receive window) advertised when a connection starts.
+    public var initialWindowSize: UInt32
+    /// The connection-level receive window.
+    public var connectionWindowSize: UInt32
+    /// After GOAWAY (or shutdown), close anyway once this has passed, even if streams are still open.
+    public var gracefulCloseTimeout: Duration
+    public var backlog: Int32
+
+    public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSIdentity? = nil, maxConcurrentStreams: UInt32 = 100,
+                initialWindowSize: UInt32 = 65_535, connectionWindowSize: UInt32 = 16 * 1024 * 1024,
+                gracefulCloseTimeout: Duration = .seconds(5), backlog: Int32 = 1024) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.initialWindowSize = initialWindowSize
+        self.connectionWindowSize = connectionWindowSize
+        self.gracefulCloseTimeout = gracefulCloseTimeout
+        self.backlog = backlog
+    }
+}
+
+/// Errors from starting a server.
+public struct HTTP2ServerError: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "HTTP/2 server: \(reason)" }
+}

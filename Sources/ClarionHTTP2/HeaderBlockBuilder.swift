@@ -1,0 +1,118 @@
+internal import CNghttp2
+
+/// Builds an `nghttp2_nv` array in reusable storage, so submitting a request or response allocates nothing once
+/// warm. nghttp2 copies the fields during `submit_*`, so the storage is reused right after.
+final class HeaderBlockBuilder {
+    private var bytes: UnsafeMutableRawPointer
+    private var byteCapacity: Int
+    private var used = 0
+    private var fields: UnsafeMutablePointer<nghttp2_nv>
+    private var fieldCapacity: Int
+    private var offsets: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+
+    init() {
+        byteCapacity = 4096
+        bytes = .allocate(byteCount: byteCapacity, alignment: 8)
+        fieldCapacity = 32
+        fields = .allocate(capacity: fieldCapacity)
+        offsets.reserveCapacity(32)
+    }
+
+    deinit {
+        bytes.deallocate()
+        fields.deallocate()
+    }
+
+    func reset() {
+        used = 0
+        offsets.removeAll(keepingCapacity: true)
+    }
+
+    private func ensure(_ extra: Int) {
+        guard used + extra > byteCapacity else { return }
+        var newCapacity = byteCapacity * 2
+        while newCapacity < used + extra { newCapacity *= 2 }
+        let newBytes = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        newBytes.copyMemory(from: bytes, byteCount: used)
+        bytes.deallocate()
+        bytes = newBytes
+        byteCapacity = newCapacity
+    }
+
+    private func copy(_ string: String) -> (Int, Int) {
+        let start = used
+        let count = string.utf8.count
+        ensure(count)
+        let done: Void? = string.utf8.withContiguousStorageIfAvailable { buffer in
+            if let base = buffer.baseAddress { (bytes + used).copyMemory(from: base, byteCount: buffer.count) }
+        }
+        if done == nil {
+            var i = used
+            for byte in string.utf8 {
+                bytes.storeBytes(of: byte, toByteOffset: i, as: UInt8.self)
+                i += 1
+            }
+        }
+        used += count
+        return (start, count)
+    }
+
+    func add(_ name: String, _ value: String) {
+        let (n, nl) = copy(name)
+        let (v, vl) = copy(value)
+        offsets.append((n, nl, v, vl))
+    }
+
+    /// Adds `:status` as three ASCII digits.
+    func addStatus(_ status: Int) {
+        let (n, nl) = copy(":status")
+        ensure(3)
+        let s = max(100, min(999, status))
+        bytes.storeBytes(of: UInt8(48 + s / 100), toByteOffset: used, as: UInt8.self)
+        bytes.storeBytes(of: UInt8(48 + (s / 10) % 10), toByteOffset: used + 1, as: UInt8.self)
+        bytes.storeBytes(of: UInt8(48 + s % 10), toByteOffset: used + 2, as: UInt8.self)
+        offsets.append((n, nl, used, 3))
+        used += 3
+    }
+
+    /// Fixes up the pointers (storage no longer moves) and hands the array to `body`.
+    func withFields<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        if offsets.count > fieldCapacity {
+            fields.deallocate()
+            fieldCapacity = max(offsets.count, fieldCapacity * 2)
+            fields = .allocate(capacity: fieldCapacity)
+        }
+        let base = bytes.assumingMemoryBound(to: UInt8.self)
+        for (i, o) in offsets.enumerated() {
+            fields[i] = nghttp2_nv(name: base + o.name, value: base + o.value, namelen: o.nameLength,
+                                   valuelen: o.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        }
+        return body(fields, offsets.count)
+    }
+}
+
+/// Shared nghttp2 option and callback tables (nghttp2 copies them into each session, so one set serves all).
+final class NGHTTP2Tables: @unchecked Sendable {
+    let callbacks: OpaquePointer
+    let option: OpaquePointer
+
+    init(configure: (OpaquePointer, OpaquePointer) -> Void) {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        self.callbacks = callbacks!
+        self.option = option!
+        configure(self.callbacks, self.option)
+    }
+
+    deinit {
+        nghttp2_session_callbacks_del(callbacks)
+        nghttp2_option_del(option)
+    }
+}
+
+@inline(__always)
+func bytesToString(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> String {
+    String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+}

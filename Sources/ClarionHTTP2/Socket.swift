@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// An IPv4 or IPv6 socket address.
+struct SocketAddress: Sendable, CustomStringConvertible {
+    private var storage: sockaddr_storage
+    let length: socklen_t
+
+    /// Parses a numeric IPv4/IPv6 address (no name resolution).
+    init?(numericHost host: String, port: Int) {
+        var storage = sockaddr_storage()
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var v4 = in_addr()
+        if inet_pton(AF_INET, bare, &v4) == 1 {
+            var sin = sockaddr_in()
+            sin.sin_family = sa_family_t(AF_INET)
+            sin.sin_port = in_port_t(UInt16(port).bigEndian)
+            sin.sin_addr = v4
+            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: sin) { dst.copyMemory(from: $0) } }
+            self.storage = storage
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, bare, &v6) == 1 {
+            var sin6 = sockaddr_in6()
+            sin6.sin6_family = sa_family_t(AF_INET6)
+            sin6.sin6_port = in_port_t(UInt16(port).bigEndian)
+            sin6.sin6_addr = v6
+            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: sin6) { dst.copyMemory(from: $0) } }
+            self.storage = storage
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            return
+        }
+        return nil
+    }
+
+    init(raw: UnsafePointer<sockaddr>, length: socklen_t) {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { dst in
+            dst.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: Int(length)))
+        }
+        self.storage = storage
+        self.length = length
+    }
+
+    var family: Int32 { Int32(storage.ss_family) }
+
+    var port: Int {
+        withUnsafeBytes(of: storage) { raw in
+            if family == AF_INET {
+                return Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
+            }
+            return Int(UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port))
+        }
+    }
+
+    var description: String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        withUnsafeBytes(of: storage) { raw in
+            if family == AF_INET {
+                var addr = raw.load(as: sockaddr_in.self).sin_addr
+                inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
+            } else {
+                var addr = raw.load(as: sockaddr_in6.self).sin6_addr
+                inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
+            }
+        }
+        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafeBytes(of: storage) { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
+        }
+    }
+}
+
+enum SocketIO {
+    enum ReadResult {
+        case bytes(Int)
+        case wouldBlock
+        case eof
+        case error(Int32)
+    }
+
+    enum ConnectResult {
+        case connected
+        case inProgress
+        case failed(Int32)
+    }
+
+    static func makeTCPSocket(family: Int32) -> Int32 {
+        socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    }
+
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    static func connect(_ fd: Int32, to address: SocketAddress) -> ConnectResult {
+        let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }
+        if rc == 0 { return .connected }
+        if errno == EINPROGRESS || errno == EINTR { return .inProgress }
+        return .failed(errno)
+    }
+
+    /// The pending error of a non-blocking connect (0 when connected).
+    static func pendingError(_ fd: Int32) -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        return error
+    }
+
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n > 0 { return .bytes(n) }
+            if n == 0 { return .eof }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            return .error(errno)
+        }
+    }
+
+    /// Writes as much as the socket takes. Returns bytes written, or nil on a fatal error.
+    static func write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int? {
+        var written = 0
+        while written < count {
+            let n = Glibc.send(fd, pointer + written, count - written, Int32(MSG_NOSIGNAL))
+            if n > 0 {
+                written += n
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return written }
+            return nil
+        }
+        return written
+    }
+
+    static func errorString(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+/// Resolves host names on a thread of its own: `getaddrinfo` blocks, and blocking calls never run on an event
+/// loop or the cooperative pool. Numeric addresses never reach it. No cache: a new connection resolves again
+/// (Apple asks for an uncached lookup per connection).
+final class HostResolver: Sendable {
+    private struct Job {
+        var host: String
+        var port: Int
+        var completion: @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void
+    }
+
+    private struct State {
+        var jobs: [Job] = []
+        var started = false
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+    private let semaphore = Semaphore()
+
+    /// Calls `completion` on the resolver thread.
+    func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void) {
+        if let address = SocketAddress(numericHost: host, port: port) {
+            completion(.success([address]))
+            return
+        }
+        let startThread = state.withLock { state -> Bool? in
+            if state.stopped { return nil }
+            state.jobs.append(Job(host: host, port: port, completion: completion))
+            defer { state.started = true }
+            return !state.started
+        }
+        guard let startThread else {
+            completion(.failure(.connectFailed("resolver stopped")))
+            return
+        }
+        if startThread {
+            let box = Unmanaged.passRetained(self).toOpaque()
+            var thread = pthread_t()
+            pthread_create(&thread, nil, { raw in
+                let resolver = Unmanaged<HostResolver>.fromOpaque(raw!).takeRetainedValue()
+                resolver.run()
+                return nil
+            }, box)
+            pthread_detach(thread)
+        }
+        semaphore.signal()
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        semaphore.signal()
+    }
+
+    private func run() {
+        while true {
+            semaphore.wait()
+            let (jobs, stopped) = state.withLock { state in
+                let jobs = state.jobs
+                state.jobs.removeAll()
+                return (jobs, state.stopped)
+            }
+            for job in jobs { job.completion(Self.lookup(host: job.host, port: job.port)) }
+            if stopped { return }
+        }
+    }
+
+    private static func lookup(host: String, port: Int) -> Result<[SocketAddress], HTTP2Error> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var result: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &result)
+        guard rc == 0, let first = result else {
+            return .failure(.connectFailed("cannot resolve \(host): \(String(cString: gai_strerror(rc)))"))
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            if let addr = info.pointee.ai_addr, info.pointee.ai_family == AF_INET || info.pointee.ai_family == AF_INET6 {
+                addresses.append(SocketAddress(raw: addr, length: info.pointee.ai_addrlen))
+            }
+            cursor = info.pointee.ai_next
+        }
+        return addresses.isEmpty ? .failure(.connectFailed("no address for \(host)")) : .success(addresses)
+    }
+}
+
+/// A counting semaphore for threads that are not on the cooperative pool.
+final class Semaphore: @unchecked Sendable {
+    // sem_t must not move: it lives in its own allocation.
+    private let sem: UnsafeMutablePointer<sem_t>
+
+    init(value: UInt32 = 0) {
+        sem = .allocate(capacity: 1)
+        sem_init(sem, 0, value)
+    }
+
+    deinit {
+        sem_destroy(sem)
+        sem.deallocate()
+    }
+
+    func signal() { sem_post(sem) }
+
+    func wait() {
+        while sem_wait(sem) != 0 && errno == EINTR {}
+    }
+}

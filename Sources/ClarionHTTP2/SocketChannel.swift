@@ -1,0 +1,229 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS over memory BIOs, and an outbound
+/// queue written once per loop turn. Subclasses (client and server connections) feed nghttp2 from `didRead` and
+/// fill the outbound side in `produceOutput`. Confined to one loop thread.
+///
+/// States: connecting -> (handshaking) -> active -> closed; handshaking and active may also go straight to closed.
+class SocketChannel: EventLoopSelectable, EventLoopFlushable {
+    enum State {
+        case connecting
+        case handshaking
+        case active
+        case closed
+    }
+
+    let loop: EventLoop
+    private(set) var fd: Int32
+    private(set) var state: State
+    let tls: TLSSession?
+    let outbound = ByteQueue()
+    /// TLS only: plaintext gathered during one turn, encrypted in one `SSL_write`.
+    private let plaintextOut: ByteQueue?
+    private var flushScheduled = false
+    private var wantsWritable = false
+    /// Stop asking for more output once this much is waiting for the socket.
+    let outboundHighWater = 256 * 1024
+
+    init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool) {
+        self.loop = loop
+        self.fd = fd
+        self.tls = tls
+        plaintextOut = tls == nil ? nil : ByteQueue()
+        state = connecting ? .connecting : (tls == nil ? .active : .handshaking)
+    }
+
+    /// Registers with the loop; call once from the loop thread.
+    func register() {
+        SocketIO.setNoDelay(fd)
+        loop.register(fd: fd, handler: self, readable: state != .connecting, writable: state == .connecting)
+        wantsWritable = state == .connecting
+        if state == .active {
+            didBecomeActive()
+        } else if state == .handshaking {
+            continueHandshake()
+        }
+    }
+
+    // MARK: subclass hooks
+
+    /// TCP (and TLS) established.
+    func didBecomeActive() {}
+    /// Plaintext arrived. Return false to close the connection.
+    func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+    /// Append output with `emit` until there is none or `outputIsFull`.
+    func produceOutput() {}
+    /// Called exactly once when the channel closes.
+    func didClose(error: HTTP2Error?) {}
+
+    // MARK: output
+
+    /// Appends plaintext to send at the end of this turn.
+    final func emit(_ pointer: UnsafeRawPointer, _ count: Int) {
+        if let plaintextOut {
+            plaintextOut.append(pointer, count)
+        } else {
+            outbound.append(pointer, count)
+        }
+    }
+
+    final var outputIsFull: Bool {
+        outbound.readableBytes + (plaintextOut?.readableBytes ?? 0) >= outboundHighWater
+    }
+
+    /// Asks for a `produceOutput` + write at the end of this turn.
+    final func scheduleFlush() {
+        guard !flushScheduled, state != .closed else { return }
+        flushScheduled = true
+        loop.scheduleFlush(self)
+    }
+
+    func flushAtEndOfTurn() {
+        flushScheduled = false
+        guard state == .active else {
+            if state == .handshaking { writeOutbound() }
+            return
+        }
+        produceOutput()
+        guard state == .active else { return }
+        if let plaintextOut, let tls, !plaintextOut.isEmpty {
+            guard tls.write(plaintextOut.readPointer, plaintextOut.readableBytes) else {
+                close(error: .connectionLost("TLS write failed: \(openSSLErrorText())"))
+                return
+            }
+            plaintextOut.removeAll()
+            tls.drainCiphertext(into: outbound)
+        }
+        writeOutbound()
+    }
+
+    private func writeOutbound() {
+        guard state != .closed else { return }
+        if !outbound.isEmpty {
+            guard let written = SocketIO.write(fd, outbound.readPointer, outbound.readableBytes) else {
+                close(error: .connectionLost("write: \(SocketIO.errorString(errno))"))
+                return
+            }
+            outbound.consume(written)
+        }
+        let needWritable = !outbound.isEmpty
+        if needWritable != wantsWritable {
+            wantsWritable = needWritable
+            loop.setInterest(fd: fd, readable: true, writable: needWritable)
+        }
+    }
+
+    // MARK: readiness
+
+    func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
+        switch state {
+        case .closed:
+            return
+        case .connecting:
+            let error = SocketIO.pendingError(fd)
+            if error != 0 || failed {
+                close(error: .connectFailed(SocketIO.errorString(error == 0 ? ECONNREFUSED : error)))
+                return
+            }
+            guard writable else { return }
+            wantsWritable = false
+            loop.setInterest(fd: fd, readable: true, writable: false)
+            if tls != nil {
+                state = .handshaking
+                continueHandshake()
+            } else {
+                state = .active
+                didBecomeActive()
+                scheduleFlush()
+            }
+            return
+        case .handshaking, .active:
+            if writable {
+                writeOutbound()
+                if state == .active && outbound.isEmpty { scheduleFlush() }
+            }
+            if readable { readAvailable() }
+        }
+    }
+
+    private func readAvailable() {
+        // Read until the socket is empty, bounded per turn so one busy connection cannot starve the others.
+        var rounds = 0
+        while state != .closed && rounds < 16 {
+            rounds += 1
+            switch SocketIO.read(fd, into: loop.readBuffer) {
+            case .bytes(let count):
+                if let tls {
+                    tls.feed(loop.readBuffer.baseAddress!, count)
+                    if state == .handshaking {
+                        continueHandshake()
+                        if state != .active { continue }
+                    }
+                    decryptAvailable(tls)
+                } else if !didRead(UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count])) {
+                    return
+                }
+                if count < loop.readBuffer.count { scheduleFlush(); return }
+            case .wouldBlock:
+                scheduleFlush()
+                return
+            case .eof:
+                close(error: .connectionLost("peer closed the connection"))
+                return
+            case .error(let code):
+                close(error: .connectionLost("read: \(SocketIO.errorString(code))"))
+                return
+            }
+        }
+        scheduleFlush()
+    }
+
+    private func decryptAvailable(_ tls: TLSSession) {
+        while state == .active {
+            switch tls.read(into: loop.plaintextBuffer) {
+            case .bytes(let count):
+                if !didRead(UnsafeRawBufferPointer(rebasing: loop.plaintextBuffer[0..<count])) { return }
+            case .needMoreInput:
+                return
+            case .closed:
+                close(error: .connectionLost("peer closed TLS"))
+                return
+            case .failed(let reason):
+                close(error: .connectionLost("TLS: \(reason)"))
+                return
+            }
+        }
+    }
+
+    private func continueHandshake() {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .inProgress:
+            tls.drainCiphertext(into: outbound)
+            writeOutbound()
+        case .done:
+            tls.drainCiphertext(into: outbound)
+            state = .active
+            didBecomeActive()
+            scheduleFlush()
+        case .failed(let error):
+            tls.drainCiphertext(into: outbound)  // send the alert if we can
+            writeOutbound()
+            close(error: error)
+        }
+    }
+
+    // MARK: close
+
+    /// Closes the socket now (idempotent) and reports `didClose` once.
+    final func close(error: HTTP2Error?) {
+        guard state != .closed else { return }
+        state = .closed
+        loop.deregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+        didClose(error: error)
+    }
+}
