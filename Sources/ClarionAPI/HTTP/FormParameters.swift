@@ -1,0 +1,141 @@
+/// Why a form or query string could not be decoded. The SNS layer maps it to `InvalidParameter`,
+/// the JSON API to `invalid_query`.
+public struct FormDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        /// `%` not followed by two hexadecimal digits.
+        case malformedEscape
+        /// The decoded bytes are not UTF-8.
+        case invalidUTF8
+    }
+
+    public let reason: Reason
+    /// The raw (still encoded) name of the offending pair, truncated; enough to find it, never the value.
+    public let name: String
+
+    public var description: String {
+        switch reason {
+        case .malformedEscape: "malformed percent-escape in parameter '\(name)'"
+        case .invalidUTF8: "parameter '\(name)' is not valid UTF-8"
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded` pairs in arrival order, repeated names kept.
+///
+/// Decoding follows the WHATWG form rules that AWS clients rely on: `&` separates pairs, the first `=` splits
+/// name from value (a pair without `=` has an empty value), `+` is a space, `%XX` is a byte, and the decoded
+/// bytes must be UTF-8. Unlike browsers we refuse malformed escapes instead of passing them through: a request
+/// the client did not mean should fail loudly.
+public struct FormParameters: Sendable, Sequence {
+    public typealias Element = (name: String, value: String)
+    public private(set) var pairs: [Element]
+
+    public init() { pairs = [] }
+    public init(_ pairs: [(String, String)]) { self.pairs = pairs.map { (name: $0.0, value: $0.1) } }
+
+    public init(decoding bytes: some Collection<UInt8>) throws(FormDecodingError) {
+        pairs = []
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            let pair = bytes[start..<end]
+            start = end < bytes.endIndex ? bytes.index(after: end) : end
+            if pair.isEmpty { continue }
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            let rawName = pair[pair.startIndex..<(equals ?? pair.endIndex)]
+            let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? pair[pair.endIndex...]
+            let label = String(decoding: rawName.prefix(64), as: UTF8.self)
+            let name = try Self.decodeComponent(rawName, label: label)
+            let value = try Self.decodeComponent(rawValue, label: label)
+            pairs.append((name: name, value: value))
+        }
+    }
+
+    public mutating func append(_ name: String, _ value: String) { pairs.append((name: name, value: value)) }
+    public mutating func append(contentsOf other: FormParameters) { pairs.append(contentsOf: other.pairs) }
+
+    /// The first value for a name.
+    public subscript(name: String) -> String? { pairs.first { $0.name == name }?.value }
+    public func values(_ name: String) -> [String] { pairs.filter { $0.name == name }.map(\.value) }
+
+    public var count: Int { pairs.count }
+    public var isEmpty: Bool { pairs.isEmpty }
+    public func makeIterator() -> IndexingIterator<[Element]> { pairs.makeIterator() }
+
+    /// Decodes one name or value: `+` is a space, `%XX` a byte; the result must be UTF-8.
+    static func decodeComponent(_ raw: some Collection<UInt8>, label: String,
+                                plusIsSpace: Bool = true) throws(FormDecodingError) -> String {
+        // Fast path: nothing to decode.
+        if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
+            guard let s = String(validating: raw, as: UTF8.self) else {
+                throw FormDecodingError(reason: .invalidUTF8, name: label)
+            }
+            return s
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(raw.count)
+        var i = raw.startIndex
+        while i < raw.endIndex {
+            let byte = raw[i]
+            if byte == UInt8(ascii: "%") {
+                let h = raw.index(after: i)
+                guard h < raw.endIndex, let hi = hexValue(raw[h]) else {
+                    throw FormDecodingError(reason: .malformedEscape, name: label)
+                }
+                let l = raw.index(after: h)
+                guard l < raw.endIndex, let lo = hexValue(raw[l]) else {
+                    throw FormDecodingError(reason: .malformedEscape, name: label)
+                }
+                out.append(hi << 4 | lo)
+                i = raw.index(after: l)
+            } else {
+                out.append(byte == UInt8(ascii: "+") && plusIsSpace ? UInt8(ascii: " ") : byte)
+                i = raw.index(after: i)
+            }
+        }
+        guard let s = String(validating: out, as: UTF8.self) else {
+            throw FormDecodingError(reason: .invalidUTF8, name: label)
+        }
+        return s
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// Percent-encoding as AWS defines it for SigV4 (RFC 3986 unreserved characters stay, everything else is
+/// `%XX` with upper-case hex; a space is `%20`, never `+`).
+enum AWSPercentEncoding {
+    static func encode(_ string: String, keepSlash: Bool = false) -> String {
+        let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(string.utf8.count)
+        for b in string.utf8 {
+            if isUnreserved(b) || (keepSlash && b == UInt8(ascii: "/")) {
+                out.append(b)
+            } else {
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0x0f)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func isUnreserved(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/// An HTTP method. A struct rather than an enum so an unusual method still reaches the router (and gets a 405).
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let get = HTTPMethod(rawValue: "GET")
+    public static let head = HTTPMethod(rawValue: "HEAD")
+    public static let post = HTTPMethod(rawValue: "POST")
+    public static let put = HTTPMethod(rawValue: "PUT")
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    public static let options = HTTPMethod(rawValue: "OPTIONS")
+
+    public var description: String { rawValue }
+}
+
+/// Header fields in arrival order. Names compare case-insensitively; repeated fields are kept, because
+/// SigV4 signs all values of a repeated header joined by commas.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public typealias Element = (name: String, value: String)
+    private var fields: [Element]
+
+    public init() { fields = [] }
+    public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+
+    /// Replaces every field of that name with one field.
+    public mutating func set(_ name: String, _ value: String) {
+        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+        fields.append((name: name, value: value))
+    }
+
+    public mutating func remove(_ name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
+
+    /// The first value of a field, or nil.
+    public subscript(name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
+
+    public var count: Int { fields.count }
+    public func makeIterator() -> IndexingIterator<[Element]> { fields.makeIterator() }
+}
+
+/// A request as collected from the connection: the body is complete and within the route's limit.
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The path as sent, still percent-encoded, without the query string (SigV4 canonicalises from this).
+    public var rawPath: String
+    /// The query string as sent, without the `?` ("" when absent).
+    public var rawQuery: String
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// The peer address ("127.0.0.1", "::1"); empty when unknown.
+    public var remoteAddress: String
+    /// A fresh UUID per request, sent back as `x-amzn-RequestId` and `x-request-id`.
+    public var requestID: String
+    /// Values captured by `{name}` segments of the matched route, percent-decoded.
+    public var pathParameters: [String: String]
+
+    public init(method: HTTPMethod, rawPath: String, rawQuery: String = "", headers: HTTPHeaders = HTTPHeaders(),
+                body: [UInt8] = [], remoteAddress: String = "", requestID: String,
+                pathParameters: [String: String] = [:]) {
+        self.method = method
+        self.rawPath = rawPath
+        self.rawQuery = rawQuery
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+        self.requestID = requestID
+        self.pathParameters = pathParameters
+    }
+
+    /// The query string decoded as form parameters (repeated keys kept, `+` as space).
+    public func queryParameters() throws(FormDecodingError) -> FormParameters {
+        try FormParameters(decoding: Array(rawQuery.utf8))
+    }
+}
+
+/// A complete response. `x-amzn-RequestId`, `x-request-id` and `Content-Length` are added by the server.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func text(_ text: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
+    }
+
+    /// A JSON body given as already-encoded bytes.
+    public static func json(_ body: [UInt8], status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    public static func xml(_ body: [UInt8], status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/xml"], body: body)
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison, enough for header names and without Foundation's locale machinery.
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            let ly = (y >= 65 && y <= 90) ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+
+    func asciiLowercased() -> String {
+        if !utf8.contains(where: { $0 >= 65 && $0 <= 90 }) { return self }
+        return String(decoding: utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+}

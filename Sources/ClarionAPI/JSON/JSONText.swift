@@ -1,0 +1,29 @@
+/// Minimal JSON text building for small, fixed-shape documents (errors, health, log lines) where a
+/// JSONEncoder round trip would cost more than the request itself.
+enum JSONText {
+    /// A JSON string literal, quotes included, escaped per RFC 8259.
+    static func quote(_ string: String) -> String {
+        var out = "\""
+        out.reserveCapacity(string.utf8.count + 2)
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{2028}": out += "\\u2028"
+            case "\u{2029}": out += "\\u2029"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+        return out
+    }
+}

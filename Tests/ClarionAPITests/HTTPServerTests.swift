@@ -1,0 +1,305 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ClarionAPI
+
+@Suite("HTTP server over real sockets")
+struct HTTPServerTests {
+    @Test("GET /health answers 200 with a request id on every response")
+    func health() async throws {
+        try await withServer(Router()) { server in
+            #expect(server.port > 0)
+            let first = try await curl("http://127.0.0.1:\(server.port)/health")
+            #expect(first.status == 200)
+            #expect(first.text == #"{"status":"ok"}"#)
+            #expect(first.headers["content-type"] == "application/json")
+            let id = try #require(first.headers["x-amzn-requestid"])
+            #expect(UUID(uuidString: id) != nil)
+            #expect(first.headers["x-request-id"] == id)
+            let second = try await curl("http://127.0.0.1:\(server.port)/health")
+            #expect(second.headers["x-request-id"] != id)
+        }
+    }
+
+    @Test("GET /ready follows the readiness closure")
+    func ready() async throws {
+        let ready = Atomic<Bool>(false)
+        try await withServer(Router(), configure: {
+            $0.readiness = { ready.load(ordering: .relaxed) ? .ready : .notReady(reason: "database \"down\"") }
+        }) { server in
+        let notReady = try await curl("http://127.0.0.1:\(server.port)/ready")
+        #expect(notReady.status == 503)
+        #expect(notReady.text == #"{"status":"not_ready","reason":"database \"down\""}"#)
+        ready.store(true, ordering: .relaxed)
+        let isReady = try await curl("http://127.0.0.1:\(server.port)/ready")
+        #expect(isReady.status == 200)
+        #expect(isReady.text == #"{"status":"ready"}"#)
+        }
+    }
+
+    @Test("request parts reach the handler: method, raw path, raw query, headers, body, remote, id")
+    func requestParts() async throws {
+        let seen = Mutex<HTTPRequest?>(nil)
+        var router = Router()
+        router.add(.put, "/v1/things/{id}", .synchronous { request in
+            seen.withLock { $0 = request }
+            return .text("id=\(request.pathParameters["id"] ?? "-") rid=\(request.requestID)")
+        })
+        try await withServer(router) { server in
+            let response = try await curl("http://127.0.0.1:\(server.port)/v1/things/a%20b%2Fc?x=1&x=2&y=%E2%9C%93",
+                                          method: "PUT", headers: ["X-Custom": "v1", "Content-Type": "text/plain"],
+                                          body: Array("hello body".utf8))
+            #expect(response.status == 200)
+            let request = try #require(seen.withLock { $0 })
+            #expect(request.method == .put)
+            #expect(request.rawPath == "/v1/things/a%20b%2Fc")
+            #expect(request.pathParameters["id"] == "a b/c")
+            #expect(request.rawQuery == "x=1&x=2&y=%E2%9C%93")
+            let query = try request.queryParameters()
+            #expect(query.values("x") == ["1", "2"])
+            #expect(query["y"] == "✓")
+            #expect(request.headers["x-custom"] == "v1")
+            #expect(request.body == Array("hello body".utf8))
+            #expect(request.remoteAddress == "127.0.0.1")
+            #expect(response.text == "id=a b/c rid=\(request.requestID)")
+            #expect(response.headers["x-request-id"] == request.requestID)
+        }
+    }
+
+    @Test("404 and 405 are JSON under /v1, SNS XML at /")
+    func notFoundAndMethodNotAllowed() async throws {
+        var router = Router()
+        router.add(.get, "/v1/topics/{id}", .synchronous { _ in .text("ok") })
+        router.add(.post, "/", .synchronous { _ in .text("sns") })
+        try await withServer(router) { server in
+            let base = "http://127.0.0.1:\(server.port)"
+
+            let missing = try await curl("\(base)/v1/nothing")
+            #expect(missing.status == 404)
+            #expect(missing.headers["content-type"] == "application/json")
+            let missingJSON = try #require(try JSONSerialization.jsonObject(with: Data(missing.body)) as? [String: Any])
+            let missingError = try #require(missingJSON["error"] as? [String: Any])
+            #expect(missingError["code"] as? String == "not_found")
+            #expect(missingError["field"] is NSNull)
+
+            let wrongMethod = try await curl("\(base)/v1/topics/abc", method: "DELETE")
+            #expect(wrongMethod.status == 405)
+            #expect(wrongMethod.headers["allow"] == "GET")
+            #expect(wrongMethod.text.contains(#""code":"method_not_allowed""#))
+
+            let snsWrongMethod = try await curl("\(base)/", method: "PUT")
+            #expect(snsWrongMethod.status == 405)
+            #expect(snsWrongMethod.headers["content-type"] == "text/xml")
+            #expect(snsWrongMethod.text.hasPrefix(#"<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error><Type>Sender</Type><Code>MethodNotAllowed</Code>"#))
+            #expect(snsWrongMethod.text.contains("<RequestId>\(snsWrongMethod.headers["x-amzn-requestid"] ?? "?")</RequestId>"))
+        }
+    }
+
+    @Test("bodies over the route's limit get 413 in the family's format, with and without Content-Length")
+    func bodyLimits() async throws {
+        var router = Router()
+        router.add(.post, "/v1/small", maxBodyBytes: 1000, .synchronous { .text("got \($0.body.count)") })
+        router.add(.post, "/", maxBodyBytes: 1000, .synchronous { .text("got \($0.body.count)") })
+        try await withServer(router) { server in
+            let base = "http://127.0.0.1:\(server.port)"
+
+            let atLimit = try await curl("\(base)/v1/small", method: "POST", body: [UInt8](repeating: 65, count: 1000))
+            #expect(atLimit.status == 200)
+            #expect(atLimit.text == "got 1000")
+
+            let over = try await curl("\(base)/v1/small", method: "POST", body: [UInt8](repeating: 65, count: 1001))
+            #expect(over.status == 413)
+            #expect(over.text.contains(#""code":"payload_too_large""#))
+
+            let overXML = try await curl("\(base)/", method: "POST", body: [UInt8](repeating: 65, count: 5000))
+            #expect(overXML.status == 413)
+            #expect(overXML.text.contains("<Code>RequestEntityTooLarge</Code>"))
+
+            // Chunked: the size is only known while reading.
+            let chunked = try await curl("\(base)/v1/small", method: "POST", headers: ["Transfer-Encoding": "chunked"],
+                                         body: [UInt8](repeating: 65, count: 50_000))
+            #expect(chunked.status == 413)
+            let chunkedSmall = try await curl("\(base)/v1/small", method: "POST", headers: ["Transfer-Encoding": "chunked"],
+                                              body: [UInt8](repeating: 65, count: 999))
+            #expect(chunkedSmall.text == "got 999")
+
+            // The default limit (1 MB) applies to routes without their own.
+            var defaultRouter = Router()
+            defaultRouter.add(.post, "/v1/big", .synchronous { .text("got \($0.body.count)") })
+            try await withServer(defaultRouter) { second in
+                let oneMB = try await curl("http://127.0.0.1:\(second.port)/v1/big", method: "POST",
+                                           body: [UInt8](repeating: 66, count: 1 << 20))
+                #expect(oneMB.text == "got \(1 << 20)")
+                let tooBig = try await curl("http://127.0.0.1:\(second.port)/v1/big", method: "POST",
+                                            body: [UInt8](repeating: 66, count: (1 << 20) + 1))
+                #expect(tooBig.status == 413)
+            }
+        }
+    }
+
+    @Test("200 concurrent asynchronous requests are all answered while suspended")
+    func concurrentSuspended() async throws {
+        let concurrent = Atomic<Int>(0), peak = Atomic<Int>(0)
+        var router = Router()
+        router.add(.get, "/v1/slow/{n}", .asynchronous { request in
+            let now = concurrent.add(1, ordering: .relaxed).newValue
+            var seen = peak.load(ordering: .relaxed)
+            while now > seen {
+                let (exchanged, original) = peak.compareExchange(expected: seen, desired: now, ordering: .relaxed)
+                if exchanged { break }
+                seen = original
+            }
+            try? await Task.sleep(for: .milliseconds(300))
+            concurrent.subtract(1, ordering: .relaxed)
+            return .text("n=\(request.pathParameters["n"] ?? "")")
+        })
+        // Only 2 MHD threads: if handlers held them, 200 requests of 300 ms would take 30 s, and the peak
+        // concurrency would be 2.
+        try await withServer(router, configure: { $0.threadPoolSize = 2 }) { server in
+            let urls = (0..<200).flatMap { ["-o", "/dev/null", "http://127.0.0.1:\(server.port)/v1/slow/\($0)"] }
+            let started = ContinuousClock.now
+            let result = try await run("/usr/bin/curl", ["-s", "--parallel", "--parallel-immediate", "--parallel-max", "200",
+                                                        "-w", "%{http_code}\n"] + urls)
+            let elapsed = ContinuousClock.now - started
+            let codes = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n")
+            #expect(codes.count == 200)
+            #expect(codes.allSatisfy { $0 == "200" })
+            #expect(peak.load(ordering: .relaxed) > 50)
+            #expect(elapsed < .seconds(15))
+        }
+    }
+
+    @Test("a suspending handler answers from another thread; a dropped responder answers 500")
+    func suspendingHandlers() async throws {
+        var router = Router()
+        router.add(.get, "/v1/later", .suspending { request, responder in
+            Thread.detachNewThread {
+                usleep(20_000)
+                responder.respond(.text("later \(request.requestID == responder.requestID)"))
+                responder.respond(.text("ignored second answer"))
+            }
+        })
+        router.add(.get, "/v1/forgotten", .suspending { _, _ in })
+        router.add(.get, "/v1/immediate", .suspending { _, responder in responder.respond(.text("now")) })
+        try await withServer(router) { server in
+            let later = try await curl("http://127.0.0.1:\(server.port)/v1/later")
+            #expect(later.text == "later true")
+            let forgotten = try await curl("http://127.0.0.1:\(server.port)/v1/forgotten")
+            #expect(forgotten.status == 500)
+            let immediate = try await curl("http://127.0.0.1:\(server.port)/v1/immediate")
+            #expect(immediate.text == "now")
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("keep-alive: several requests over one connection")
+    func keepAlive() async throws {
+        try await withServer(Router()) { server in
+            let url = "http://127.0.0.1:\(server.port)/health"
+            let result = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null",
+                                                        "-w", "%{num_connects}\n", url, url, url])
+            let connects = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n")
+            #expect(connects == ["1", "0", "0"])
+        }
+    }
+
+    @Test("graceful shutdown: stops accepting, finishes the in-flight slow request, then stops")
+    func gracefulShutdown() async throws {
+        let entered = Atomic<Bool>(false)
+        var router = Router()
+        router.add(.get, "/v1/slow", .asynchronous { _ in
+            entered.store(true, ordering: .relaxed)
+            try? await Task.sleep(for: .milliseconds(800))
+            return .text("finished")
+        })
+        let server = try startServer(router)
+        let port = server.port
+        async let slow = curl("http://127.0.0.1:\(port)/v1/slow")
+        #expect(await eventually { entered.load(ordering: .relaxed) })
+        let shutdownStarted = ContinuousClock.now
+        async let shutdown: Void = server.shutdown()
+        try await Task.sleep(for: .milliseconds(100))
+        // New connections are refused while the slow request is still running.
+        let refused = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "--max-time", "2",
+                                                     "http://127.0.0.1:\(port)/health"])
+        #expect(refused.status == 7)
+        let response = try await slow
+        #expect(response.status == 200)
+        #expect(response.text == "finished")
+        #expect(response.headers["connection"] == "close")
+        await shutdown
+        #expect(ContinuousClock.now - shutdownStarted >= .milliseconds(600))
+        #expect(server.port == 0)
+    }
+
+    @Test("shutdown past the grace period answers suspended stragglers 503")
+    func shutdownGraceExpires() async throws {
+        var router = Router()
+        router.add(.get, "/v1/never", .suspending { _, responder in
+            // Keep the responder alive without answering.
+            Thread.detachNewThread { sleep(5); _ = responder }
+        })
+        let server = try startServer(router) { $0.shutdownGracePeriod = .milliseconds(200) }
+        async let stuck = curl("http://127.0.0.1:\(server.port)/v1/never")
+        #expect(await eventually { server.inFlightRequests == 1 })
+        await server.shutdown()
+        let response = try await stuck
+        #expect(response.status == 503)
+        #expect(response.text.contains("service_unavailable"))
+    }
+
+    @Test("run() serves until cancelled, then drains")
+    func runUntilCancelled() async throws {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        let task = Task { try await server.run() }
+        #expect(await eventually { server.port != 0 })
+        let health = try await curl("http://127.0.0.1:\(server.port)/health")
+        #expect(health.status == 200)
+        task.cancel()
+        try await task.value
+        #expect(server.port == 0)
+    }
+
+    @Test("one access log line per request, without query string or secrets")
+    func accessLog() async throws {
+        let log = CollectingLog()
+        var router = Router()
+        router.add(.post, "/v1/echo", .synchronous { _ in HTTPResponse(status: 201) })
+        try await withServer(router, configure: { $0.accessLog = log }) { server in
+            let response = try await curl("http://127.0.0.1:\(server.port)/v1/echo?token=secret-query",
+                                          method: "POST", headers: ["Authorization": "Bearer secret-key"],
+                                          body: Array("secret-body".utf8))
+            #expect(response.status == 201)
+            #expect(await eventually { log.all.count == 1 })
+            let entry = try #require(log.all.first)
+            #expect(entry.method == "POST")
+            #expect(entry.path == "/v1/echo")
+            #expect(entry.status == 201)
+            #expect(entry.requestID == response.headers["x-request-id"])
+            #expect(entry.remoteAddress == "127.0.0.1")
+            #expect(entry.completed)
+            #expect(entry.duration > .zero)
+            let line = entry.jsonLine
+            #expect(!line.contains("secret"))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["msg"] as? String == "http.request")
+            #expect(object["status"] as? Int == 201)
+        }
+    }
+
+    @Test("requests cut off before the handler are still released (in-flight returns to zero)")
+    func malformedRequestsAreReleased() async throws {
+        try await withServer(Router()) { server in
+            // Headers far over MHD's per-connection memory: MHD answers itself without calling the handler.
+            let huge = String(repeating: "x", count: 64 * 1024)
+            _ = try await curl("http://127.0.0.1:\(server.port)/health", headers: ["X-Huge": huge])
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("invalid listen address is an error, not a crash")
+    func invalidAddress() {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "not-an-address"), router: Router())
+        #expect(throws: HTTPServerError.self) { try server.start() }
+    }
+}
