@@ -1,0 +1,283 @@
+/// Why a JSON text was refused, and where.
+public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case unexpectedEnd
+        case unexpectedByte
+        case invalidNumber
+        case invalidEscape
+        case controlCharacterInString
+        case duplicateKey
+        case nestingTooDeep
+        case trailingData
+    }
+
+    public let code: Code
+    /// Byte offset into the input where the problem was seen.
+    public let offset: Int
+    /// The repeated key, for `duplicateKey`.
+    public let key: String?
+
+    public var description: String {
+        "\(code.rawValue) at byte \(offset)" + (key.map { " (key \"\($0)\")" } ?? "")
+    }
+}
+
+extension JSONValue {
+    /// What to do when an object repeats a key.
+    public enum DuplicateKeyPolicy: Sendable {
+        /// Refuse the document (SNS refuses a message map with a repeated key).
+        case reject
+        /// Keep the last value, in the position of the first (what most JSON readers do).
+        case lastWins
+    }
+
+    /// Objects and arrays nested deeper than this are refused, so hostile input cannot exhaust the stack.
+    public static let maximumNestingDepth = 256
+
+    /// Parses one RFC 8259 JSON text (any value at the top, surrounding whitespace allowed).
+    public static func parse(_ text: String, duplicateKeys: DuplicateKeyPolicy = .lastWins) throws(JSONParseError) -> JSONValue {
+        try parse(bytes: Array(text.utf8), duplicateKeys: duplicateKeys)
+    }
+
+    /// Parses JSON from bytes, for provider response bodies. Invalid UTF-8 inside strings is repaired with U+FFFD.
+    public static func parse(bytes: [UInt8], duplicateKeys: DuplicateKeyPolicy = .lastWins) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, duplicateKeys: duplicateKeys)
+        return try parser.parseDocument()
+    }
+}
+
+struct JSONParser {
+    let bytes: [UInt8]
+    let duplicateKeys: JSONValue.DuplicateKeyPolicy
+    var index = 0
+    var depth = 0
+
+    init(bytes: [UInt8], duplicateKeys: JSONValue.DuplicateKeyPolicy) {
+        self.bytes = bytes
+        self.duplicateKeys = duplicateKeys
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == bytes.count else { throw fail(.trailingData) }
+        return value
+    }
+
+    private func fail(_ code: JSONParseError.Code, key: String? = nil) -> JSONParseError {
+        JSONParseError(code: code, offset: index, key: key)
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw fail(.unexpectedEnd) }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return .object(try parseObject())
+        case UInt8(ascii: "["): return .array(try parseArray())
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), 0x30...0x39: return .number(try parseNumber())
+        default: throw fail(.unexpectedByte)
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw fail(.unexpectedEnd) }
+        let start = literal.utf8Start
+        for k in 0..<count where bytes[index + k] != start[k] {
+            index += k
+            throw fail(.unexpectedByte)
+        }
+        index += count
+    }
+
+    private mutating func enter() throws(JSONParseError) {
+        depth += 1
+        guard depth <= JSONValue.maximumNestingDepth else { throw fail(.nestingTooDeep) }
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSONObject {
+        try enter()
+        defer { depth -= 1 }
+        index += 1  // {
+        var object = JSONObject()
+        skipWhitespace()
+        guard index < bytes.count else { throw fail(.unexpectedEnd) }
+        if bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return object
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.unexpectedEnd) }
+            guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedByte) }
+            let keyOffset = index
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.unexpectedEnd) }
+            guard bytes[index] == UInt8(ascii: ":") else { throw fail(.unexpectedByte) }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            if duplicateKeys == .reject && object.contains(key) {
+                throw JSONParseError(code: .duplicateKey, offset: keyOffset, key: key)
+            }
+            object[key] = value
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.unexpectedEnd) }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"): index += 1; return object
+            default: throw fail(.unexpectedByte)
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> [JSONValue] {
+        try enter()
+        defer { depth -= 1 }
+        index += 1  // [
+        var array: [JSONValue] = []
+        skipWhitespace()
+        guard index < bytes.count else { throw fail(.unexpectedEnd) }
+        if bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return array
+        }
+        while true {
+            skipWhitespace()
+            array.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.unexpectedEnd) }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"): index += 1; return array
+            default: throw fail(.unexpectedByte)
+            }
+        }
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
+        let start = index
+        while index < bytes.count, Self.isNumberByte(bytes[index]) { index += 1 }
+        let literal = Array(bytes[start..<index])
+        guard JSONNumber.isValidLiteral(literal) else {
+            index = start
+            throw fail(.invalidNumber)
+        }
+        return JSONNumber(validatedLiteral: String(decoding: literal, as: UTF8.self))
+    }
+
+    private static func isNumberByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                let s = String(decoding: bytes[start..<index], as: UTF8.self)
+                index += 1
+                return s
+            }
+            if b == UInt8(ascii: "\\") { break }
+            if b < 0x20 { throw fail(.controlCharacterInString) }
+            index += 1
+        }
+        var buffer = Array(bytes[start..<index])
+        while index < bytes.count {
+            let b = bytes[index]
+            switch b {
+            case UInt8(ascii: "\""):
+                index += 1
+                return String(decoding: buffer, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw fail(.unexpectedEnd) }
+                let e = bytes[index]
+                index += 1
+                switch e {
+                case UInt8(ascii: "\""): buffer.append(0x22)
+                case UInt8(ascii: "\\"): buffer.append(0x5C)
+                case UInt8(ascii: "/"): buffer.append(0x2F)
+                case UInt8(ascii: "b"): buffer.append(0x08)
+                case UInt8(ascii: "f"): buffer.append(0x0C)
+                case UInt8(ascii: "n"): buffer.append(0x0A)
+                case UInt8(ascii: "r"): buffer.append(0x0D)
+                case UInt8(ascii: "t"): buffer.append(0x09)
+                case UInt8(ascii: "u"): appendScalar(try parseUnicodeEscape(), to: &buffer)
+                default:
+                    index -= 1
+                    throw fail(.invalidEscape)
+                }
+            case 0x00..<0x20:
+                throw fail(.controlCharacterInString)
+            default:
+                buffer.append(b)
+                index += 1
+            }
+        }
+        throw fail(.unexpectedEnd)
+    }
+
+    /// Reads the hex digits after `\u` (and a following low surrogate); lone surrogates become U+FFFD.
+    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let first = try readHex4()
+        if (0xD800..<0xDC00).contains(first) {
+            if index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                let save = index
+                index += 2
+                let second = try readHex4()
+                if (0xDC00..<0xE000).contains(second) {
+                    let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                    return Unicode.Scalar(value) ?? "\u{FFFD}"
+                }
+                index = save
+            }
+            return "\u{FFFD}"
+        }
+        return Unicode.Scalar(first) ?? "\u{FFFD}"
+    }
+
+    private mutating func readHex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail(.unexpectedEnd) }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[index]
+            let digit: UInt32
+            switch b {
+            case 0x30...0x39: digit = UInt32(b - 0x30)
+            case 0x41...0x46: digit = UInt32(b - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(b - 0x61 + 10)
+            default: throw fail(.invalidEscape)
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private func appendScalar(_ scalar: Unicode.Scalar, to buffer: inout [UInt8]) {
+        UTF8.encode(scalar) { buffer.append($0) }
+    }
+}

@@ -1,0 +1,153 @@
+/// A JSON document as the push domain needs it.
+///
+/// Why not `JSONSerialization`: SNS and the providers care about things it loses. Object members keep their
+/// order (a payload re-encoded by Clarion reads like the one that was published), number literals are kept
+/// as written (`1` and `true` and `1.0` stay distinguishable, which APNs push-type inference depends on, and
+/// large integers are not rounded through `Double`), and duplicate keys can be detected (SNS rejects them).
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    public var objectValue: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    public var numberValue: JSONNumber? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
+
+    /// The value of an integer literal (`3`, `-7`); nil for `3.0`, `3e0`, strings and everything else.
+    public var intValue: Int? { numberValue?.intValue }
+
+    /// Member lookup when the value is an object.
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+}
+
+/// A JSON number kept as its literal text.
+public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
+    /// The literal exactly as it appears in JSON text (`-12`, `3.5`, `1e3`).
+    public let literal: String
+
+    public init(_ value: Int) { literal = String(value) }
+
+    /// Accepts only RFC 8259 number syntax.
+    public init?(literal: String) {
+        guard JSONNumber.isValidLiteral(Array(literal.utf8)) else { return nil }
+        self.literal = literal
+    }
+
+    init(validatedLiteral: String) { literal = validatedLiteral }
+
+    /// True when the literal has no fraction and no exponent.
+    public var isInteger: Bool {
+        !literal.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+    }
+
+    /// The value when the literal is an integer that fits in `Int`.
+    public var intValue: Int? { isInteger ? Int(literal) : nil }
+
+    public var doubleValue: Double? { Double(literal) }
+
+    public var description: String { literal }
+
+    static func isValidLiteral(_ bytes: [UInt8]) -> Bool {
+        var i = 0
+        let n = bytes.count
+        func digit(_ at: Int) -> Bool { at < n && bytes[at] >= 0x30 && bytes[at] <= 0x39 }
+        if i < n && bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard digit(i) else { return false }
+        if bytes[i] == 0x30 { i += 1 } else { while digit(i) { i += 1 } }
+        if i < n && bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digit(i) else { return false }
+            while digit(i) { i += 1 }
+        }
+        if i < n && (bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E")) {
+            i += 1
+            if i < n && (bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-")) { i += 1 }
+            guard digit(i) else { return false }
+            while digit(i) { i += 1 }
+        }
+        return i == n
+    }
+}
+
+/// A JSON object: members in document order, keys unique.
+///
+/// Lookup is linear: push payloads have a handful of keys, and order matters more than lookup speed here.
+public struct JSONObject: Sendable, Hashable, Sequence {
+    public struct Member: Sendable, Hashable {
+        public var key: String
+        public var value: JSONValue
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public private(set) var members: [Member]
+
+    public init() { members = [] }
+
+    /// Builds an object from pairs; a repeated key replaces the earlier value in its position.
+    public init(_ pairs: [(String, JSONValue)]) {
+        members = []
+        members.reserveCapacity(pairs.count)
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
+    public var keys: [String] { members.map(\.key) }
+
+    public func contains(_ key: String) -> Bool { members.contains { $0.key == key } }
+
+    /// Reading returns the member's value; writing replaces it in place, appends a new member, or (nil) removes it.
+    public subscript(key: String) -> JSONValue? {
+        get { members.first { $0.key == key }?.value }
+        set {
+            let index = members.firstIndex { $0.key == key }
+            switch (index, newValue) {
+            case (let i?, let v?): members[i].value = v
+            case (let i?, nil): members.remove(at: i)
+            case (nil, let v?): members.append(Member(key: key, value: v))
+            case (nil, nil): break
+            }
+        }
+    }
+
+    public func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(JSONNumber(value)) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// Keeps the literal's key order.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+    public init(nilLiteral: ()) { self = .null }
+}

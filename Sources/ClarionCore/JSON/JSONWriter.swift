@@ -1,0 +1,76 @@
+extension JSONValue {
+    /// Compact JSON (no whitespace), members in their stored order, number literals as stored,
+    /// non-ASCII written as UTF-8 and only `"`, `\` and control characters escaped.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        JSONWriter.write(self, to: &out)
+        return out
+    }
+
+    /// `encoded()` as a `String`.
+    public var jsonText: String { String(decoding: encoded(), as: UTF8.self) }
+}
+
+extension JSONObject {
+    public func encoded() -> [UInt8] { JSONValue.object(self).encoded() }
+    public var jsonText: String { JSONValue.object(self).jsonText }
+}
+
+enum JSONWriter {
+    static func write(_ value: JSONValue, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let n): out.append(contentsOf: n.literal.utf8)
+        case .string(let s): writeString(s, to: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                write(item, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (i, member) in object.members.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(member.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                write(member.value, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        writeEscapedContents(s, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// The characters of a JSON string without the quotes.
+    static func writeEscapedContents(_ s: String, to out: inout [UInt8]) {
+        let hex: StaticString = "0123456789abcdef"
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(0x5C); out.append(0x22)
+            case UInt8(ascii: "\\"): out.append(0x5C); out.append(0x5C)
+            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(0x5C); out.append(UInt8(ascii: "t"))
+            case 0x08: out.append(0x5C); out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(0x5C); out.append(UInt8(ascii: "f"))
+            case 0x00..<0x20:
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex.utf8Start[Int(b >> 4)])
+                out.append(hex.utf8Start[Int(b & 0x0F)])
+            default: out.append(b)
+            }
+        }
+    }
+
+    /// True when `s` can be copied into a JSON string without escaping (the common case for tokens and ids).
+    static func needsNoEscaping(_ s: String) -> Bool {
+        !s.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+    }
+}

@@ -1,0 +1,90 @@
+/// A push platform as SNS names it (`Platform` of CreatePlatformApplication), and what follows from it.
+///
+/// SNS documents ADM, APNS, APNS_SANDBOX and GCM; APNS_VOIP and APNS_VOIP_SANDBOX exist in SNS too
+/// (providers.md C.2, C.4: their own message keys and TTL attributes), and cost nothing extra here:
+/// they are APNs with push type `voip`.
+public enum Platform: String, Sendable, Hashable, CaseIterable {
+    case apns = "APNS"
+    case apnsSandbox = "APNS_SANDBOX"
+    case apnsVoIP = "APNS_VOIP"
+    case apnsVoIPSandbox = "APNS_VOIP_SANDBOX"
+    case gcm = "GCM"
+    case adm = "ADM"
+
+    /// The provider protocol that carries this platform's pushes.
+    public var provider: PushProvider {
+        switch self {
+        case .apns, .apnsSandbox, .apnsVoIP, .apnsVoIPSandbox: .apns
+        case .gcm: .fcm
+        case .adm: .adm
+        }
+    }
+
+    /// The APNs host environment; nil for non-APNs platforms.
+    public var apnsEnvironment: APNsEnvironment? {
+        switch self {
+        case .apns, .apnsVoIP: .production
+        case .apnsSandbox, .apnsVoIPSandbox: .sandbox
+        case .gcm, .adm: nil
+        }
+    }
+
+    /// The message-map keys that apply to an endpoint of this platform, in order of preference
+    /// (SNS C.2: the platform's own key wins, "default" is the fallback).
+    public var messageKeys: [SNSMessageKey] {
+        switch self {
+        case .apns: [.apns, .default]
+        case .apnsSandbox: [.apnsSandbox, .default]
+        case .apnsVoIP: [.apnsVoIP, .default]
+        case .apnsVoIPSandbox: [.apnsVoIPSandbox, .default]
+        case .gcm: [.gcm, .default]
+        case .adm: [.adm, .default]
+        }
+    }
+
+    /// The platform's own message-map key.
+    public var messageKey: SNSMessageKey { messageKeys[0] }
+
+    /// The reserved message attribute carrying this platform's TTL (providers.md C.4).
+    public var ttlAttributeNames: [String] {
+        switch self {
+        case .apns: ["AWS.SNS.MOBILE.APNS.TTL"]
+        case .apnsSandbox: ["AWS.SNS.MOBILE.APNS_SANDBOX.TTL"]
+        case .apnsVoIP: ["AWS.SNS.MOBILE.APNS_VOIP.TTL"]
+        case .apnsVoIPSandbox: ["AWS.SNS.MOBILE.APNS_VOIP_SANDBOX.TTL"]
+        case .gcm: ["AWS.SNS.MOBILE.FCM.TTL", "AWS.SNS.MOBILE.GCM.TTL"]
+        case .adm: ["AWS.SNS.MOBILE.ADM.TTL"]
+        }
+    }
+
+    /// The push type an endpoint of this platform gets when nothing says otherwise; nil means "infer".
+    var fixedAPNsPushType: APNsPushType? {
+        switch self {
+        case .apnsVoIP, .apnsVoIPSandbox: .voip
+        default: nil
+        }
+    }
+}
+
+/// The provider protocol behind a platform.
+public enum PushProvider: String, Sendable, Hashable, CaseIterable {
+    case apns
+    case fcm
+    case adm
+
+    /// The largest payload the provider takes (bytes), before any per-type exception such as VoIP.
+    /// APNs counts the body; FCM counts payload keys and values; ADM documents 6 KB.
+    public var payloadLimit: Int {
+        switch self {
+        case .apns: 4096
+        case .fcm: 4096
+        case .adm: 6144
+        }
+    }
+}
+
+/// APNs host environment: production `api.push.apple.com`, sandbox `api.sandbox.push.apple.com`.
+public enum APNsEnvironment: String, Sendable, Hashable {
+    case production
+    case sandbox
+}
