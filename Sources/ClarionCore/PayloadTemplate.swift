@@ -16,21 +16,20 @@ public struct PayloadTemplate: Sendable, Hashable {
 
     public let literals: [[UInt8]]
     public let slots: [Slot]
+    /// Bytes that do not depend on the per-delivery values.
+    public let fixedByteCount: Int
 
     /// A body with no holes.
     public init(bytes: [UInt8]) {
-        literals = [bytes]
-        slots = []
+        self.init(literals: [bytes], slots: [])
     }
 
     init(literals: [[UInt8]], slots: [Slot]) {
         precondition(literals.count == slots.count + 1, "PayloadTemplate: literals must surround every slot")
         self.literals = literals
         self.slots = slots
+        fixedByteCount = literals.reduce(0) { $0 + $1.count }
     }
-
-    /// Bytes that do not depend on the per-delivery values.
-    public var fixedByteCount: Int { literals.reduce(0) { $0 + $1.count } }
 
     public func contains(_ slot: Slot) -> Bool { slots.contains(slot) }
 
