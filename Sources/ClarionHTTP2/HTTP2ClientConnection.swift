@@ -1,0 +1,350 @@
+internal import CNghttp2
+
+/// A request on its way: the caller's request, where its result goes, its deadline and refusal count.
+struct PendingRequest: HTTP2PoolItem {
+    var request: HTTP2Request
+    var target: CompletionTarget
+    var deadline: NanoTime
+    var refusals = 0
+}
+
+enum CompletionTarget {
+    case continuation(CheckedContinuation<HTTP2Result, Never>)
+    case batch(CompletionBatcher)
+}
+
+/// One client connection: an nghttp2 client session over a `SocketChannel`, driven with `mem_recv`/`mem_send`.
+/// It knows nothing of queues: the pool hands it requests (`start`) and hears back about streams, SETTINGS,
+/// GOAWAY and closing. Confined to the pool's loop.
+final class HTTP2ClientConnection: SocketChannel {
+    struct Stream {
+        var pending: PendingRequest?
+        var streamID: Int32 = 0
+        var status = 0
+        var headers: [(String, String)] = []
+        var body: [UInt8] = []
+        var bodyOffset = 0
+        /// The response's END_STREAM arrived.
+        var ended = false
+    }
+
+    let connectionID: UInt64
+    private unowned let pool: HTTP2PoolDriver
+    private var machine: HTTP2ConnectionStateMachine
+    private var session: OpaquePointer?
+    private var streams: [Stream] = []
+    private var freeSlots: [Int] = []
+    private let headerBlock = HeaderBlockBuilder()
+    private var goAwayLastStreamID: Int32?
+    private let scheme: String
+    private var closeAfterFlush = false
+
+    init(pool: HTTP2PoolDriver, connectionID: UInt64, fd: Int32, tls: TLSSession?, now: NanoTime) {
+        self.pool = pool
+        self.connectionID = connectionID
+        machine = HTTP2ConnectionStateMachine(configuration: pool.connectionConfiguration, now: now)
+        scheme = tls == nil ? "http" : "https"
+        super.init(loop: pool.loop, fd: fd, tls: tls, connecting: true)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    var openStreamCount: Int { machine.openStreams }
+
+    // MARK: - SocketChannel hooks
+
+    override func didBecomeActive() {
+        var session: OpaquePointer?
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        guard nghttp2_session_client_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
+            close(error: .protocolError("nghttp2_session_client_new2 failed"))
+            return
+        }
+        self.session = session
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                   value: pool.configuration.initialWindowSize),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 * 1024 * 1024)
+        let now = monotonicNow()
+        machine.established(now: now)
+        pool.connectionEstablished(self)
+    }
+
+    override func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let session else { return false }
+        machine.bytesRead(now: monotonicNow())
+        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rc < 0 {
+            close(error: .protocolError(String(cString: nghttp2_strerror(Int32(rc)))))
+            return false
+        }
+        return state != .closed
+    }
+
+    override func produceOutput() {
+        guard let session else { return }
+        while !outputIsFull {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 {
+                close(error: .protocolError(String(cString: nghttp2_strerror(Int32(n)))))
+                return
+            }
+            if n == 0 { break }
+            emit(data!, n)
+        }
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            closeAfterFlush = true
+        }
+    }
+
+    override func flushAtEndOfTurn() {
+        super.flushAtEndOfTurn()
+        if closeAfterFlush && state == .active && outbound.isEmpty { close(error: nil) }
+    }
+
+    override func didClose(error: HTTP2Error?) {
+        machine.closed()
+        // Streams the server never processed (above GOAWAY's last-stream-id) are retried; the rest are lost.
+        let lost = error.map { error -> HTTP2Error in
+            if case .connectionLost = error { return error }
+            if case .protocolError = error { return error }
+            return .connectionLost("\(error)")
+        } ?? .connectionLost("connection closed")
+        for i in streams.indices {
+            guard let pending = streams[i].pending else { continue }
+            streams[i].pending = nil
+            if let last = goAwayLastStreamID, streams[i].streamID > last {
+                pool.retry(pending)
+            } else {
+                pool.complete(pending, .failure(lost))
+            }
+        }
+        streams.removeAll()
+        freeSlots.removeAll()
+        pool.connectionClosed(self, error: error)
+    }
+
+    // MARK: - Requests
+
+    /// Opens a stream for `pending`. Returns it back if the session cannot take it (the pool requeues it).
+    func start(_ pending: PendingRequest) -> PendingRequest? {
+        guard let session, state == .active, machine.acceptsStreams else { return pending }
+        let request = pending.request
+        headerBlock.reset()
+        headerBlock.add(":method", request.method)
+        headerBlock.add(":scheme", scheme)
+        headerBlock.add(":authority", request.authority ?? pool.defaultAuthority)
+        headerBlock.add(":path", request.path)
+        for (name, value) in request.headers { headerBlock.add(name, value) }
+        if !request.body.isEmpty { headerBlock.add("content-length", String(request.body.count)) }
+
+        let index: Int
+        if let free = freeSlots.popLast() {
+            index = free
+        } else {
+            streams.append(Stream())
+            index = streams.count - 1
+        }
+        streams[index].pending = pending
+        streams[index].bodyOffset = 0
+        streams[index].status = 0
+        let userData = UnsafeMutableRawPointer(bitPattern: index + 1)
+        let streamID: Int32
+        if request.body.isEmpty {
+            streamID = headerBlock.withFields { nghttp2_submit_request(session, nil, $0, $1, nil, userData) }
+        } else {
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: clientReadBody)
+            streamID = headerBlock.withFields { nghttp2_submit_request(session, nil, $0, $1, &provider, userData) }
+        }
+        guard streamID > 0 else {
+            // Stream ids exhausted or the session is going away: this connection takes nothing more.
+            streams[index].pending = nil
+            freeSlots.append(index)
+            _ = machine.drainRequested()
+            return pending
+        }
+        streams[index].streamID = streamID
+        machine.streamOpened()
+        scheduleFlush()
+        return nil
+    }
+
+    /// Pool tick: liveness, idle close, and the deadlines of requests in flight.
+    func tick(now: NanoTime) {
+        perform(machine.tick(now: now))
+        guard state == .active, let session else { return }
+        for i in streams.indices {
+            guard let pending = streams[i].pending, pending.deadline <= now else { continue }
+            streams[i].pending = nil
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streams[i].streamID,
+                                      NGHTTP2_CANCEL.rawValue)
+            pool.complete(pending, .failure(.timeout))
+            scheduleFlush()
+        }
+    }
+
+    /// The pool wants this connection gone once its streams are done.
+    func drain() {
+        perform(machine.drainRequested())
+    }
+
+    private func perform(_ action: HTTP2ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .sendPing:
+            if let session {
+                nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+                scheduleFlush()
+            }
+        case .sendGoAway:
+            if let session {
+                nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue),
+                                      nghttp2_session_get_last_proc_stream_id(session), 0, nil, 0)
+                scheduleFlush()
+            }
+        case .close(let error):
+            if state == .active && error == nil && session != nil {
+                // Graceful: let what is queued go out first.
+                closeAfterFlush = true
+                scheduleFlush()
+            } else {
+                close(error: error)
+            }
+        }
+    }
+
+    // MARK: - nghttp2 callbacks
+
+    private func slot(for streamID: Int32) -> Int? {
+        guard let session, let raw = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+        let index = Int(bitPattern: raw) - 1
+        return index < streams.count ? index : nil
+    }
+
+    fileprivate func header(streamID: Int32, name: UnsafePointer<UInt8>, nameLength: Int,
+                            value: UnsafePointer<UInt8>, valueLength: Int) {
+        guard let i = slot(for: streamID) else { return }
+        if nameLength == 7 && name[0] == UInt8(ascii: ":") && name[1] == UInt8(ascii: "s") {
+            var status = 0
+            for k in 0..<valueLength { status = status * 10 + Int(value[k] &- 48) }
+            // Interim (1xx) responses are skipped; the final status wins.
+            streams[i].status = status
+        } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
+            streams[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+        }
+    }
+
+    fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
+        guard let i = slot(for: streamID) else { return }
+        streams[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+    }
+
+    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                              flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let i = slot(for: streamID), let pending = streams[i].pending else {
+            // Timed out while its body was still going out: end the stream (it was reset anyway).
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            return 0
+        }
+        // nghttp2 asks for at most what the flow-control windows allow; track our own offset (interop.md).
+        let offset = streams[i].bodyOffset
+        let total = pending.request.body.count
+        let count = min(length, total - offset)
+        pending.request.body.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + offset, count: count)
+        }
+        streams[i].bodyOffset = offset + count
+        if offset + count == total { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+
+    fileprivate func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        let type = frame.pointee.hd.type
+        if type == UInt8(NGHTTP2_SETTINGS.rawValue) {
+            guard frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, let session else { return }
+            let value = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+            pool.maxConcurrentStreamsChanged(self, to: Int(value))
+        } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+            let last = frame.pointee.goaway.last_stream_id
+            goAwayLastStreamID = min(goAwayLastStreamID ?? last, last)
+            pool.goAwayReceived(self)
+            perform(machine.goAwayReceived())
+        }
+    }
+
+    fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let i = slot(for: streamID) else { return }
+        var stream = streams[i]
+        streams[i] = Stream()
+        freeSlots.append(i)
+        if let pending = stream.pending {
+            if errorCode == NGHTTP2_REFUSED_STREAM.rawValue
+                || (stream.status == 0 && goAwayLastStreamID.map { streamID > $0 } == true) {
+                pool.retry(pending)
+            } else if stream.status != 0 && (errorCode == 0 || stream.ended) {
+                let response = HTTP2Response(status: stream.status, headers: stream.headers, body: stream.body)
+                stream.headers = []
+                stream.body = []
+                pool.complete(pending, .success(response))
+            } else if errorCode != 0 {
+                pool.complete(pending, .failure(.streamReset(errorCode)))
+            } else {
+                pool.complete(pending, .failure(.protocolError("stream closed without a response")))
+            }
+        }
+        perform(machine.streamClosed(now: monotonicNow()))
+        pool.streamClosed(self)
+    }
+
+    fileprivate func responseEnded(streamID: Int32) {
+        guard let i = slot(for: streamID) else { return }
+        streams[i].ended = true
+    }
+
+    static let tables = NGHTTP2Tables { callbacks, option in
+        nghttp2_option_set_peer_max_concurrent_streams(option, 1)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+                .header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
+                        value: value, valueLength: valueLength)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID: streamID, data, length)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            let connection = Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+            let type = frame.pointee.hd.type
+            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
+                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                connection.responseEnded(streamID: frame.pointee.hd.stream_id)
+            } else {
+                connection.frameReceived(frame)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            guard let userData else { return 0 }
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+                .streamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+    }
+}
+
+private let clientReadBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    return Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+        .readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+}

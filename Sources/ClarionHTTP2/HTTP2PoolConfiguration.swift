@@ -1,0 +1,127 @@
+/// Scheme, host and port of a server. `https` means TLS with ALPN "h2"; `http` means h2c with prior knowledge
+/// (tests and benchmarks only).
+public struct HTTP2Origin: Sendable, Hashable, CustomStringConvertible {
+    public enum Scheme: String, Sendable {
+        case https
+        case http
+    }
+
+    public var scheme: Scheme
+    public var host: String
+    public var port: Int
+
+    public init(scheme: Scheme, host: String, port: Int? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port ?? (scheme == .https ? 443 : 80)
+    }
+
+    /// Parses `https://host[:port]` or `http://host[:port]` (a trailing `/` is allowed; no path).
+    public init(_ url: String) throws(HTTP2Error) {
+        let scheme: Scheme
+        var rest: Substring
+        if url.hasPrefix("https://") {
+            scheme = .https
+            rest = url.dropFirst(8)
+        } else if url.hasPrefix("http://") {
+            scheme = .http
+            rest = url.dropFirst(7)
+        } else {
+            throw .invalidRequest("origin must start with https:// or http://: \(url)")
+        }
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard !rest.isEmpty, !rest.contains("/") else { throw .invalidRequest("origin has no host or has a path: \(url)") }
+        var host = String(rest)
+        var port: Int?
+        if let close = rest.lastIndex(of: "]") {  // [v6]:port
+            let after = rest[rest.index(after: close)...]
+            host = String(rest[...close])
+            if after.hasPrefix(":") { port = Int(after.dropFirst()) }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            port = Int(rest[rest.index(after: colon)...])
+            if port == nil { throw .invalidRequest("bad port in \(url)") }
+        }
+        self.init(scheme: scheme, host: host, port: port)
+    }
+
+    /// `host` or `host:port` when the port is not the scheme's default (the `:authority` sent by default).
+    public var authority: String {
+        let defaultPort = scheme == .https ? 443 : 80
+        return port == defaultPort ? host : "\(host):\(port)"
+    }
+
+    public var description: String { "\(scheme.rawValue)://\(authority)" }
+}
+
+/// How one pool (one origin + one credential identity) behaves.
+public struct HTTP2PoolConfiguration: Sendable {
+    public var origin: HTTP2Origin
+    /// Opaque credential identity (e.g. APNs team + key id + environment). Pools are keyed by origin + identity,
+    /// never by host alone.
+    public var identity: String
+    /// Connections the pool may open (they open on demand).
+    public var connectionCount: Int
+    /// Our own ceiling on streams per connection, on top of the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxConcurrentStreamsPerConnection: Int
+    /// Streams a new connection may use before the server's first SETTINGS (APNs: 1, the probe).
+    public var initialConcurrentStreams: Int
+    /// Requests waiting for a stream. When full, callers get `.overloaded` at once.
+    public var maxQueuedRequests: Int
+    public var requestTimeout: Duration
+    /// TCP + TLS within this, or the attempt fails.
+    public var connectTimeout: Duration
+    /// Extra trusted CA certificates (PEM), on top of the system store (private providers, the emulator).
+    public var trustedCAPEM: String?
+    /// Send a PING after this long without reading anything; nil disables keepalive.
+    public var pingInterval: Duration?
+    /// With a PING outstanding, declare the peer dead after this long without reading anything.
+    public var pingTimeout: Duration
+    /// Close a connection that had no stream for this long; nil keeps connections open.
+    public var idleTimeout: Duration?
+    public var backoff: HTTP2Backoff
+    /// Times a request may be refused (GOAWAY / REFUSED_STREAM) and retried on another connection.
+    public var maxRefusedRetries: Int
+    /// Our per-stream receive window (SETTINGS_INITIAL_WINDOW_SIZE), for response bodies.
+    public var initialWindowSize: UInt32
+    /// How often deadlines, PINGs and idle connections are checked.
+    public var tickInterval: Duration
+
+    public init(
+        origin: HTTP2Origin, identity: String = "", connectionCount: Int = 1,
+        maxConcurrentStreamsPerConnection: Int = 1000, initialConcurrentStreams: Int = 1,
+        maxQueuedRequests: Int = 10_000, requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
+        trustedCAPEM: String? = nil, pingInterval: Duration? = .seconds(30), pingTimeout: Duration = .seconds(10),
+        idleTimeout: Duration? = .seconds(600), backoff: HTTP2Backoff = HTTP2Backoff(), maxRefusedRetries: Int = 3,
+        initialWindowSize: UInt32 = 1 << 20, tickInterval: Duration = .milliseconds(100)
+    ) {
+        self.origin = origin
+        self.identity = identity
+        self.connectionCount = connectionCount
+        self.maxConcurrentStreamsPerConnection = maxConcurrentStreamsPerConnection
+        self.initialConcurrentStreams = initialConcurrentStreams
+        self.maxQueuedRequests = maxQueuedRequests
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.trustedCAPEM = trustedCAPEM
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
+        self.idleTimeout = idleTimeout
+        self.backoff = backoff
+        self.maxRefusedRetries = maxRefusedRetries
+        self.initialWindowSize = initialWindowSize
+        self.tickInterval = tickInterval
+    }
+}
+
+/// A snapshot of a pool, for tests, logs and metrics.
+public struct HTTP2PoolStatistics: Sendable {
+    public var activeConnections: Int
+    public var drainingConnections: Int
+    public var queuedRequests: Int
+    public var inFlightRequests: Int
+    /// Per active connection: the stream limit in force (server SETTINGS capped by our ceiling).
+    public var maxConcurrentStreams: [Int]
+    public var connectionsOpened: Int
+    public var connectAttemptsFailed: Int
+}

@@ -1,0 +1,362 @@
+import Synchronization
+
+/// Counts requests admitted but not yet on a stream (in hand-over to the loop, or queued), so callers on any
+/// thread learn at once that the queue is full.
+final class PoolGate: Sendable {
+    let limit: Int
+    private let waiting = Atomic<Int>(0)
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Admits up to `count` requests; returns how many were admitted (a prefix).
+    func reserve(_ count: Int) -> Int {
+        let before = waiting.wrappingAdd(count, ordering: .relaxed).oldValue
+        let admitted = max(0, min(count, limit - before))
+        if admitted < count { waiting.wrappingSubtract(count - admitted, ordering: .relaxed) }
+        return admitted
+    }
+
+    /// A refused request re-enters the queue: it was admitted before, so it is not turned away here.
+    func readmit() {
+        waiting.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    func release(_ count: Int = 1) {
+        waiting.wrappingSubtract(count, ordering: .relaxed)
+    }
+
+    var count: Int { waiting.load(ordering: .relaxed) }
+}
+
+/// Collects batch-path results for one sink and hands them over once per loop turn.
+final class CompletionBatcher: EventLoopFlushable {
+    let sink: any HTTP2CompletionSink
+    private let loop: EventLoop
+    private var buffer: [HTTP2Completion] = []
+    private var spare: [HTTP2Completion] = []
+    private var scheduled = false
+
+    init(sink: any HTTP2CompletionSink, loop: EventLoop) {
+        self.sink = sink
+        self.loop = loop
+        buffer.reserveCapacity(256)
+    }
+
+    func add(_ completion: HTTP2Completion) {
+        buffer.append(completion)
+        if !scheduled {
+            scheduled = true
+            loop.scheduleFlush(self)
+        }
+    }
+
+    func flushAtEndOfTurn() {
+        scheduled = false
+        guard !buffer.isEmpty else { return }
+        var batch = spare
+        swap(&batch, &buffer)  // the sink may submit (and complete) more while it runs
+        sink.receive(batch)
+        batch.removeAll(keepingCapacity: true)
+        spare = batch
+    }
+}
+
+/// Runs an `HTTP2PoolStateMachine` on one event loop: opens connections, hands requests to them, delivers results.
+/// Everything here runs on `loop`; `@unchecked Sendable` only so the public pool can hand jobs to it.
+final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
+    let loop: EventLoop
+    let configuration: HTTP2PoolConfiguration
+    let connectionConfiguration: HTTP2ConnectionStateMachine.Configuration
+    let defaultAuthority: String
+    let gate: PoolGate
+    private let tlsContext: TLSContext?
+    private let resolver: HostResolver
+    private var machine: HTTP2PoolStateMachine<PendingRequest>
+    private var connections: [UInt64: HTTP2ClientConnection] = [:]
+    private var closeOnArrival: Set<UInt64> = []
+    private var batchers: [ObjectIdentifier: CompletionBatcher] = [:]
+    private var dispatchScheduled = false
+    private var tickTimer: UInt64 = 0
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    private var shutdownDone = false
+    private var connectionsOpened = 0
+    private var connectAttemptsFailed = 0
+
+    init(configuration: HTTP2PoolConfiguration, loop: EventLoop, resolver: HostResolver) throws(TLSConfigurationError) {
+        self.loop = loop
+        self.configuration = configuration
+        self.resolver = resolver
+        defaultAuthority = configuration.origin.authority
+        gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
+        tlsContext = configuration.origin.scheme == .https
+            ? try TLSContext(clientTrusting: configuration.trustedCAPEM) : nil
+        connectionConfiguration = HTTP2ConnectionStateMachine.Configuration(
+            pingInterval: configuration.pingInterval?.nanoseconds,
+            pingTimeout: configuration.pingTimeout.nanoseconds,
+            idleTimeout: configuration.idleTimeout?.nanoseconds,
+            connectTimeout: configuration.connectTimeout.nanoseconds)
+        machine = HTTP2PoolStateMachine(configuration: .init(
+            connectionCount: configuration.connectionCount,
+            maxQueued: max(1, configuration.maxQueuedRequests),
+            initialMaxStreams: max(1, configuration.initialConcurrentStreams),
+            maxStreamsCeiling: max(1, configuration.maxConcurrentStreamsPerConnection),
+            maxRefusals: configuration.maxRefusedRetries,
+            backoff: configuration.backoff))
+    }
+
+    func start() {
+        scheduleTick()
+    }
+
+    // MARK: - Requests in
+
+    func enqueue(_ pending: PendingRequest) {
+        admit(pending)
+        scheduleDispatch()
+    }
+
+    func enqueueBatch(_ requests: [HTTP2Request], count: Int, sink: any HTTP2CompletionSink, now: NanoTime) {
+        let batcher = batcher(for: sink)
+        let defaultTimeout = configuration.requestTimeout.nanoseconds
+        for i in 0..<count {
+            let request = requests[i]
+            admit(PendingRequest(request: request, target: .batch(batcher),
+                                 deadline: now &+ (request.timeout?.nanoseconds ?? defaultTimeout)))
+        }
+        scheduleDispatch()
+    }
+
+    private func admit(_ pending: PendingRequest) {
+        if case .rejected(let request, let error) = machine.enqueue(pending) {
+            gate.release()
+            complete(request, .failure(error))
+        }
+    }
+
+    private func batcher(for sink: any HTTP2CompletionSink) -> CompletionBatcher {
+        let key = ObjectIdentifier(sink)
+        if let batcher = batchers[key] { return batcher }
+        let batcher = CompletionBatcher(sink: sink, loop: loop)
+        batchers[key] = batcher
+        return batcher
+    }
+
+    func complete(_ pending: PendingRequest, _ result: HTTP2Result) {
+        switch pending.target {
+        case .continuation(let continuation):
+            continuation.resume(returning: result)
+        case .batch(let batcher):
+            batcher.add(HTTP2Completion(tag: pending.request.tag, result: result))
+        }
+    }
+
+    /// A request the server refused unprocessed goes back to the front of the queue.
+    func retry(_ pending: PendingRequest) {
+        gate.readmit()
+        if case .rejected(let request, let error) = machine.retry(pending) {
+            gate.release()
+            complete(request, .failure(error))
+        }
+        scheduleDispatch()
+    }
+
+    // MARK: - Dispatch (end of turn, so many requests go out in one write)
+
+    private func scheduleDispatch() {
+        guard !dispatchScheduled else { return }
+        dispatchScheduled = true
+        loop.scheduleFlush(self)
+    }
+
+    func flushAtEndOfTurn() {
+        dispatchScheduled = false
+        while let (_, id, pending) = machine.nextDispatch() {
+            gate.release()
+            guard let connection = connections[id] else {
+                // Cannot happen: an active slot always has its connection. Keep the books straight anyway.
+                _ = machine.streamClosed(id)
+                retry(pending)
+                continue
+            }
+            if let back = connection.start(pending) {
+                // The session cannot open streams any more (ids exhausted, going away): move it out, retry.
+                _ = machine.streamClosed(id)
+                perform(machine.goAwayReceived(id))
+                retry(back)
+            }
+        }
+        perform(machine.connectionsNeeded())
+    }
+
+    // MARK: - Connection events
+
+    func connectionEstablished(_ connection: HTTP2ClientConnection) {
+        machine.connectionEstablished(connection.connectionID)
+        if closeOnArrival.remove(connection.connectionID) != nil { connection.drain() }
+        scheduleDispatch()
+    }
+
+    func maxConcurrentStreamsChanged(_ connection: HTTP2ClientConnection, to value: Int) {
+        machine.maxConcurrentStreamsChanged(connection.connectionID, to: value)
+        scheduleDispatch()
+    }
+
+    func streamClosed(_ connection: HTTP2ClientConnection) {
+        perform(machine.streamClosed(connection.connectionID))
+        scheduleDispatch()
+    }
+
+    func goAwayReceived(_ connection: HTTP2ClientConnection) {
+        perform(machine.goAwayReceived(connection.connectionID))
+        scheduleDispatch()
+    }
+
+    func connectionClosed(_ connection: HTTP2ClientConnection, error: HTTP2Error?) {
+        connections[connection.connectionID] = nil
+        closeOnArrival.remove(connection.connectionID)
+        if case .connectFailed = error { connectAttemptsFailed += 1 }
+        if case .tlsVerificationFailed = error { connectAttemptsFailed += 1 }
+        if case .tlsHandshakeFailed = error { connectAttemptsFailed += 1 }
+        perform(machine.connectionClosed(connection.connectionID, error: error))
+        scheduleDispatch()
+    }
+
+    private func perform(_ actions: [HTTP2PoolStateMachine<PendingRequest>.Action]) {
+        for action in actions {
+            switch action {
+            case .connect(_, let id):
+                connect(id)
+            case .scheduleReconnect(let slot, let delay):
+                loop.addTimer(after: delay) { [weak self] in
+                    guard let self else { return }
+                    self.perform(self.machine.backoffExpired(slot: slot))
+                    self.scheduleDispatch()
+                }
+            case .fail(let requests, let error):
+                gate.release(requests.count)
+                for request in requests { complete(request, .failure(error)) }
+            case .drain(let id):
+                if let connection = connections[id] {
+                    connection.drain()
+                } else {
+                    closeOnArrival.insert(id)
+                }
+            case .shutdownComplete:
+                shutdownDone = true
+                if tickTimer != 0 { loop.cancelTimer(tickTimer) }
+                tickTimer = 0
+                let waiters = shutdownWaiters
+                shutdownWaiters.removeAll()
+                for waiter in waiters { waiter.resume() }
+            }
+        }
+    }
+
+    // MARK: - Connecting
+
+    private func connect(_ id: UInt64) {
+        let origin = configuration.origin
+        resolver.resolve(host: origin.host, port: origin.port) { [self] result in
+            if loop.inEventLoop {
+                finishConnect(id, result)
+            } else {
+                loop.execute { self.finishConnect(id, result) }
+            }
+        }
+    }
+
+    private func finishConnect(_ id: UInt64, _ result: Result<[SocketAddress], HTTP2Error>) {
+        func failed(_ error: HTTP2Error) {
+            connectAttemptsFailed += 1
+            closeOnArrival.remove(id)
+            perform(machine.connectionClosed(id, error: error))
+            scheduleDispatch()
+        }
+        if closeOnArrival.contains(id) {
+            failed(.shutdown)
+            return
+        }
+        let address: SocketAddress
+        switch result {
+        case .failure(let error):
+            failed(error)
+            return
+        case .success(let addresses):
+            address = addresses[0]
+        }
+        var tls: TLSSession?
+        if let tlsContext {
+            do {
+                tls = try TLSSession(context: tlsContext, serverName: configuration.origin.host)
+            } catch {
+                failed(error)
+                return
+            }
+        }
+        let fd = SocketIO.makeTCPSocket(family: address.family)
+        guard fd >= 0 else {
+            failed(.connectFailed("socket: \(SocketIO.errorString(errno))"))
+            return
+        }
+        if case .failed(let code) = SocketIO.connect(fd, to: address) {
+            _ = closeFD(fd)
+            failed(.connectFailed("\(address): \(SocketIO.errorString(code))"))
+            return
+        }
+        connectionsOpened += 1
+        let connection = HTTP2ClientConnection(pool: self, connectionID: id, fd: fd, tls: tls, now: monotonicNow())
+        connections[id] = connection
+        connection.register()
+    }
+
+    // MARK: - Time
+
+    private func scheduleTick() {
+        tickTimer = loop.addTimer(after: configuration.tickInterval.nanoseconds) { [weak self] in
+            self?.tick()
+        }
+    }
+
+    private func tick() {
+        let now = monotonicNow()
+        perform(machine.expireQueued(now: now))
+        for connection in Array(connections.values) { connection.tick(now: now) }
+        if !shutdownDone { scheduleTick() }
+    }
+
+    // MARK: - Operator
+
+    func recycleConnections() {
+        perform(machine.recycleConnections())
+        scheduleDispatch()
+    }
+
+    func shutdown(_ done: CheckedContinuation<Void, Never>) {
+        if shutdownDone {
+            done.resume()
+            return
+        }
+        shutdownWaiters.append(done)
+        perform(machine.shutdown())
+    }
+
+    func statistics() -> HTTP2PoolStatistics {
+        var limits: [Int] = []
+        var inFlight = 0
+        for (i, slot) in machine.slots.enumerated() {
+            if case .active = slot.state { limits.append(machine.maxStreams(slot: i)) }
+        }
+        for connection in connections.values { inFlight += connection.openStreamCount }
+        return HTTP2PoolStatistics(
+            activeConnections: machine.activeConnectionCount, drainingConnections: machine.draining.count,
+            queuedRequests: machine.queuedCount, inFlightRequests: inFlight, maxConcurrentStreams: limits,
+            connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+private func closeFD(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+#endif
