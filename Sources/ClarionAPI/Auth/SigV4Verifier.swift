@@ -1,0 +1,334 @@
+import ClarionCrypto
+import Foundation
+import Synchronization
+
+/// Who signed a request that verified.
+public struct SigV4Caller: Sendable, Equatable {
+    public let accessKeyID: String
+    public let accountID: String
+}
+
+/// Why a request did not authenticate. `message` follows AWS's wording where clients or people know it.
+public struct SigV4Error: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// Neither an Authorization header nor X-Amz-* query parameters.
+        case missingAuthentication
+        /// Authorization present but malformed (missing Credential/SignedHeaders/Signature, no date).
+        case incompleteSignature
+        /// The access key id is not known.
+        case unknownAccessKey
+        /// Signature, scope (date/region/service) or time window wrong.
+        case signatureMismatch
+        /// The key lookup failed (store down); not the client's fault.
+        case resolverFailed
+    }
+
+    public let code: Code
+    public let message: String
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// Verifies AWS Signature Version 4 (`AWS4-HMAC-SHA256`), header form and query-string (presigned) form,
+/// exactly as AWS canonicalises requests:
+///
+/// - canonical URI: the path as sent, dot segments and empty segments removed, then percent-encoded again
+///   (so `%2F` signs as `%252F`), `/` kept;
+/// - canonical query: every pair decoded and re-encoded with RFC 3986 unreserved characters kept and `%XX`
+///   upper-case, sorted by name then value, `X-Amz-Signature` left out;
+/// - canonical headers: the SignedHeaders in the given order, lower-case name, all values of the header
+///   trimmed, inner whitespace runs collapsed, joined with `,`;
+/// - payload hash: SHA-256 of the body; an `x-amz-content-sha256` header must equal it (no unsigned payloads:
+///   for SNS the body carries the action and its parameters).
+///
+/// The credential scope must name the request's date, the configured region and the service, and the request
+/// time must be within `allowedSkew` (AWS: 15 minutes) of the injected clock.
+public struct SigV4Verifier: Sendable {
+    public let region: String
+    public let service: String
+    public let allowedSkew: Int64
+    private let resolver: any AccessKeyResolver
+    private let now: @Sendable () -> Date
+    private let signingKeys = SigningKeyCache()
+
+    public init(region: String, service: String = "sns", resolver: any AccessKeyResolver,
+                allowedSkewSeconds: Int = 15 * 60, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.region = region
+        self.service = service
+        self.resolver = resolver
+        self.allowedSkew = Int64(allowedSkewSeconds)
+        self.now = clock
+    }
+
+    public func verify(_ request: HTTPRequest) async throws(SigV4Error) -> SigV4Caller {
+        let query: [(name: String, value: String)]
+        do {
+            query = try Self.decodeQuery(request.rawQuery)
+        } catch {
+            throw SigV4Error(code: .incompleteSignature, message: "The query string is not valid percent-encoding.")
+        }
+        let presented = try Self.presentedSignature(request, query: query)
+        let credential = try parseCredential(presented.credential)
+        let requestTime = try requestTime(presented, request: request)
+
+        // The scope must match the request's own date, our region and our service.
+        let amzDate = AWSTimestamp.formatBasic(requestTime)
+        let day = String(amzDate.prefix(8))
+        guard credential.date == day else {
+            throw mismatch("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '\(credential.date)' != '\(day)', from '\(amzDate)'.")
+        }
+        guard credential.region == region else {
+            throw mismatch("Credential should be scoped to a valid region, not '\(credential.region)'. ")
+        }
+        guard credential.service == service else {
+            throw mismatch("Credential should be scoped to correct service: '\(service)'. ")
+        }
+        guard credential.terminator == "aws4_request" else {
+            throw mismatch("Credential should be scoped with a valid terminator: 'aws4_request', not '\(credential.terminator)'. ")
+        }
+        let signedHeaders = presented.signedHeaders.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        guard signedHeaders.contains("host") else {
+            throw mismatch("'Host' must be a 'SignedHeader' in the AWS Authorization.")
+        }
+
+        let secret: AccessKeyCredentials
+        do {
+            guard let found = try await resolver.credentials(forAccessKeyID: credential.accessKeyID) else {
+                throw SigV4Error(code: .unknownAccessKey, message: "The security token included in the request is invalid.")
+            }
+            secret = found
+        } catch let error as SigV4Error {
+            throw error
+        } catch {
+            throw SigV4Error(code: .resolverFailed, message: "The access key could not be looked up.")
+        }
+
+        try checkTime(requestTime, presented: presented)
+
+        let payloadHash = try payloadHash(request)
+        let canonical = Self.canonicalRequest(method: request.method.rawValue, rawPath: request.rawPath, query: query,
+                                              excludeSignature: presented.inQuery, headers: request.headers,
+                                              signedHeaders: signedHeaders, signedHeaderList: presented.signedHeaders,
+                                              payloadHash: payloadHash)
+        let scope = "\(credential.date)/\(credential.region)/\(credential.service)/aws4_request"
+        let stringToSign = "AWS4-HMAC-SHA256\n\(amzDate)\n\(scope)\n\(Digest.sha256(canonical).hexString)"
+        let key = signingKeys.key(secret: secret.secretAccessKey, accessKeyID: secret.accessKeyID,
+                                  date: credential.date, region: credential.region, service: credential.service)
+        let expected = Array(Digest.hmacSHA256(key: key, string: stringToSign).hexString.utf8)
+        guard Digest.constantTimeEquals(expected, Array(presented.signature.utf8)) else {
+            throw mismatch(SNSError.signatureMismatchMessage)
+        }
+        return SigV4Caller(accessKeyID: secret.accessKeyID, accountID: secret.accountID)
+    }
+
+    // MARK: - Pieces
+
+    struct Presented {
+        var credential: String
+        var signedHeaders: String
+        var signature: String
+        /// X-Amz-Date from the query (presigned) or nil.
+        var queryDate: String?
+        var expires: Int64?
+        var inQuery: Bool
+    }
+
+    struct Credential {
+        var accessKeyID: String
+        var date: String
+        var region: String
+        var service: String
+        var terminator: String
+    }
+
+    private func mismatch(_ message: String) -> SigV4Error {
+        SigV4Error(code: .signatureMismatch, message: message)
+    }
+
+    static func presentedSignature(_ request: HTTPRequest,
+                                   query: [(name: String, value: String)]) throws(SigV4Error) -> Presented {
+        if let authorization = request.headers["Authorization"] {
+            return try parseAuthorization(authorization)
+        }
+        func parameter(_ name: String) -> String? { query.first { $0.name == name }?.value }
+        guard let algorithm = parameter("X-Amz-Algorithm") else {
+            throw SigV4Error(code: .missingAuthentication, message: "Request is missing Authentication Token")
+        }
+        guard algorithm == "AWS4-HMAC-SHA256" else {
+            throw SigV4Error(code: .incompleteSignature, message: "Unsupported AWS 'algorithm': '\(algorithm)'.")
+        }
+        var missing: [String] = []
+        for name in ["X-Amz-Credential", "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Date"]
+            where parameter(name) == nil {
+            missing.append("AWS query-string parameters must include '\(name)'.")
+        }
+        guard missing.isEmpty else {
+            throw SigV4Error(code: .incompleteSignature, message: missing.joined(separator: " ") + " Re-examine the query-string parameters.")
+        }
+        var expires: Int64?
+        if let text = parameter("X-Amz-Expires") {
+            guard let value = Int64(text), value >= 0, value <= 604_800 else {
+                throw SigV4Error(code: .incompleteSignature, message: "X-Amz-Expires must be a number of seconds between 0 and 604800.")
+            }
+            expires = value
+        }
+        return Presented(credential: parameter("X-Amz-Credential")!, signedHeaders: parameter("X-Amz-SignedHeaders")!,
+                         signature: parameter("X-Amz-Signature")!, queryDate: parameter("X-Amz-Date"),
+                         expires: expires, inQuery: true)
+    }
+
+    /// `AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sns/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc`
+    static func parseAuthorization(_ header: String) throws(SigV4Error) -> Presented {
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("AWS4-HMAC-SHA256 ") else {
+            let algorithm = trimmed.split(separator: " ").first.map(String.init) ?? ""
+            throw SigV4Error(code: .incompleteSignature, message: "Unsupported AWS 'algorithm': '\(algorithm)'.")
+        }
+        var fields: [String: String] = [:]
+        for component in trimmed.dropFirst("AWS4-HMAC-SHA256 ".count).split(separator: ",") {
+            let part = component.trimmingCharacters(in: .whitespaces)
+            guard let equals = part.firstIndex(of: "=") else { continue }
+            fields[String(part[..<equals])] = String(part[part.index(after: equals)...])
+        }
+        var missing: [String] = []
+        for name in ["Credential", "SignedHeaders", "Signature"] where fields[name] == nil {
+            missing.append("Authorization header requires '\(name)' parameter.")
+        }
+        guard missing.isEmpty else {
+            throw SigV4Error(code: .incompleteSignature,
+                             message: missing.joined(separator: " ") + " Authorization=\(String(trimmed.prefix(40)))...")
+        }
+        return Presented(credential: fields["Credential"]!, signedHeaders: fields["SignedHeaders"]!,
+                         signature: fields["Signature"]!, queryDate: nil, expires: nil, inQuery: false)
+    }
+
+    private func parseCredential(_ text: String) throws(SigV4Error) -> Credential {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 5, !parts[0].isEmpty else {
+            throw SigV4Error(code: .incompleteSignature,
+                             message: "Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/term, got '\(text)'")
+        }
+        return Credential(accessKeyID: parts[0], date: parts[1], region: parts[2], service: parts[3], terminator: parts[4])
+    }
+
+    /// The request time in seconds since 1970: X-Amz-Date (query or header), else the Date header.
+    private func requestTime(_ presented: Presented, request: HTTPRequest) throws(SigV4Error) -> Int64 {
+        if let text = presented.queryDate ?? request.headers["X-Amz-Date"] {
+            guard let seconds = AWSTimestamp.parseBasic(text) else {
+                throw SigV4Error(code: .incompleteSignature,
+                                 message: "Date must be in ISO-8601 'basic format'. Got '\(text)'. See http://en.wikipedia.org/wiki/ISO_8601")
+            }
+            return seconds
+        }
+        if let text = request.headers["Date"], let seconds = AWSTimestamp.parseHTTPDate(text) {
+            return seconds
+        }
+        throw SigV4Error(code: .incompleteSignature,
+                         message: "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
+    }
+
+    private func checkTime(_ requestTime: Int64, presented: Presented) throws(SigV4Error) {
+        let current = Int64(now().timeIntervalSince1970.rounded(.down))
+        let nowText = AWSTimestamp.formatBasic(current)
+        let dateText = AWSTimestamp.formatBasic(requestTime)
+        if requestTime > current + allowedSkew {
+            throw mismatch("Signature not yet current: \(dateText) is still later than \(AWSTimestamp.formatBasic(current + allowedSkew)) (\(nowText) + 15 min.)")
+        }
+        if let expires = presented.expires {
+            if current > requestTime + expires {
+                throw mismatch("Signature expired: \(dateText) is now earlier than \(AWSTimestamp.formatBasic(current - expires)) (\(nowText) - \(expires) sec.)")
+            }
+        } else if requestTime < current - allowedSkew {
+            throw mismatch("Signature expired: \(dateText) is now earlier than \(AWSTimestamp.formatBasic(current - allowedSkew)) (\(nowText) - 15 min.)")
+        }
+    }
+
+    private func payloadHash(_ request: HTTPRequest) throws(SigV4Error) -> String {
+        let computed = Digest.sha256(request.body).hexString
+        if let claimed = request.headers["x-amz-content-sha256"], claimed != computed {
+            throw mismatch("The provided 'x-amz-content-sha256' header does not match what was computed.")
+        }
+        return computed
+    }
+
+    // MARK: - Canonical request (internal for tests)
+
+    static func decodeQuery(_ rawQuery: String) throws(FormDecodingError) -> [(name: String, value: String)] {
+        try FormParameters(decoding: Array(rawQuery.utf8)).pairs
+    }
+
+    static func canonicalRequest(method: String, rawPath: String, query: [(name: String, value: String)],
+                                 excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
+                                 signedHeaderList: String, payloadHash: String) -> String {
+        var lines: [String] = []
+        lines.reserveCapacity(6 + signedHeaders.count)
+        lines.append(method)
+        lines.append(canonicalURI(rawPath))
+        lines.append(canonicalQuery(query, excludeSignature: excludeSignature))
+        for name in signedHeaders {
+            let values = headers.values(name).map(trimAll)
+            lines.append("\(name):\(values.joined(separator: ","))")
+        }
+        lines.append("")
+        lines.append(signedHeaderList)
+        lines.append(payloadHash)
+        return lines.joined(separator: "\n")
+    }
+
+    static func canonicalURI(_ rawPath: String) -> String {
+        guard !rawPath.isEmpty else { return "/" }
+        var output: [Substring] = []
+        for segment in rawPath.split(separator: "/", omittingEmptySubsequences: true) {
+            switch segment {
+            case ".": continue
+            case "..": if !output.isEmpty { output.removeLast() }
+            default: output.append(segment)
+            }
+        }
+        let leading = rawPath.hasPrefix("/") ? "/" : ""
+        let trailing = rawPath.hasSuffix("/") && !output.isEmpty ? "/" : ""
+        return AWSPercentEncoding.encode(leading + output.joined(separator: "/") + trailing, keepSlash: true)
+    }
+
+    static func canonicalQuery(_ pairs: [(name: String, value: String)], excludeSignature: Bool) -> String {
+        var encoded: [(String, String)] = []
+        encoded.reserveCapacity(pairs.count)
+        for pair in pairs where !(excludeSignature && pair.name == "X-Amz-Signature") {
+            encoded.append((AWSPercentEncoding.encode(pair.name), AWSPercentEncoding.encode(pair.value)))
+        }
+        encoded.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+        return encoded.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+    }
+
+    /// Trim, and turn every run of whitespace into one space (AWS's Trimall; botocore's `' '.join(v.split())`).
+    static func trimAll(_ value: String) -> String {
+        value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{0B}" || $0 == "\u{0C}" })
+            .joined(separator: " ")
+    }
+}
+
+/// Derived signing keys per (access key, day, region, service): four HMACs saved per request. Bounded; the
+/// secret is part of the entry so a rotated secret never reuses an old key.
+final class SigningKeyCache: Sendable {
+    private struct Entry {
+        let secret: String
+        let key: [UInt8]
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    private let capacity = 4096
+
+    func key(secret: String, accessKeyID: String, date: String, region: String, service: String) -> [UInt8] {
+        let cacheKey = "\(accessKeyID)/\(date)/\(region)/\(service)"
+        if let entry = entries.withLock({ $0[cacheKey] }), entry.secret == secret { return entry.key }
+        let kDate = Digest.hmacSHA256(key: Array("AWS4\(secret)".utf8), string: date)
+        let kRegion = Digest.hmacSHA256(key: kDate, string: region)
+        let kService = Digest.hmacSHA256(key: kRegion, string: service)
+        let kSigning = Digest.hmacSHA256(key: kService, string: "aws4_request")
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[cacheKey] = Entry(secret: secret, key: kSigning)
+        }
+        return kSigning
+    }
+}

@@ -1,0 +1,56 @@
+/// The account an API key acts for.
+public struct APIPrincipal: Sendable, Equatable {
+    public let accountID: String
+    /// The key's id (not the secret), for audit and logs.
+    public let keyID: String
+
+    public init(accountID: String, keyID: String) {
+        self.accountID = accountID
+        self.keyID = keyID
+    }
+}
+
+/// Maps a presented API key to its principal (the store implements it; it should compare a hash of the key,
+/// never keep keys in clear). nil for an unknown or revoked key; throw only when the lookup itself failed.
+public protocol APIKeyResolver: Sendable {
+    func principal(forAPIKey key: String) async throws -> APIPrincipal?
+}
+
+/// `Authorization: Bearer <key>` for the native API.
+public struct BearerAuthenticator: Sendable {
+    private let resolver: any APIKeyResolver
+
+    public init(resolver: any APIKeyResolver) { self.resolver = resolver }
+
+    public func authenticate(_ request: HTTPRequest) async throws(JSONAPIError) -> APIPrincipal {
+        guard let header = request.headers["Authorization"] else { throw JSONAPIError.unauthorized }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, String(parts[0]).caseInsensitiveEquals("Bearer") else {
+            throw JSONAPIError.unauthorized
+        }
+        let key = parts[1].trimmingCharacters(in: .whitespaces)
+        guard !key.isEmpty else { throw JSONAPIError.unauthorized }
+        let found: APIPrincipal?
+        do {
+            found = try await resolver.principal(forAPIKey: key)
+        } catch {
+            throw JSONAPIError.internalError
+        }
+        guard let principal = found else { throw JSONAPIError.invalidAPIKey }
+        return principal
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
+        String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
+    }
+}
+
+extension Set where Element == Character {
+    fileprivate static let whitespaces: Set<Character> = [" ", "\t"]
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> String { String(self).trimmingCharacters(in: set) }
+}
