@@ -27,6 +27,8 @@ struct XMLWriterTests {
     func shapes() {
         let empty = String(decoding: XMLResponse.empty.document(action: "DeleteTopic", requestID: "r"), as: UTF8.self)
         #expect(empty == #"<DeleteTopicResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DeleteTopicResponse>"#)
+        let tagged = String(decoding: XMLResponse.empty.document(action: "TagResource", requestID: "r"), as: UTF8.self)
+        #expect(tagged == #"<TagResourceResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><TagResourceResult></TagResourceResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></TagResourceResponse>"#)
         var xml = XMLWriter()
         xml.entries("Attributes", ["b": "2", "a": "1&"])
         xml.stringMembers("Keys", ["x", "y"])

@@ -117,6 +117,15 @@ public struct XMLWriter: Sendable {
 
 enum SNSXML {
     static let namespace = "http://sns.amazonaws.com/doc/2010-03-31/"
+
+    /// Actions whose SNS output has no `<{Action}Result>` element (no output shape in the service model).
+    /// Every other action must send one, even when it is empty: botocore looks the wrapper up by name and
+    /// fails on a TagResource response without `<TagResourceResult/>`.
+    static let actionsWithoutResult: Set<String> = [
+        "AddPermission", "DeleteEndpoint", "DeletePlatformApplication", "DeleteTopic", "PutDataProtectionPolicy",
+        "RemovePermission", "SetEndpointAttributes", "SetPlatformApplicationAttributes", "SetSubscriptionAttributes",
+        "SetTopicAttributes", "Unsubscribe",
+    ]
 }
 
 /// What an action handler returns: the contents of `<{Action}Result>`, rendered at once into bytes.
@@ -124,7 +133,8 @@ enum SNSXML {
 public struct XMLResponse: Sendable {
     let result: [UInt8]?
 
-    /// An action whose response has no Result element (DeleteTopic, SetEndpointAttributes, ...).
+    /// A response with no result members. The layer still writes an empty `<{Action}Result/>` for actions
+    /// whose SNS output has one (TagResource, UntagResource) and none for those without (DeleteTopic, ...).
     public static let empty = XMLResponse(result: nil)
 
     init(result: [UInt8]?) { self.result = result }
@@ -140,9 +150,10 @@ public struct XMLResponse: Sendable {
     func document(action: String, requestID: String) -> [UInt8] {
         var xml = XMLWriter()
         xml.open("\(action)Response", namespace: SNSXML.namespace)
-        if let result {
+        let content = result ?? []
+        if !content.isEmpty || !SNSXML.actionsWithoutResult.contains(action) {
             xml.open("\(action)Result")
-            xml.appendRaw(result)
+            xml.appendRaw(content)
             xml.close("\(action)Result")
         }
         xml.element("ResponseMetadata") { $0.element("RequestId", requestID) }
