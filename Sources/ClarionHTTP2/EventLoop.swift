@@ -173,7 +173,9 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             runJobs()
-            timers.runDue(now: monotonicNow())
+            let now = monotonicNow()
+            // One at a time: a timer body may add or cancel timers.
+            while let body = timers.popDue(now: now) { body() }
             runFlushes()
         }
         // Release handlers so connections can be freed.
@@ -314,12 +316,13 @@ struct TimerHeap {
         return Int32(min(ms, 1000))
     }
 
-    mutating func runDue(now: NanoTime) {
+    /// The body of the next timer due at `now` (skipping cancelled ones), removed from the heap.
+    mutating func popDue(now: NanoTime) -> (() -> Void)? {
         while let first = heap.first, first.deadline <= now {
             popFirst()
-            if let body = bodies.removeValue(forKey: first.id) { body() }
+            if let body = bodies.removeValue(forKey: first.id) { return body }
         }
-        if heap.isEmpty && !bodies.isEmpty { bodies.removeAll() }
+        return nil
     }
 
     private mutating func popFirst() {

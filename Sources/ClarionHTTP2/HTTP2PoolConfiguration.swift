@@ -122,6 +122,8 @@ public struct HTTP2PoolStatistics: Sendable {
     public var inFlightRequests: Int
     /// Per active connection: the stream limit in force (server SETTINGS capped by our ceiling).
     public var maxConcurrentStreams: [Int]
+    /// Connections that completed TCP (and TLS) since the pool started.
     public var connectionsOpened: Int
+    /// Attempts that failed before that (resolution, TCP, TLS, timeout).
     public var connectAttemptsFailed: Int
 }

@@ -193,6 +193,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     // MARK: - Connection events
 
     func connectionEstablished(_ connection: HTTP2ClientConnection) {
+        connectionsOpened += 1
         machine.connectionEstablished(connection.connectionID)
         if closeOnArrival.remove(connection.connectionID) != nil { connection.drain() }
         scheduleDispatch()
@@ -305,7 +306,6 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             failed(.connectFailed("\(address): \(SocketIO.errorString(code))"))
             return
         }
-        connectionsOpened += 1
         let connection = HTTP2ClientConnection(pool: self, connectionID: id, fd: fd, tls: tls, now: monotonicNow())
         connections[id] = connection
         connection.register()

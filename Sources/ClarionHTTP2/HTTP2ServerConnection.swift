@@ -33,6 +33,8 @@ final class HTTP2ServerConnection: SocketChannel {
     private var graceTimer: UInt64 = 0
     private var dropRequested = false
 
+    var openStreamCount: Int { streams.count - freeSlots.count }
+
     init(core: HTTP2ServerCore, loop: EventLoop, fd: Int32, tls: TLSSession?, connectionID: UInt64) {
         self.core = core
         self.connectionID = connectionID

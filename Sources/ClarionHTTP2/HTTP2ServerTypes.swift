@@ -90,6 +90,9 @@ public struct HTTP2ServerStreamContext {
 
     /// The value this connection last advertised.
     public var maxConcurrentStreams: UInt32 { connection.advertisedMaxConcurrentStreams }
+
+    /// Streams open on this connection right now, this one included (what the client has in flight).
+    public var openStreamCount: Int { connection.openStreamCount }
 }
 
 public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2ServerStreamContext) -> HTTP2ServerAction
