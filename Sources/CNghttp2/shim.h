@@ -30,4 +30,7 @@ static inline int clarion_set_thread_name(const char *name) { return pthread_set
 #include <sys/socket.h>
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 static inline int clarion_accept_nonblocking(int fd) { return accept4(fd, 0, 0, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+static inline int clarion_socket_nonblocking(int family) {
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
 #endif

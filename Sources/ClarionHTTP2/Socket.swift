@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import CNghttp2
 import Synchronization
 
 /// An IPv4 or IPv6 socket address.
@@ -94,7 +95,7 @@ enum SocketIO {
     }
 
     static func makeTCPSocket(family: Int32) -> Int32 {
-        socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        clarion_socket_nonblocking(family)
     }
 
     static func setNoDelay(_ fd: Int32) {
