@@ -1,0 +1,371 @@
+import ClarionCrypto
+import Foundation
+
+/// APNs' HTTP/2 provider API as providers.md section A describes it: `POST /3/device/<token>` with a
+/// provider JWT, answered with APNs status codes and `{"reason": ...}` bodies.
+///
+/// Checks, in order (the first failure answers):
+/// 1. `:method` POST (A.1) else 405 `MethodNotAllowed`; `:path` `/3/device/<token>` else 404 `BadPath`;
+///    an empty token is 400 `MissingDeviceToken`.
+/// 2. A header field sent twice: 400 `DuplicateHeaders` (A.2).
+/// 3. Provider token (A.5): absent or not `bearer` is 403 `MissingProviderToken`; unreadable, not ES256,
+///    unknown `kid`, `iss` not the key's team, bad signature, no integer `iat`, or `iat` in the future is
+///    403 `InvalidProviderToken`; `iat` more than an hour old is 403 `ExpiredProviderToken`; a key limited
+///    to the other environment is 403 `BadEnvironmentKeyIdInToken`; on a connection already bound to a
+///    team, another team is 403 `InvalidProviderToken` and an unrelated key 403 `UnrelatedKeyIdInToken`;
+///    a new token whose `iat` is less than 20 minutes after the connection's current one is 429
+///    `TooManyProviderTokenUpdates`. A token accepted on a connection is cached there: later requests
+///    with the same `authorization` only have their age checked.
+/// 4. `apns-id` not a UUID: 400 `BadMessageId` (A.2).
+/// 5. `apns-push-type` not a known type (or absent when required): 400 `InvalidPushType` (A.2, A.3).
+/// 6. `apns-topic` absent: 400 `MissingTopic`; not a bundle id the key's team may push to (with any
+///    suffix): 400 `TopicDisallowed`; a permitted bundle id with the wrong suffix for the push type
+///    (A.3 table): 400 `BadTopic` (emulator choice: Apple does not say which reason a suffix mismatch gets).
+/// 7. `apns-priority` not 10, 5 or 1: 400 `BadPriority`; `background` with anything but 5 (an absent
+///    header means 10): 400 `BadPriority` (A.3).
+/// 8. `apns-expiration` not a non-negative integer: 400 `BadExpirationDate` (A.2).
+/// 9. `apns-collapse-id` over 64 bytes: 400 `BadCollapseId` (A.2).
+/// 10. Empty body: 400 `PayloadEmpty`; over 4096 bytes (5120 for `voip`): 413 `PayloadTooLarge` (A.4).
+///     The payload is not parsed: size and headers are all the hot path looks at.
+/// 11. Token not even-length hex within the configured lengths: 400 `BadDeviceToken` (A.8).
+/// 12. Configured unregistered tokens: 410 `Unregistered` with `timestamp` in ms (A.6); token rules.
+/// 13. 200 with an empty body.
+///
+/// Every answer carries `apns-id` (the request's or a generated one, A.6); sandbox 200s also carry
+/// `apns-unique-id`.
+struct APNsEmulator: Sendable {
+    struct Key: Sendable {
+        let keyID: String
+        let teamID: String
+        let verifyingKey: VerifyingKey
+        let environment: EmulatorConfiguration.APNs.Environment?
+        let bundleIDs: Set<String>?
+        let relatedKeyIDs: Set<String>
+    }
+
+    /// `apns-push-type` values and the topic suffix each requires (A.3). `mdm` takes the MDM topic
+    /// as is; the emulator treats it like a bare bundle id.
+    static let topicSuffixes: [String: String] = [
+        "alert": "", "background": "", "mdm": "",
+        "voip": ".voip",
+        "complication": ".complication",
+        "fileprovider": ".pushkit.fileprovider",
+        "location": ".location-query",
+        "liveactivity": ".push-type.liveactivity",
+        "pushtotalk": ".voip-ptt",
+        "controls": ".push-type.controls",
+        "widgets": ".push-type.widgets",
+    ]
+    /// Non-empty suffixes, longest first, to infer a push type from a topic.
+    static let suffixesLongestFirst: [(suffix: String, pushType: String)] = topicSuffixes
+        .filter { !$0.value.isEmpty }
+        .map { (suffix: $0.value, pushType: $0.key) }
+        .sorted { $0.suffix.count > $1.suffix.count }
+
+    /// APNs reasons and their statuses (A.6).
+    static let statusForReason: [String: Int] = [
+        "BadCollapseId": 400, "BadDeviceToken": 400, "BadExpirationDate": 400, "BadMessageId": 400,
+        "BadPriority": 400, "BadTopic": 400, "DeviceTokenNotForTopic": 400, "DuplicateHeaders": 400,
+        "IdleTimeout": 400, "InvalidPushType": 400, "MissingDeviceToken": 400, "MissingTopic": 400,
+        "PayloadEmpty": 400, "TopicDisallowed": 400,
+        "BadCertificate": 403, "BadCertificateEnvironment": 403, "ExpiredProviderToken": 403, "Forbidden": 403,
+        "InvalidProviderToken": 403, "MissingProviderToken": 403, "UnrelatedKeyIdInToken": 403,
+        "BadEnvironmentKeyIdInToken": 403,
+        "BadPath": 404, "MethodNotAllowed": 405,
+        "ExpiredToken": 410, "Unregistered": 410,
+        "PayloadTooLarge": 413,
+        "TooManyProviderTokenUpdates": 429, "TooManyRequests": 429,
+        "InternalServerError": 500, "ServiceUnavailable": 503, "Shutdown": 503,
+    ]
+
+    static let pathPrefix = "/3/device/"
+    static let maximumPayload = 4096
+    static let maximumVoIPPayload = 5120
+    static let maximumCollapseIDBytes = 64
+
+    let configuration: EmulatorConfiguration.APNs
+    let keys: [String: Key]
+    let bundlesByTeam: [String: Set<String>]
+    let rules: TokenRuleSet
+    /// `{"reason":"..."}` per reason, built once.
+    let reasonBodies: [String: [UInt8]]
+
+    init(configuration: EmulatorConfiguration.APNs, rules: [EmulatorTokenRule]) throws(EmulatorConfigurationError) {
+        self.configuration = configuration
+        var keys: [String: Key] = [:]
+        for key in configuration.keys {
+            let pem: String
+            if let inline = key.publicKeyPEM {
+                pem = inline
+            } else if let path = key.publicKeyPath {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw EmulatorConfigurationError("APNs key \(key.keyID): cannot read \(path)")
+                }
+                pem = text
+            } else {
+                throw EmulatorConfigurationError("APNs key \(key.keyID): give publicKeyPEM or publicKeyPath")
+            }
+            let verifyingKey: VerifyingKey
+            do {
+                verifyingKey = try VerifyingKey(pem: pem)
+            } catch {
+                throw EmulatorConfigurationError("APNs key \(key.keyID): \(error)")
+            }
+            guard verifyingKey.algorithm == .es256 else {
+                throw EmulatorConfigurationError("APNs key \(key.keyID) is not a P-256 key (A.5: ES256 only)")
+            }
+            guard keys[key.keyID] == nil else {
+                throw EmulatorConfigurationError("APNs key id \(key.keyID) is configured twice")
+            }
+            keys[key.keyID] = Key(keyID: key.keyID, teamID: key.teamID, verifyingKey: verifyingKey, environment: key.environment,
+                                  bundleIDs: key.bundleIDs.map(Set.init), relatedKeyIDs: Set(key.relatedKeyIDs ?? []))
+        }
+        self.keys = keys
+        var bundles: [String: Set<String>] = [:]
+        for team in configuration.teams { bundles[team.teamID, default: []].formUnion(team.bundleIDs) }
+        self.bundlesByTeam = bundles
+        self.rules = TokenRuleSet(rules, provider: .apns)
+        for rule in self.rules.rules where Self.statusForReason[rule.outcome] == nil {
+            throw EmulatorConfigurationError("token rule outcome \(rule.outcome) is not an APNs reason")
+        }
+        var bodies: [String: [UInt8]] = [:]
+        for reason in Self.statusForReason.keys {
+            bodies[reason] = JWTValue.object(["reason": .string(reason)]).jsonBytes
+        }
+        self.reasonBodies = bodies
+    }
+
+    // MARK: - Handling
+
+    func handle(_ request: EmulatorRequest, connection: EmulatorConnectionState, now: Double, ids: EmulatorIDs) -> ProviderAnswer {
+        var apnsID: String?
+        // One pass over the headers: pick out ours and detect duplicates (A.2 DuplicateHeaders).
+        var authorization: String?
+        var topic: String?
+        var pushType: String?
+        var priority: String?
+        var expiration: String?
+        var collapseID: String?
+        var duplicate = false
+        for index in request.headers.indices {
+            let name = request.headers[index].0
+            for earlier in 0..<index where request.headers[earlier].0 == name {
+                duplicate = true
+            }
+            let value = request.headers[index].1
+            switch name {
+            case "authorization": authorization = value
+            case "apns-id": apnsID = value
+            case "apns-topic": topic = value
+            case "apns-push-type": pushType = value
+            case "apns-priority": priority = value
+            case "apns-expiration": expiration = value
+            case "apns-collapse-id": collapseID = value
+            default: break
+            }
+        }
+        let validID = apnsID.map(Self.isUUID) ?? true
+        let responseID = (validID ? apnsID : nil) ?? ids.uuid()
+        func reject(_ reason: String, token: String? = nil, maxStreams: UInt32? = nil) -> ProviderAnswer {
+            let status = Self.statusForReason[reason] ?? 400
+            return ProviderAnswer(
+                response: EmulatorResponse(status: status, headers: [("apns-id", responseID)], body: reasonBodies[reason] ?? []),
+                reason: reason, token: token, maxConcurrentStreams: maxStreams)
+        }
+
+        guard request.method == "POST" else { return reject("MethodNotAllowed") }
+        guard request.path.hasPrefix(Self.pathPrefix) else { return reject("BadPath") }
+        let token = String(request.path.dropFirst(Self.pathPrefix.count))
+        guard !token.isEmpty else { return reject("MissingDeviceToken") }
+        guard !duplicate else { return reject("DuplicateHeaders", token: token) }
+
+        // A.5 provider token.
+        var newLimit: UInt32?
+        switch authenticate(authorization, connection: connection, now: now) {
+        case .rejected(let reason):
+            return reject(reason, token: token)
+        case .accepted(let firstOnConnection):
+            if firstOnConnection, connection.advertisedMaxConcurrentStreams != configuration.maxConcurrentStreamsAfterToken {
+                newLimit = configuration.maxConcurrentStreamsAfterToken
+            }
+        }
+        func rejectAuthenticated(_ reason: String) -> ProviderAnswer { reject(reason, token: token, maxStreams: newLimit) }
+
+        guard validID else { return rejectAuthenticated("BadMessageId") }
+
+        // A.3 push type and topic.
+        guard let topic else { return rejectAuthenticated("MissingTopic") }
+        let allowed = allowedBundles(connection: connection)
+        let resolvedType: String
+        if let pushType {
+            guard Self.topicSuffixes[pushType] != nil else { return rejectAuthenticated("InvalidPushType") }
+            resolvedType = pushType
+        } else {
+            if configuration.requirePushType { return rejectAuthenticated("InvalidPushType") }
+            resolvedType = Self.inferPushType(topic: topic, allowed: allowed)
+        }
+        if let problem = Self.checkTopic(topic, pushType: resolvedType, allowed: allowed) {
+            return rejectAuthenticated(problem)
+        }
+
+        // A.2/A.3 priority: 10 (default), 5, 1; background must be 5.
+        let effectivePriority = priority ?? "10"
+        guard effectivePriority == "10" || effectivePriority == "5" || effectivePriority == "1" else {
+            return rejectAuthenticated("BadPriority")
+        }
+        if resolvedType == "background", effectivePriority != "5" { return rejectAuthenticated("BadPriority") }
+
+        // A.2 expiration: UNIX epoch seconds, 0 allowed.
+        if let expiration {
+            guard !expiration.isEmpty, expiration.utf8.count <= 18, expiration.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                return rejectAuthenticated("BadExpirationDate")
+            }
+        }
+        // A.2 collapse id.
+        if let collapseID, collapseID.utf8.count > Self.maximumCollapseIDBytes { return rejectAuthenticated("BadCollapseId") }
+
+        // A.4 payload.
+        guard !request.body.isEmpty else { return rejectAuthenticated("PayloadEmpty") }
+        let limit = resolvedType == "voip" ? Self.maximumVoIPPayload : Self.maximumPayload
+        guard request.body.count <= limit else { return rejectAuthenticated("PayloadTooLarge") }
+
+        // A.8 token format.
+        guard isWellFormed(token: token) else { return rejectAuthenticated("BadDeviceToken") }
+
+        // A.6 410 for configured tokens, then the token rules.
+        if let stamp = configuration.unregisteredTokens[token] ?? configuration.unregisteredTokens[token.lowercased()] {
+            return gone("Unregistered", timestamp: stamp == 0 ? Int64(now * 1000) : stamp, token: token, id: responseID, maxStreams: newLimit)
+        }
+        if let rule = rules.match(token) {
+            if Self.statusForReason[rule.outcome] == 410 {
+                return gone(rule.outcome, timestamp: Int64(now * 1000), token: token, id: responseID, maxStreams: newLimit)
+            }
+            return rejectAuthenticated(rule.outcome)
+        }
+
+        var headers = [("apns-id", responseID)]
+        if configuration.environment == .sandbox { headers.append(("apns-unique-id", ids.uuid())) }
+        return ProviderAnswer(response: EmulatorResponse(status: 200, headers: headers), reason: nil, token: token, maxConcurrentStreams: newLimit)
+    }
+
+    /// 410 with `{"reason": ..., "timestamp": <ms>}` (A.6: milliseconds since the epoch).
+    private func gone(_ reason: String, timestamp: Int64, token: String, id: String, maxStreams: UInt32?) -> ProviderAnswer {
+        let body = JWTValue.object(["reason": .string(reason), "timestamp": .number(Double(timestamp))]).jsonBytes
+        return ProviderAnswer(response: EmulatorResponse(status: 410, headers: [("apns-id", id)], body: body),
+                              reason: reason, token: token, maxConcurrentStreams: maxStreams)
+    }
+
+    /// The answer for an injected fault on a request that would have been accepted.
+    func faultResponse(_ fault: InjectedFault, accepted: ProviderAnswer) -> (EmulatorResponse, String) {
+        let reason: String
+        switch fault {
+        case .throttle: reason = "TooManyRequests"
+        case .internalError: reason = "InternalServerError"
+        default: reason = "ServiceUnavailable"
+        }
+        let id = accepted.response.header("apns-id") ?? ""
+        return (EmulatorResponse(status: Self.statusForReason[reason]!, headers: [("apns-id", id)], body: reasonBodies[reason]!), reason)
+    }
+
+    // MARK: - Provider token (A.5)
+
+    enum Authentication {
+        case accepted(firstOnConnection: Bool)
+        case rejected(String)
+    }
+
+    func authenticate(_ authorization: String?, connection: EmulatorConnectionState, now: Double) -> Authentication {
+        guard let authorization, !authorization.isBlank else { return .rejected("MissingProviderToken") }
+        // Hot path: the token this connection already presented.
+        if authorization == connection.apnsAcceptedAuthorization {
+            if Int64(now) - connection.apnsTokenIssuedAt > configuration.tokenMaximumAgeSeconds {
+                return .rejected("ExpiredProviderToken")
+            }
+            return .accepted(firstOnConnection: false)
+        }
+        guard authorization.utf8.count > 7,
+              authorization.utf8.prefix(7).elementsEqual("bearer ".utf8, by: { ($0 | 0x20) == $1 })
+        else { return .rejected("MissingProviderToken") }
+        let jwt = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard !jwt.isEmpty else { return .rejected("MissingProviderToken") }
+
+        guard let decoded = try? JWT.decode(jwt), decoded.algorithm == .es256,
+              let kid = decoded.headerString("kid"), let key = keys[kid],
+              decoded.claimString("iss") == key.teamID,
+              (try? decoded.verify(with: key.verifyingKey)) != nil,
+              let iat = decoded.claimInt64("iat"),
+              iat <= Int64(now) + configuration.tokenClockSkewSeconds
+        else { return .rejected("InvalidProviderToken") }
+        if Int64(now) - iat > configuration.tokenMaximumAgeSeconds { return .rejected("ExpiredProviderToken") }
+        if let environment = key.environment, environment != configuration.environment {
+            return .rejected("BadEnvironmentKeyIdInToken")
+        }
+        if let boundTeam = connection.apnsTeamID, let boundKey = connection.apnsKeyID {
+            guard boundTeam == key.teamID else { return .rejected("InvalidProviderToken") }
+            if boundKey != kid {
+                let related = key.relatedKeyIDs.contains(boundKey) || (keys[boundKey]?.relatedKeyIDs.contains(kid) ?? false)
+                guard related else { return .rejected("UnrelatedKeyIdInToken") }
+            }
+        }
+        // A.5: a new token at most once per 20 minutes on a connection, judged by the tokens' `iat`
+        // (emulator choice: a connection opened late in a shared token's life may take the next token
+        // at once, as Clarion's shared-token design does; pushy #811 suggests Apple can be stricter).
+        if connection.apnsAcceptedAuthorization != nil, iat - connection.apnsTokenIssuedAt < configuration.tokenMinimumRefreshSeconds {
+            return .rejected("TooManyProviderTokenUpdates")
+        }
+        let first = connection.apnsAcceptedAuthorization == nil
+        connection.apnsAcceptedAuthorization = authorization
+        connection.apnsTokenIssuedAt = iat
+        connection.apnsKeyID = kid
+        connection.apnsTeamID = key.teamID
+        return .accepted(firstOnConnection: first)
+    }
+
+    // MARK: - Topic (A.3)
+
+    private func allowedBundles(connection: EmulatorConnectionState) -> Set<String> {
+        guard let kid = connection.apnsKeyID, let key = keys[kid] else { return [] }
+        return key.bundleIDs ?? bundlesByTeam[key.teamID] ?? []
+    }
+
+    static func inferPushType(topic: String, allowed: Set<String>) -> String {
+        for (suffix, pushType) in suffixesLongestFirst where topic.hasSuffix(suffix) {
+            if allowed.contains(String(topic.dropLast(suffix.count))) { return pushType }
+        }
+        return "alert"
+    }
+
+    /// nil when `topic` is right for `pushType`, else the reason.
+    static func checkTopic(_ topic: String, pushType: String, allowed: Set<String>) -> String? {
+        guard !topic.isBlank else { return "BadTopic" }
+        let suffix = topicSuffixes[pushType] ?? ""
+        if topic.hasSuffix(suffix), allowed.contains(String(topic.dropLast(suffix.count))) { return nil }
+        if allowed.contains(topic) { return "BadTopic" }
+        for (other, _) in suffixesLongestFirst where topic.hasSuffix(other) {
+            if allowed.contains(String(topic.dropLast(other.count))) { return "BadTopic" }
+        }
+        return "TopicDisallowed"
+    }
+
+    // MARK: - Formats
+
+    func isWellFormed(token: String) -> Bool {
+        let count = token.utf8.count
+        guard count % 2 == 0, count >= configuration.minimumTokenLength, count <= configuration.maximumTokenLength else { return false }
+        return token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+    }
+
+    /// 8-4-4-4-12 hex digits (either case).
+    static func isUUID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == 0x2d else { return false }
+            } else {
+                guard (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) || (0x41...0x46).contains(byte) else { return false }
+            }
+        }
+        return true
+    }
+}

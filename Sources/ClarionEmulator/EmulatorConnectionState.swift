@@ -1,0 +1,39 @@
+/// What the emulator remembers about one HTTP/2 connection.
+///
+/// Confined to the connection's event-loop thread (the transport calls the emulator for a connection
+/// only there), so it is a plain class without locks and deliberately not `Sendable`.
+///
+/// APNs binds a connection to the first team and key that authenticated on it (providers.md A.5), and
+/// the provider token verified on it is cached here: the hot path compares the `authorization` string
+/// with the cached one and only checks the token's age, no signature.
+public final class EmulatorConnectionState {
+    public let id: UInt64
+    /// Streams (requests) seen on this connection.
+    public internal(set) var streamCount: Int = 0
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS this connection currently advertises.
+    public internal(set) var advertisedMaxConcurrentStreams: UInt32
+    /// Set once a GOAWAY was decided: later streams are refused too.
+    var goingAway = false
+
+    // APNs (A.5, A.7)
+    /// The `authorization` value last accepted, verbatim (`bearer <jwt>`).
+    var apnsAcceptedAuthorization: String?
+    var apnsTokenIssuedAt: Int64 = 0
+    /// The key and team the connection is bound to (nil until a token is accepted).
+    var apnsKeyID: String?
+    var apnsTeamID: String?
+
+    // FCM / ADM: the access token last accepted, to skip the shared store's lock on repeat requests.
+    var fcmAccessToken: String?
+    var fcmGrant: IssuedAccessToken?
+    var admAccessToken: String?
+    var admGrant: IssuedAccessToken?
+
+    public init(id: UInt64, advertisedMaxConcurrentStreams: UInt32) {
+        self.id = id
+        self.advertisedMaxConcurrentStreams = advertisedMaxConcurrentStreams
+    }
+
+    /// The APNs key id this connection is bound to, if any.
+    public var boundAPNsKeyID: String? { apnsKeyID }
+}

@@ -1,0 +1,112 @@
+/// A device-token pattern that decides the outcome of a push deterministically, so a test (or a load
+/// test) gets an `Unregistered`, a `QUOTA_EXCEEDED` or a canonical id just by choosing the token.
+///
+/// `outcome` is the provider's own name for the answer:
+/// - APNs: a `reason` from providers.md A.6 (`Unregistered`, `ExpiredToken`, `BadDeviceToken`,
+///   `DeviceTokenNotForTopic`, `TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, ...).
+/// - FCM: an `errorCode` from B.4 (`UNREGISTERED`, `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH`,
+///   `THIRD_PARTY_AUTH_ERROR`, `QUOTA_EXCEEDED`, `UNAVAILABLE`, `INTERNAL`).
+/// - ADM: a `reason` from D.3 (`Unregistered`, `InvalidRegistrationId`, `MaxRateExceeded`,
+///   `InternalServerError`, `ServiceUnavailable`), or `Canonical`: a 200 whose `registrationID` is the
+///   token with the matched prefix replaced by `canonicalPrefix`.
+///
+/// The first matching rule wins. Rules run after the request is otherwise valid, so a malformed request
+/// still gets its own error.
+public struct EmulatorTokenRule: Codable, Sendable, Hashable {
+    public var provider: EmulatorProvider
+    /// The token starts with this (case-sensitive).
+    public var prefix: String?
+    /// The token ends with this (case-insensitive for APNs, whose tokens are hex).
+    public var suffix: String?
+    public var outcome: String
+    /// For ADM `Canonical`: what replaces the matched prefix (default `renewed-`).
+    public var canonicalPrefix: String?
+
+    public init(provider: EmulatorProvider, prefix: String? = nil, suffix: String? = nil, outcome: String, canonicalPrefix: String? = nil) {
+        self.provider = provider
+        self.prefix = prefix
+        self.suffix = suffix
+        self.outcome = outcome
+        self.canonicalPrefix = canonicalPrefix
+    }
+
+    /// The built-in patterns. APNs tokens must stay hex, so APNs uses suffixes `dead0NNN`/`dead1NNN`
+    /// (eight hex digits: a random token hits one by chance once in 4 billion); FCM and ADM use prefixes.
+    ///
+    /// | provider | token | outcome |
+    /// |---|---|---|
+    /// | APNs | ends `dead0410` | 410 `Unregistered` (with `timestamp`) |
+    /// | APNs | ends `dead1410` | 410 `ExpiredToken` |
+    /// | APNs | ends `dead0400` | 400 `BadDeviceToken` |
+    /// | APNs | ends `dead1400` | 400 `DeviceTokenNotForTopic` |
+    /// | APNs | ends `dead0429` | 429 `TooManyRequests` |
+    /// | APNs | ends `dead0500` | 500 `InternalServerError` |
+    /// | APNs | ends `dead0503` | 503 `ServiceUnavailable` |
+    /// | FCM | `unregistered-` | 404 `UNREGISTERED` |
+    /// | FCM | `invalid-` | 400 `INVALID_ARGUMENT` (invalid registration token) |
+    /// | FCM | `mismatch-` | 403 `SENDER_ID_MISMATCH` |
+    /// | FCM | `thirdpartyauth-` | 401 `THIRD_PARTY_AUTH_ERROR` |
+    /// | FCM | `quota-` | 429 `QUOTA_EXCEEDED` with Retry-After |
+    /// | FCM | `unavailable-` | 503 `UNAVAILABLE` with Retry-After |
+    /// | FCM | `internal-` | 500 `INTERNAL` |
+    /// | ADM | `unregistered-` | 400 `Unregistered` |
+    /// | ADM | `invalid-` | 400 `InvalidRegistrationId` |
+    /// | ADM | `ratelimited-` | 429 `MaxRateExceeded` with Retry-After |
+    /// | ADM | `unavailable-` | 503 with Retry-After |
+    /// | ADM | `internal-` | 500 |
+    /// | ADM | `canonical-` | 200, `registrationID` = `renewed-` + the rest |
+    public static let defaults: [EmulatorTokenRule] = [
+        .init(provider: .apns, suffix: "dead0410", outcome: "Unregistered"),
+        .init(provider: .apns, suffix: "dead1410", outcome: "ExpiredToken"),
+        .init(provider: .apns, suffix: "dead0400", outcome: "BadDeviceToken"),
+        .init(provider: .apns, suffix: "dead1400", outcome: "DeviceTokenNotForTopic"),
+        .init(provider: .apns, suffix: "dead0429", outcome: "TooManyRequests"),
+        .init(provider: .apns, suffix: "dead0500", outcome: "InternalServerError"),
+        .init(provider: .apns, suffix: "dead0503", outcome: "ServiceUnavailable"),
+        .init(provider: .fcm, prefix: "unregistered-", outcome: "UNREGISTERED"),
+        .init(provider: .fcm, prefix: "invalid-", outcome: "INVALID_ARGUMENT"),
+        .init(provider: .fcm, prefix: "mismatch-", outcome: "SENDER_ID_MISMATCH"),
+        .init(provider: .fcm, prefix: "thirdpartyauth-", outcome: "THIRD_PARTY_AUTH_ERROR"),
+        .init(provider: .fcm, prefix: "quota-", outcome: "QUOTA_EXCEEDED"),
+        .init(provider: .fcm, prefix: "unavailable-", outcome: "UNAVAILABLE"),
+        .init(provider: .fcm, prefix: "internal-", outcome: "INTERNAL"),
+        .init(provider: .adm, prefix: "unregistered-", outcome: "Unregistered"),
+        .init(provider: .adm, prefix: "invalid-", outcome: "InvalidRegistrationId"),
+        .init(provider: .adm, prefix: "ratelimited-", outcome: "MaxRateExceeded"),
+        .init(provider: .adm, prefix: "unavailable-", outcome: "ServiceUnavailable"),
+        .init(provider: .adm, prefix: "internal-", outcome: "InternalServerError"),
+        .init(provider: .adm, prefix: "canonical-", outcome: "Canonical"),
+    ]
+
+    func matches(_ token: String) -> Bool {
+        if let prefix, !token.hasPrefix(prefix) { return false }
+        if let suffix {
+            if provider == .apns {
+                guard token.utf8.count >= suffix.utf8.count,
+                      token.utf8.suffix(suffix.utf8.count).elementsEqual(suffix.utf8, by: { Self.lower($0) == Self.lower($1) })
+                else { return false }
+            } else if !token.hasSuffix(suffix) {
+                return false
+            }
+        }
+        return prefix != nil || suffix != nil
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5a).contains(byte) ? byte | 0x20 : byte
+    }
+}
+
+/// The rules of one provider, checked in order.
+struct TokenRuleSet: Sendable {
+    let rules: [EmulatorTokenRule]
+
+    init(_ all: [EmulatorTokenRule], provider: EmulatorProvider) {
+        rules = all.filter { $0.provider == provider }
+    }
+
+    func match(_ token: String) -> EmulatorTokenRule? {
+        for rule in rules where rule.matches(token) { return rule }
+        return nil
+    }
+}

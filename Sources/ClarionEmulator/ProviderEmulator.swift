@@ -1,0 +1,295 @@
+import ClarionCrypto
+import Foundation
+import Synchronization
+
+/// The emulator's request -> decision core: routes a request to APNs, FCM or ADM logic, injects
+/// faults, counts and records. No sockets: the HTTP/2 server calls `handle` on its event-loop thread,
+/// and tests call it directly.
+///
+/// Routes (one listener serves all three providers):
+/// - `POST /3/device/<token>`: APNs (`APNsEmulator`)
+/// - `POST /token`: Google OAuth for FCM service accounts; `POST /v1/projects/<p>/messages:send`: FCM
+///   (`FCMEmulator`)
+/// - `POST /auth/o2/token`: Login with Amazon for ADM; `POST /messaging/registrations/<id>/messages`:
+///   ADM (`ADMEmulator`)
+/// - `GET /_emulator/stats` (counters as JSON), `POST /_emulator/reset` (clear counters and records),
+///   `GET /_emulator/records` (in-memory records as JSON lines), `GET /_emulator/health`
+///
+/// Streams: a connection starts at `initialMaxConcurrentStreams` (APNs' 1 when APNs keys are
+/// configured, A.7). APNs raises it when the connection presents a valid provider token; the first FCM
+/// or ADM request on a connection raises it to that provider's limit.
+///
+/// Thread safety: the configuration is immutable; shared mutable state (issued access tokens, counters,
+/// records, the fault sequence) sits behind `Mutex`/`Atomic`. Per-connection state is confined to the
+/// connection's loop thread.
+public final class ProviderEmulator: Sendable {
+    public let configuration: EmulatorConfiguration
+    let apns: APNsEmulator
+    let fcm: FCMEmulator
+    let adm: ADMEmulator
+    let recorder: EmulatorRecorder
+    let ids = EmulatorIDs()
+    let clock: @Sendable () -> Double
+    private let faults: EmulatorFaults
+    private let faultsEnabled: Bool
+    private let sendSequence = Atomic<UInt64>(0)
+
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS a new connection advertises.
+    public let initialMaxConcurrentStreams: UInt32
+
+    /// - Parameter clock: Unix time in seconds; injected so tests control token ages and expiry.
+    public init(configuration: EmulatorConfiguration,
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(EmulatorConfigurationError) {
+        self.configuration = configuration
+        self.clock = clock
+        let retryAfter = max(0, configuration.faults.retryAfterSeconds)
+        apns = try APNsEmulator(configuration: configuration.apns, rules: configuration.tokenRules)
+        fcm = try FCMEmulator(configuration: configuration.fcm, rules: configuration.tokenRules, retryAfterSeconds: retryAfter)
+        adm = try ADMEmulator(configuration: configuration.adm, rules: configuration.tokenRules, retryAfterSeconds: retryAfter)
+        recorder = try EmulatorRecorder(recordPath: configuration.recordPath, recordInMemory: configuration.recordInMemory,
+                                        recordLimit: configuration.recordLimit)
+        faults = configuration.faults
+        faultsEnabled = !configuration.faults.isEmpty
+        initialMaxConcurrentStreams = configuration.apns.keys.isEmpty
+            ? max(configuration.fcm.maxConcurrentStreams, configuration.adm.maxConcurrentStreams)
+            : configuration.apns.maxConcurrentStreamsBeforeToken
+    }
+
+    /// State for a new connection; the transport keeps it in the connection's slot.
+    public func makeConnectionState(id: UInt64) -> EmulatorConnectionState {
+        EmulatorConnectionState(id: id, advertisedMaxConcurrentStreams: initialMaxConcurrentStreams)
+    }
+
+    // MARK: - Handling
+
+    public func handle(_ request: EmulatorRequest, connection: EmulatorConnectionState) -> EmulatorDecision {
+        connection.streamCount += 1
+        let path = request.path
+        if path.hasPrefix("/_emulator/") { return control(request) }
+
+        let endpoint: Endpoint
+        if path.hasPrefix(APNsEmulator.pathPrefix) {
+            endpoint = .apnsSend
+        } else if let project = FCMEmulator.project(ofSendPath: path) {
+            endpoint = .fcmSend(project: project)
+        } else if path == "/token" {
+            endpoint = .fcmToken
+        } else if let id = ADMEmulator.registrationID(ofSendPath: path) {
+            endpoint = .admSend(registrationID: id)
+        } else if ADMEmulator.isTokenPath(path) {
+            endpoint = .admToken
+        } else if path.hasPrefix("/3/") {
+            endpoint = .apnsSend  // APNs answers its own bad paths with 404 BadPath (A.6)
+        } else {
+            endpoint = .unknown
+        }
+        let now = clock()
+
+        // Connection and stream faults, before any validation.
+        var fault: InjectedFault?
+        var sequence: UInt64 = 0
+        let faultable = faultsEnabled && endpoint.provider.map(faults.applies(to:)) == true
+        if faultable {
+            sequence = sendSequence.wrappingAdd(1, ordering: .relaxed).newValue
+            if connection.goingAway {
+                fault = .goAway
+            } else if let limit = faults.goAwayAfterStreams, connection.streamCount > limit {
+                fault = .goAway
+            } else if faults.dropConnection?.fires(sequence: sequence, seed: faults.seed, salt: 1) == true {
+                fault = .dropConnection
+            } else if faults.stall?.fires(sequence: sequence, seed: faults.seed, salt: 2) == true {
+                fault = .stall
+            } else if faults.resetStream?.fires(sequence: sequence, seed: faults.seed, salt: 3) == true {
+                fault = .resetStream
+            }
+            if let fault {
+                return connectionFault(fault, endpoint: endpoint, request: request, connection: connection, now: now)
+            }
+        }
+
+        var answer: ProviderAnswer
+        switch endpoint {
+        case .apnsSend:
+            answer = apns.handle(request, connection: connection, now: now, ids: ids)
+            if configuration.apns.lowerLimitAfterRejection, connection.apnsAcceptedAuthorization != nil {
+                // A.7 (observed): 1 after a rejected notification, back up after the next accepted one.
+                let wanted: UInt32 = answer.isAccepted ? configuration.apns.maxConcurrentStreamsAfterToken : 1
+                if wanted != connection.advertisedMaxConcurrentStreams { answer.maxConcurrentStreams = wanted }
+            }
+        case .fcmToken:
+            answer = fcm.handleToken(request, now: now)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.fcm.maxConcurrentStreams)
+        case .fcmSend(let project):
+            answer = fcm.handleSend(request, project: project, connection: connection, now: now, ids: ids)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.fcm.maxConcurrentStreams)
+        case .admToken:
+            answer = adm.handleToken(request, now: now)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.adm.maxConcurrentStreams)
+        case .admSend(let registrationID):
+            answer = adm.handleSend(request, registrationID: registrationID, connection: connection, now: now, ids: ids)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.adm.maxConcurrentStreams)
+        case .unknown:
+            answer = ProviderAnswer(response: EmulatorResponse(status: 404, headers: [("content-type", "text/plain")],
+                                                               body: Array("no emulated endpoint at this path\n".utf8)),
+                                    reason: "NotFound")
+        }
+
+        // Status faults replace answers that would have been accepted.
+        if faultable, answer.isAccepted, let provider = endpoint.provider {
+            if faults.internalError?.fires(sequence: sequence, seed: faults.seed, salt: 4) == true {
+                fault = .internalError
+            } else if faults.unavailable?.fires(sequence: sequence, seed: faults.seed, salt: 5) == true {
+                fault = .unavailable
+            } else if faults.throttle?.fires(sequence: sequence, seed: faults.seed, salt: 6) == true {
+                fault = .throttle
+            }
+            if let fault {
+                let (response, reason) = faultResponse(fault, provider: provider, accepted: answer)
+                answer.response = response
+                answer.reason = reason
+            }
+        }
+
+        if let limit = answer.maxConcurrentStreams { connection.advertisedMaxConcurrentStreams = limit }
+        let outcome = RequestOutcome(endpoint: endpoint.name, token: answer.token, status: answer.response.status,
+                                     reason: answer.reason, fault: fault)
+        account(outcome, request: request, connection: connection, now: now)
+
+        let action: EmulatorAction
+        if faultable, let latency = faults.latencyMilliseconds, latency > 0 {
+            action = .respondAfter(.milliseconds(latency), answer.response)
+        } else {
+            action = .respond(answer.response)
+        }
+        return EmulatorDecision(action: action, maxConcurrentStreams: answer.maxConcurrentStreams)
+    }
+
+    // MARK: - Inspection (in-process API for tests)
+
+    public func stats() -> EmulatorStats { recorder.stats() }
+
+    /// In-memory records (empty unless `recordInMemory`).
+    public func records() -> [EmulatorRecord] { recorder.records() }
+
+    /// Clears counters, in-memory records and the fault sequence (so `everyNth` counts from 1 again).
+    public func reset() {
+        recorder.reset()
+        sendSequence.store(0, ordering: .relaxed)
+    }
+
+    /// Writes buffered record lines to the record file.
+    public func flushRecords() { recorder.flush() }
+
+    // MARK: - Internals
+
+    enum Endpoint {
+        case apnsSend
+        case fcmToken
+        case fcmSend(project: String)
+        case admToken
+        case admSend(registrationID: String)
+        case unknown
+
+        var name: String {
+            switch self {
+            case .apnsSend: "apns"
+            case .fcmToken: "fcm-oauth"
+            case .fcmSend: "fcm"
+            case .admToken: "adm-oauth"
+            case .admSend: "adm"
+            case .unknown: "unknown"
+            }
+        }
+
+        /// The provider whose send endpoint this is (faults apply to sends only).
+        var provider: EmulatorProvider? {
+            switch self {
+            case .apnsSend: .apns
+            case .fcmSend: .fcm
+            case .admSend: .adm
+            default: nil
+            }
+        }
+    }
+
+    private func raiseLimit(_ connection: EmulatorConnectionState, to limit: UInt32) -> UInt32? {
+        connection.advertisedMaxConcurrentStreams < limit ? limit : nil
+    }
+
+    private func connectionFault(_ fault: InjectedFault, endpoint: Endpoint, request: EmulatorRequest,
+                                 connection: EmulatorConnectionState, now: Double) -> EmulatorDecision {
+        let action: EmulatorAction
+        switch fault {
+        case .goAway:
+            connection.goingAway = true
+            let debug = endpoint.provider == .apns ? JWTValue.object(["reason": .string(faults.goAwayReason)]).jsonBytes : []
+            action = .goAway(errorCode: 0, debugData: debug)
+        case .dropConnection:
+            action = .dropConnection
+        case .stall:
+            action = .stall
+        default:
+            action = .resetStream(errorCode: 7)
+        }
+        let outcome = RequestOutcome(endpoint: endpoint.name, token: nil, status: nil, reason: nil, fault: fault)
+        account(outcome, request: request, connection: connection, now: now)
+        return EmulatorDecision(action: action)
+    }
+
+    private func faultResponse(_ fault: InjectedFault, provider: EmulatorProvider, accepted: ProviderAnswer) -> (EmulatorResponse, String) {
+        switch provider {
+        case .apns: apns.faultResponse(fault, accepted: accepted)
+        case .fcm: fcm.faultResponse(fault, accepted: accepted)
+        case .adm: adm.faultResponse(fault, accepted: accepted, ids: ids)
+        }
+    }
+
+    private func account(_ outcome: RequestOutcome, request: EmulatorRequest, connection: EmulatorConnectionState, now: Double) {
+        recorder.count(outcome)
+        guard recorder.isRecording else { return }
+        var headers: [String: String] = [:]
+        for (name, value) in request.headers {
+            headers[name] = name == "authorization" ? "<redacted>" : value
+        }
+        var payload = String(decoding: request.body, as: UTF8.self)
+        if outcome.endpoint == "adm-oauth" || outcome.endpoint == "fcm-oauth" {
+            payload = Self.redactForm(request.body)
+        }
+        recorder.record(EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
+                                       path: request.path, token: outcome.token, status: outcome.status ?? 0, reason: outcome.reason,
+                                       fault: outcome.fault?.rawValue, headers: headers, payload: payload))
+    }
+
+    /// A token request's form with its secrets (`client_secret`, `assertion`) replaced.
+    static func redactForm(_ body: [UInt8]) -> String {
+        guard let (fields, _) = FormBody.parse(body) else { return "<unparseable form>" }
+        return fields.keys.sorted().map { key in
+            let value = (key == "client_secret" || key == "assertion") ? "<redacted>" : fields[key]!
+            return "\(key)=\(FormBody.encode(value))"
+        }.joined(separator: "&")
+    }
+
+    // MARK: - /_emulator
+
+    private func control(_ request: EmulatorRequest) -> EmulatorDecision {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let json = [("content-type", "application/json")]
+        switch (request.method, path) {
+        case ("GET", "/_emulator/stats"):
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: json, body: EmulatorRecorder.statsJSON(stats()))))
+        case ("POST", "/_emulator/reset"), ("DELETE", "/_emulator/stats"):
+            reset()
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 204)))
+        case ("GET", "/_emulator/records"):
+            recorder.flush()
+            var body: [UInt8] = []
+            for record in records() { body.append(contentsOf: EmulatorRecorder.jsonLine(record)) }
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "application/x-ndjson")], body: body)))
+        case ("GET", "/_emulator/health"):
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "text/plain")], body: Array("ok\n".utf8))))
+        default:
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 404, headers: [("content-type", "text/plain")],
+                                                                      body: Array("unknown emulator control path\n".utf8))))
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import ClarionCrypto
+import Testing
+@testable import ClarionEmulator
+
+@Suite struct EmulatorFaultTests {
+    typealias F = EmulatorFixture
+
+    @Test("Faults: throttle every 3rd send is APNs 429 TooManyRequests on requests 3, 6, 9 only")
+    func throttleEveryNth() throws {
+        let f = try F { $0.faults.throttle = .every(3) }
+        let connection = f.connection()
+        var throttled: [Int] = []
+        for n in 1...9 {
+            let decision = f.emulator.handle(f.apnsRequest(), connection: connection)
+            if decision.status == 429 {
+                #expect(decision.reason == "TooManyRequests")
+                throttled.append(n)
+            } else {
+                #expect(decision.status == 200)
+            }
+        }
+        #expect(throttled == [3, 6, 9])
+        #expect(f.emulator.stats()["apns"].faults["throttle"] == 3)
+    }
+
+    @Test("Faults: FCM throttling is 429 QUOTA_EXCEEDED with the configured Retry-After; 503 UNAVAILABLE too")
+    func fcmThrottle() throws {
+        let f = try F {
+            $0.faults.throttle = .every(2)
+            $0.faults.unavailable = .every(3)
+            $0.faults.retryAfterSeconds = 7
+        }
+        let token = f.fcmAccessToken()
+        let body = FCMEmulatorTests.message()
+        let statuses = (1...6).map { _ in f.emulator.handle(f.fcmSend(body, accessToken: token), connection: f.connection()) }
+        #expect(statuses.map(\.status) == [200, 429, 503, 429, 200, 503])
+        #expect(statuses[1].fcmErrorCode == "QUOTA_EXCEEDED")
+        #expect(statuses[1].response?.header("retry-after") == "7")
+        #expect(statuses[2].fcmErrorCode == "UNAVAILABLE")
+        #expect(statuses[2].response?.header("retry-after") == "7")
+    }
+
+    @Test("Faults: ADM 500 every 2nd send, with an empty body")
+    func admInternalError() throws {
+        let f = try F { $0.faults.internalError = .every(2) }
+        let token = f.admAccessToken()
+        #expect(f.emulator.handle(f.admSend(registrationID: "r", accessToken: token), connection: f.connection()).status == 200)
+        let faulted = f.emulator.handle(f.admSend(registrationID: "r", accessToken: token), connection: f.connection())
+        #expect(faulted.status == 500)
+        #expect(faulted.response?.body.isEmpty == true)
+    }
+
+    @Test("Faults: a seeded fraction fires on the same sequence numbers every run, near the asked rate")
+    func seededFraction() throws {
+        func pattern(seed: UInt64) throws -> [Bool] {
+            let f = try F { configuration in
+                configuration.faults.throttle = .fraction(0.3)
+                configuration.faults.seed = seed
+            }
+            let connection = f.connection()
+            return (0..<1000).map { _ in f.emulator.handle(f.apnsRequest(), connection: connection).status == 429 }
+        }
+        let first = try pattern(seed: 42)
+        #expect(try pattern(seed: 42) == first)
+        #expect(try pattern(seed: 43) != first)
+        let count = first.filter { $0 }.count
+        #expect(count > 240 && count < 360, "fired \(count) of 1000 at fraction 0.3")
+    }
+
+    @Test("Faults: status faults hit only requests that would be accepted; invalid ones keep their error")
+    func statusFaultsAfterValidation() throws {
+        let f = try F { $0.faults.throttle = .every(1) }
+        let decision = f.emulator.handle(f.apnsRequest(headers: [("apns-priority", "7")]), connection: f.connection())
+        #expect(decision.reason == "BadPriority")
+    }
+
+    @Test("Faults: GOAWAY after 2 streams refuses the 3rd and later streams of that connection, with APNs debug data")
+    func goAwayAfterStreams() throws {
+        let f = try F { $0.faults.goAwayAfterStreams = 2 }
+        let connection = f.connection()
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 200)
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 200)
+        for _ in 0..<2 {
+            let decision = f.emulator.handle(f.apnsRequest(), connection: connection)
+            guard case .goAway(let code, let debug) = decision.action else {
+                Issue.record("expected GOAWAY, got \(decision.action)")
+                return
+            }
+            #expect(code == 0)
+            #expect(JWTValue(jsonBytes: debug)?["reason"] == "Shutdown")
+        }
+        #expect(f.emulator.handle(f.apnsRequest(), connection: f.connection()).status == 200)
+        #expect(f.emulator.stats()["apns"].statuses["goAway"] == 2)
+    }
+
+    @Test("Faults: stall, reset and drop fire on their sequence numbers", arguments: [("stall", 0), ("reset", 1), ("drop", 2)])
+    func streamFaults(kind: String, index: Int) throws {
+        let f = try F { configuration in
+            switch kind {
+            case "stall": configuration.faults.stall = .every(2)
+            case "reset": configuration.faults.resetStream = .every(2)
+            default: configuration.faults.dropConnection = .every(2)
+            }
+        }
+        let connection = f.connection()
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 200)
+        let decision = f.emulator.handle(f.apnsRequest(), connection: connection)
+        switch (index, decision.action) {
+        case (0, .stall), (1, .resetStream(errorCode: 7)), (2, .dropConnection): break
+        default: Issue.record("\(kind): got \(decision.action)")
+        }
+    }
+
+    @Test("Faults: added latency turns answers into respondAfter with the configured delay")
+    func latency() throws {
+        let f = try F { $0.faults.latencyMilliseconds = 25 }
+        let decision = f.emulator.handle(f.apnsRequest(), connection: f.connection())
+        guard case .respondAfter(let delay, let response) = decision.action else {
+            Issue.record("expected respondAfter, got \(decision.action)")
+            return
+        }
+        #expect(delay == .milliseconds(25))
+        #expect(response.status == 200)
+    }
+
+    @Test("Faults: a provider filter limits faults to that provider; token endpoints never fault")
+    func providerFilter() throws {
+        let f = try F { configuration in
+            configuration.faults.throttle = .every(1)
+            configuration.faults.providers = [.fcm]
+        }
+        #expect(f.emulator.handle(f.apnsRequest(), connection: f.connection()).status == 200)
+        let token = f.fcmAccessToken()  // the token endpoint is not faulted
+        #expect(f.emulator.handle(f.fcmSend(FCMEmulatorTests.message(), accessToken: token), connection: f.connection()).status == 429)
+    }
+
+    @Test("Faults: reset() restarts the sequence so everyNth counts from 1 again")
+    func resetRestartsSequence() throws {
+        let f = try F { $0.faults.throttle = .every(2) }
+        let connection = f.connection()
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 200)
+        f.emulator.reset()
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 200)
+        #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 429)
+    }
+}
