@@ -297,6 +297,40 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("a connection that stops sending is closed after the read timeout")
+    func readTimeout() async throws {
+        try await withServer(Router(), configure: { $0.connectionTimeout = .seconds(1) }) { server in
+            // Half a request, then silence: the server must hang up on its own.
+            let script = """
+            import socket, sys, time
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            s.sendall(b'GET /health HTTP/1.1\\r\\nHost: x\\r\\n')
+            s.settimeout(10)
+            start = time.time()
+            data = s.recv(1024)
+            print('%d %.1f' % (len(data), time.time() - start))
+            """
+            let result = try await run("/usr/bin/env", ["python3", "-c", script, String(server.port)])
+            let fields = String(decoding: result.stdout, as: UTF8.self).split(separator: " ")
+            #expect(fields.first == "0", "connection not closed: \(result.stdout) \(result.stderr)")
+            let waited = Double(fields.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 99
+            #expect(waited >= 0.5 && waited < 5)
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("starting twice is an error; shutting down an idle server is fine")
+    func lifecycle() async throws {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        try server.start()
+        #expect(throws: HTTPServerError.self) { try server.start() }
+        await server.shutdown()
+        await server.shutdown()
+        let idle = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        await idle.shutdown()
+        #expect(idle.port == 0)
+    }
+
     @Test("invalid listen address is an error, not a crash")
     func invalidAddress() {
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: "not-an-address"), router: Router())

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ClarionAPI
 
@@ -64,5 +65,22 @@ struct RouterTests {
         #expect(Self.router.resolve(method: .get, rawPath: "/v1/topics/search").maxBodyBytes(default: 99) == 10)
         #expect(Self.router.resolve(method: .get, rawPath: "/v1/topics").maxBodyBytes(default: 99) == 1 << 20)
         #expect(Self.router.resolve(method: .get, rawPath: "/nowhere").maxBodyBytes(default: 99) == 99)
+    }
+}
+
+@Suite("Request ids")
+struct RequestIDTests {
+    @Test("version-4 UUIDs in lower case, all different")
+    func format() throws {
+        var seen = Set<String>()
+        for _ in 0..<1000 {
+            let id = RequestID.make()
+            let uuid = try #require(UUID(uuidString: id))
+            #expect(uuid.uuidString.lowercased() == id)
+            #expect(Array(id)[14] == "4")
+            #expect("89ab".contains(Array(id)[19]))
+            seen.insert(id)
+        }
+        #expect(seen.count == 1000)
     }
 }

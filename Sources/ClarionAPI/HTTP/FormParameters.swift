@@ -34,21 +34,77 @@ public struct FormParameters: Sendable, Sequence {
     public init(_ pairs: [(String, String)]) { self.pairs = pairs.map { (name: $0.0, value: $0.1) } }
 
     public init(decoding bytes: some Collection<UInt8>) throws(FormDecodingError) {
-        pairs = []
-        var start = bytes.startIndex
-        while start < bytes.endIndex {
-            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
-            let pair = bytes[start..<end]
-            start = end < bytes.endIndex ? bytes.index(after: end) : end
-            if pair.isEmpty { continue }
-            let equals = pair.firstIndex(of: UInt8(ascii: "="))
-            let rawName = pair[pair.startIndex..<(equals ?? pair.endIndex)]
-            let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? pair[pair.endIndex...]
-            let label = String(decoding: rawName.prefix(64), as: UTF8.self)
-            let name = try Self.decodeComponent(rawName, label: label)
-            let value = try Self.decodeComponent(rawValue, label: label)
-            pairs.append((name: name, value: value))
+        // One concrete pass over contiguous bytes: generic Collection code costs several times more per byte
+        // when unspecialised (debug builds, or across module boundaries).
+        let result = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(FormDecodingError) in try Self.parse(buffer) }
+        } ?? Array(bytes).withUnsafeBufferPointer { buffer in
+            Result { () throws(FormDecodingError) in try Self.parse(buffer) }
         }
+        pairs = try result.get()
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(FormDecodingError) -> [Element] {
+        var pairs: [Element] = []
+        var start = 0
+        let end = bytes.count
+        while start < end {
+            var stop = start
+            var equals = -1
+            while stop < end && bytes[stop] != UInt8(ascii: "&") {
+                if equals < 0 && bytes[stop] == UInt8(ascii: "=") { equals = stop }
+                stop += 1
+            }
+            if stop > start {
+                let nameEnd = equals >= 0 ? equals : stop
+                let name = UnsafeBufferPointer(rebasing: bytes[start..<nameEnd])
+                let value = equals >= 0 ? UnsafeBufferPointer(rebasing: bytes[(equals + 1)..<stop])
+                                        : UnsafeBufferPointer(rebasing: bytes[stop..<stop])
+                pairs.append((name: try decode(name, name: name), value: try decode(value, name: name)))
+            }
+            start = stop + 1
+        }
+        return pairs
+    }
+
+    /// Decodes one name or value from a contiguous buffer; `name` labels errors.
+    private static func decode(_ raw: UnsafeBufferPointer<UInt8>, name: UnsafeBufferPointer<UInt8>,
+                               plusIsSpace: Bool = true) throws(FormDecodingError) -> String {
+        var needsDecoding = false
+        for byte in raw where byte == UInt8(ascii: "%") || (plusIsSpace && byte == UInt8(ascii: "+")) {
+            needsDecoding = true
+            break
+        }
+        if !needsDecoding {
+            guard let s = String(validating: raw, as: UTF8.self) else {
+                throw FormDecodingError(reason: .invalidUTF8, name: label(name))
+            }
+            return s
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(raw.count)
+        var i = 0
+        while i < raw.count {
+            let byte = raw[i]
+            if byte == UInt8(ascii: "%") {
+                guard i + 2 < raw.count, let hi = hexValue(raw[i + 1]), let lo = hexValue(raw[i + 2]) else {
+                    throw FormDecodingError(reason: .malformedEscape, name: label(name))
+                }
+                out.append(hi << 4 | lo)
+                i += 3
+            } else {
+                out.append(byte == UInt8(ascii: "+") && plusIsSpace ? UInt8(ascii: " ") : byte)
+                i += 1
+            }
+        }
+        guard let s = String(validating: out, as: UTF8.self) else {
+            throw FormDecodingError(reason: .invalidUTF8, name: label(name))
+        }
+        return s
+    }
+
+    private static func label(_ name: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: name.prefix(64)), as: UTF8.self)
     }
 
     public mutating func append(_ name: String, _ value: String) { pairs.append((name: name, value: value)) }
@@ -62,41 +118,18 @@ public struct FormParameters: Sendable, Sequence {
     public var isEmpty: Bool { pairs.isEmpty }
     public func makeIterator() -> IndexingIterator<[Element]> { pairs.makeIterator() }
 
-    /// Decodes one name or value: `+` is a space, `%XX` a byte; the result must be UTF-8.
+    /// Decodes one name or value: `+` is a space (unless `plusIsSpace` is false, as in paths), `%XX` a byte;
+    /// the result must be UTF-8.
     static func decodeComponent(_ raw: some Collection<UInt8>, label: String,
                                 plusIsSpace: Bool = true) throws(FormDecodingError) -> String {
-        // Fast path: nothing to decode.
-        if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
-            guard let s = String(validating: raw, as: UTF8.self) else {
-                throw FormDecodingError(reason: .invalidUTF8, name: label)
-            }
-            return s
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(raw.count)
-        var i = raw.startIndex
-        while i < raw.endIndex {
-            let byte = raw[i]
-            if byte == UInt8(ascii: "%") {
-                let h = raw.index(after: i)
-                guard h < raw.endIndex, let hi = hexValue(raw[h]) else {
-                    throw FormDecodingError(reason: .malformedEscape, name: label)
-                }
-                let l = raw.index(after: h)
-                guard l < raw.endIndex, let lo = hexValue(raw[l]) else {
-                    throw FormDecodingError(reason: .malformedEscape, name: label)
-                }
-                out.append(hi << 4 | lo)
-                i = raw.index(after: l)
-            } else {
-                out.append(byte == UInt8(ascii: "+") && plusIsSpace ? UInt8(ascii: " ") : byte)
-                i = raw.index(after: i)
+        let bytes = Array(raw)
+        let labelBytes = Array(label.utf8)
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            labelBytes.withUnsafeBufferPointer { labelBuffer in
+                Result { () throws(FormDecodingError) in try decode(buffer, name: labelBuffer, plusIsSpace: plusIsSpace) }
             }
         }
-        guard let s = String(validating: out, as: UTF8.self) else {
-            throw FormDecodingError(reason: .invalidUTF8, name: label)
-        }
-        return s
+        return try result.get()
     }
 
     static func hexValue(_ c: UInt8) -> UInt8? {

@@ -19,31 +19,57 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
 public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     public typealias Element = (name: String, value: String)
     private var fields: [Element]
+    /// ASCII-lower-cased names, parallel to `fields`, so lookups are plain string comparisons.
+    private var keys: [String]
 
-    public init() { fields = [] }
-    public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
+    public init() {
+        fields = []
+        keys = []
+    }
+
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        self.keys = fields.map { $0.0.asciiLowercased() }
+    }
+
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
-    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append((name: name, value: value))
+        keys.append(name.asciiLowercased())
+    }
 
     /// Replaces every field of that name with one field.
     public mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
-        fields.append((name: name, value: value))
+        remove(name)
+        add(name, value)
     }
 
-    public mutating func remove(_ name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
+    public mutating func remove(_ name: String) {
+        let key = name.asciiLowercased()
+        var index = keys.count - 1
+        while index >= 0 {
+            if keys[index] == key {
+                keys.remove(at: index)
+                fields.remove(at: index)
+            }
+            index -= 1
+        }
+    }
 
     /// The first value of a field, or nil.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+        let key = name.asciiLowercased()
+        guard let index = keys.firstIndex(of: key) else { return nil }
+        return fields[index].value
     }
 
     public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        let key = name.asciiLowercased()
+        return keys.indices.filter { keys[$0] == key }.map { fields[$0].value }
     }
 
-    public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
+    public func contains(_ name: String) -> Bool { keys.contains(name.asciiLowercased()) }
 
     public var count: Int { fields.count }
     public func makeIterator() -> IndexingIterator<[Element]> { fields.makeIterator() }

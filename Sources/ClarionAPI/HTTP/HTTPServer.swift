@@ -5,7 +5,8 @@ import Synchronization
 /// The HTTP/1.1 server: libmicrohttpd with a pool of epoll threads, keep-alive, per-route body limits,
 /// suspended connections for asynchronous handlers, and a graceful shutdown.
 ///
-/// Lifecycle: `idle` -> `start()` -> `running` -> `shutdown()` -> `draining` -> `stopped`.
+/// Lifecycle: `idle` -> `start()` -> `starting` -> `running` (or back to `idle` if binding fails)
+/// -> `shutdown()` -> `draining` -> `stopped`; `shutdown()` of an idle server goes straight to `stopped`.
 /// `run()` is start + wait for cancellation or `shutdown()` + drain, for an owner that runs it as a task.
 ///
 /// `GET /health` and `GET /ready` are added to the router unless it already has them.
@@ -25,6 +26,7 @@ public final class HTTPServer: Sendable {
 
     private enum LifecycleState {
         case idle
+        case starting
         case running(Daemon, port: Int)
         case draining(port: Int)
         case stopped
@@ -56,7 +58,7 @@ public final class HTTPServer: Sendable {
         state.withLock { state in
             switch state {
             case .running(_, let port), .draining(let port): port
-            case .idle, .stopped: 0
+            case .idle, .starting, .stopped: 0
             }
         }
     }
@@ -66,13 +68,20 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts the worker threads. Returns once the port is listening.
     public func start() throws(HTTPServerError) {
-        try state.withLock { (state: inout LifecycleState) throws(HTTPServerError) in
-            guard case .idle = state else {
-                throw HTTPServerError(code: .alreadyStarted, message: "the server was already started")
-            }
+        // Claim the start under the lock, start the daemon (threads, bind) outside it.
+        let claimed = state.withLock { state -> Bool in
+            guard case .idle = state else { return false }
+            state = .starting
+            return true
+        }
+        guard claimed else { throw HTTPServerError(code: .alreadyStarted, message: "the server was already started") }
+        do {
             let daemon = try startDaemon()
             let port = Int(clarion_mhd_bound_port(daemon.pointer))
-            state = .running(daemon, port: port)
+            state.withLock { $0 = .running(daemon, port: port) }
+        } catch {
+            state.withLock { $0 = .idle }
+            throw error
         }
     }
 
@@ -91,6 +100,10 @@ public final class HTTPServer: Sendable {
     /// 503), then stops the threads. Safe to call more than once and from several tasks.
     public func shutdown() async {
         stopRequested.fire()
+        // A concurrent start() finishes binding first (milliseconds), then is shut down like any other.
+        while case .starting = state.withLock({ $0 }) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         let daemon: Daemon? = state.withLock { state in
             switch state {
             case .running(let daemon, let port):
@@ -99,8 +112,8 @@ public final class HTTPServer: Sendable {
             case .idle:
                 state = .stopped
                 return nil
-            case .draining, .stopped:
-                return nil
+            case .starting, .draining, .stopped:
+                return nil  // .starting cannot be seen here: the loop above waited it out
             }
         }
         guard let daemon else {

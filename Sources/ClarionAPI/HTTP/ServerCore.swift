@@ -80,7 +80,7 @@ final class RequestContext {
 
     init(rawURI: String) {
         self.rawURI = rawURI
-        self.requestID = UUID().uuidString.lowercased()
+        self.requestID = RequestID.make()
         self.started = .now
         if let q = rawURI.utf8.firstIndex(of: UInt8(ascii: "?")) {
             rawPath = String(rawURI[..<q])
