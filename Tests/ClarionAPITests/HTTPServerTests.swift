@@ -186,6 +186,7 @@ struct HTTPServerTests {
             #expect(later.text == "later true")
             let forgotten = try await curl("http://127.0.0.1:\(server.port)/v1/forgotten")
             #expect(forgotten.status == 500)
+            #expect(forgotten.text.contains(#""code":"internal_error""#))
             let immediate = try await curl("http://127.0.0.1:\(server.port)/v1/immediate")
             #expect(immediate.text == "now")
             #expect(await eventually { server.inFlightRequests == 0 })
@@ -239,13 +240,20 @@ struct HTTPServerTests {
             // Keep the responder alive without answering.
             Thread.detachNewThread { sleep(5); _ = responder }
         })
+        router.add(.post, "/", .suspending { _, responder in
+            Thread.detachNewThread { sleep(5); _ = responder }
+        })
         let server = try startServer(router) { $0.shutdownGracePeriod = .milliseconds(200) }
         async let stuck = curl("http://127.0.0.1:\(server.port)/v1/never")
-        #expect(await eventually { server.inFlightRequests == 1 })
+        async let stuckSNS = curl("http://127.0.0.1:\(server.port)/", method: "POST", body: Array("Action=Publish".utf8))
+        #expect(await eventually { server.inFlightRequests == 2 })
         await server.shutdown()
         let response = try await stuck
         #expect(response.status == 503)
         #expect(response.text.contains("service_unavailable"))
+        let snsResponse = try await stuckSNS
+        #expect(snsResponse.status == 503)
+        #expect(snsResponse.text.contains("<Type>Receiver</Type><Code>ServiceUnavailable</Code>"))
     }
 
     @Test("run() serves until cancelled, then drains")

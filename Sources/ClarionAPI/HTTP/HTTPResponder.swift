@@ -20,8 +20,7 @@ public final class HTTPResponder: Sendable {
     }
 
     deinit {
-        slot.complete(HTTPResponse(status: 500, headers: ["Content-Type": "text/plain; charset=utf-8"],
-                                   body: Array("handler finished without responding\n".utf8)))
+        slot.complete(slot.errorFormat.response(for: .internalError, requestID: requestID))
     }
 }
 
@@ -45,10 +44,15 @@ final class ResponseSlot: Sendable {
     private let connection: ConnectionHandle
     private let core: ServerCore
     private let state = Mutex<State>(.waiting)
+    /// How the route's API family spells errors, for answers the server gives on the handler's behalf.
+    let errorFormat: ErrorFormat
+    let requestID: String
 
-    init(connection: ConnectionHandle, core: ServerCore) {
+    init(connection: ConnectionHandle, core: ServerCore, errorFormat: ErrorFormat, requestID: String) {
         self.connection = connection
         self.core = core
+        self.errorFormat = errorFormat
+        self.requestID = requestID
     }
 
     /// Stores the response and resumes the connection. No-op after the first call.

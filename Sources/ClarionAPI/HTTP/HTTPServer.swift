@@ -46,7 +46,8 @@ public final class HTTPServer: Sendable {
     deinit {
         // Not shut down gracefully: stop hard, but never with a suspended connection.
         if case .running(let daemon, _) = state.withLock({ $0 }) {
-            core.abandonSuspended(HTTPServer.shutdownResponse)
+            core.refusing.set()
+            core.abandonSuspended()
             Self.waitBriefly { self.core.suspendedCount == 0 }
             MHD_stop_daemon(daemon.pointer)
             daemon.retainedCore.release()
@@ -134,7 +135,8 @@ public final class HTTPServer: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         if core.inFlight.load(ordering: .relaxed) > 0 {
-            core.abandonSuspended(Self.shutdownResponse)
+            core.refusing.set()
+            core.abandonSuspended()
             let flushDeadline = ContinuousClock.now + .seconds(1)
             while core.suspendedCount > 0 || core.inFlight.load(ordering: .relaxed) > 0,
                   ContinuousClock.now < flushDeadline {
@@ -154,8 +156,6 @@ public final class HTTPServer: Sendable {
         state.withLock { $0 = .stopped }
         stopped.fire()
     }
-
-    static let shutdownResponse = ErrorFormat.json.response(for: .shuttingDown, requestID: "")
 
     private static func waitBriefly(_ done: () -> Bool) {
         for _ in 0..<200 where !done() { usleep(5_000) }

@@ -63,6 +63,9 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         context.remoteAddress = clientAddress(connection)
         let match = core.router.resolve(method: HTTPMethod(rawValue: context.method), rawPath: context.rawPath)
         context.match = match
+        if core.refusing.isSet {
+            return queueError(.shuttingDown, format: match.errorFormat, core, connection, context)
+        }
         context.limit = match.maxBodyBytes(default: core.router.defaultMaxBodyBytes)
         if let length = context.headers["Content-Length"].flatMap({ Int($0) }), length > context.limit {
             // Refuse before reading (and before `100 Continue`); MHD closes the connection afterwards.
@@ -145,7 +148,8 @@ private func dispatch(_ core: ServerCore, _ connection: OpaquePointer, _ context
 /// Suspends the connection and returns the responder that will resume it. The phase is set first so a
 /// response that arrives before this callback returns is still found on the resume.
 private func suspend(_ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext) -> HTTPResponder {
-    let slot = ResponseSlot(connection: ConnectionHandle(pointer: connection), core: core)
+    let slot = ResponseSlot(connection: ConnectionHandle(pointer: connection), core: core,
+                            errorFormat: context.match?.errorFormat ?? .json, requestID: context.requestID)
     context.phase = .waiting(slot)
     core.remember(slot)
     MHD_suspend_connection(connection)

@@ -12,6 +12,9 @@ final class ServerCore: Sendable {
     /// Set when shutdown begins: responses then carry `Connection: close` so keep-alive connections drain,
     /// and `/ready` answers 503.
     let draining: DrainFlag
+    /// Set when the grace period is over: requests still arriving on open connections get 503 at once,
+    /// so nothing new is suspended while the daemon stops.
+    let refusing = DrainFlag()
     /// Suspended requests, so shutdown can answer stragglers before MHD_stop_daemon (which must never see a
     /// suspended connection).
     private let suspended = Mutex<[ObjectIdentifier: ResponseSlot]>([:])
@@ -30,13 +33,16 @@ final class ServerCore: Sendable {
         _ = suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
     }
 
-    /// Answers every request still suspended with 503 (shutdown past its grace period).
-    func abandonSuspended(_ response: HTTPResponse) {
+    /// Answers every request still suspended with 503 in its API's error format (shutdown past its grace
+    /// period).
+    func abandonSuspended() {
         let slots = suspended.withLock { slots in
             defer { slots.removeAll() }
             return Array(slots.values)
         }
-        for slot in slots { slot.complete(response) }
+        for slot in slots {
+            slot.complete(slot.errorFormat.response(for: .shuttingDown, requestID: slot.requestID))
+        }
     }
 
     var suspendedCount: Int { suspended.withLock { $0.count } }
