@@ -33,6 +33,14 @@ protocol EventLoopFlushable: AnyObject {
     func flushAtEndOfTurn()
 }
 
+/// End-of-turn work runs in this order, so one turn costs one write per connection: results go to their sinks
+/// first (which may submit more), then pools hand queued requests to connections, then connections write.
+enum FlushPhase: Int {
+    case completions = 0
+    case dispatch = 1
+    case output = 2
+}
+
 /// One thread running `epoll`: fd readiness, timers, and a queue of jobs handed over from other threads
 /// (woken through an `eventfd`, drained in batches).
 ///
@@ -47,13 +55,15 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex<[Job]>([])
     private let loopThread = Atomic<UInt>(0)
     private let stopRequested = Atomic<Bool>(false)
+    private let started = Semaphore()
     private var pthread: pthread_t?
 
     // Loop-thread-only state.
     private var selectables: [Registration] = []
     private var generation: UInt32 = 0
     private var timers = TimerHeap()
-    private var flushList: [any EventLoopFlushable] = []
+    private var flushLists: [[any EventLoopFlushable]] = [[], [], []]
+    private var flushSpare: [any EventLoopFlushable] = []
     private var drainingJobs: [Job] = []
     /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -125,7 +135,7 @@ public final class EventLoop: @unchecked Sendable {
         precondition(rc == 0, "pthread_create failed: \(rc)")
         pthread = thread
         // Wait until the thread has published its id so `inEventLoop` is right from the start.
-        while loopThread.load(ordering: .acquiring) == 0 { sched_yield() }
+        started.wait()
     }
 
     /// Stops the thread after the current turn and joins it. Jobs still queued are dropped.
@@ -142,6 +152,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         loopThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        started.signal()
         _ = clarion_set_thread_name(String("clarion-h2-\(index)".prefix(15)))
         let maxEvents = 256
         let eventFlags = UnsafeMutablePointer<UInt32>.allocate(capacity: maxEvents)
@@ -180,7 +191,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         // Release handlers so connections can be freed.
         selectables.removeAll()
-        flushList.removeAll()
+        flushLists = [[], [], []]
         timers = TimerHeap()
     }
 
@@ -192,20 +203,22 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runFlushes() {
-        // A flush may schedule another flush (e.g. completions that submit new requests): loop until quiet.
+        // A flush may schedule more (completions that submit new requests): run the phases until quiet, always
+        // the earliest non-empty phase first.
         var rounds = 0
-        while !flushList.isEmpty && rounds < 8 {
-            let list = flushList
-            flushList.removeAll(keepingCapacity: true)
-            for item in list { item.flushAtEndOfTurn() }
+        while rounds < 32 {
+            guard let phase = flushLists.firstIndex(where: { !$0.isEmpty }) else { return }
+            swap(&flushSpare, &flushLists[phase])
+            for item in flushSpare { item.flushAtEndOfTurn() }
+            flushSpare.removeAll(keepingCapacity: true)
             rounds += 1
         }
     }
 
-    /// Asks for one `flushAtEndOfTurn()` call at the end of this turn. Callers keep their own "already scheduled"
-    /// flag to avoid duplicates.
-    func scheduleFlush(_ item: any EventLoopFlushable) {
-        flushList.append(item)
+    /// Asks for one `flushAtEndOfTurn()` call at the end of this turn, in `phase`. Callers keep their own
+    /// "already scheduled" flag to avoid duplicates.
+    func scheduleFlush(_ item: any EventLoopFlushable, phase: FlushPhase = .output) {
+        flushLists[phase.rawValue].append(item)
     }
 
     // MARK: fd registration (loop thread)

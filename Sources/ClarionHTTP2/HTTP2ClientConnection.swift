@@ -1,16 +1,27 @@
 internal import CNghttp2
 
-/// A request on its way: the caller's request, where its result goes, its deadline and refusal count.
-struct PendingRequest: HTTP2PoolItem {
-    var request: HTTP2Request
-    var target: CompletionTarget
-    var deadline: NanoTime
+/// A request on its way: the caller's request, where its result goes (a batcher or a continuation), its deadline
+/// and refusal count. A class, so queue and stream table move one pointer instead of copying the request.
+final class PendingRequest: HTTP2PoolItem {
+    let request: HTTP2Request
+    let batcher: CompletionBatcher?
+    let continuation: CheckedContinuation<HTTP2Result, Never>?
+    let deadline: NanoTime
     var refusals = 0
-}
 
-enum CompletionTarget {
-    case continuation(CheckedContinuation<HTTP2Result, Never>)
-    case batch(CompletionBatcher)
+    init(request: HTTP2Request, batcher: CompletionBatcher, deadline: NanoTime) {
+        self.request = request
+        self.batcher = batcher
+        continuation = nil
+        self.deadline = deadline
+    }
+
+    init(request: HTTP2Request, continuation: CheckedContinuation<HTTP2Result, Never>, deadline: NanoTime) {
+        self.request = request
+        batcher = nil
+        self.continuation = continuation
+        self.deadline = deadline
+    }
 }
 
 /// One client connection: an nghttp2 client session over a `SocketChannel`, driven with `mem_recv`/`mem_send`.
@@ -29,11 +40,11 @@ final class HTTP2ClientConnection: SocketChannel {
     }
 
     let connectionID: UInt64
-    private unowned let pool: HTTP2PoolDriver
+    /// The driver owns its connections and outlives them; `unowned(unsafe)` keeps refcounting off the hot path.
+    private unowned(unsafe) let pool: HTTP2PoolDriver
     private var machine: HTTP2ConnectionStateMachine
     private var session: OpaquePointer?
-    private var streams: [Stream] = []
-    private var freeSlots: [Int] = []
+    private let streams = Slab(empty: Stream())
     private let headerBlock = HeaderBlockBuilder()
     private var goAwayLastStreamID: Int32?
     private let scheme: String
@@ -116,17 +127,17 @@ final class HTTP2ClientConnection: SocketChannel {
             if case .protocolError = error { return error }
             return .connectionLost("\(error)")
         } ?? .connectionLost("connection closed")
-        for i in streams.indices {
-            guard let pending = streams[i].pending else { continue }
-            streams[i].pending = nil
-            if let last = goAwayLastStreamID, streams[i].streamID > last {
+        for i in 0..<streams.count {
+            let stream = streams.storage + i
+            guard let pending = stream.pointee.pending else { continue }
+            stream.pointee.pending = nil
+            if let last = goAwayLastStreamID, stream.pointee.streamID > last {
                 pool.retry(pending)
             } else {
                 pool.complete(pending, .failure(lost))
             }
         }
         streams.removeAll()
-        freeSlots.removeAll()
         pool.connectionClosed(self, error: error)
     }
 
@@ -142,18 +153,10 @@ final class HTTP2ClientConnection: SocketChannel {
         headerBlock.add(":authority", request.authority ?? pool.defaultAuthority)
         headerBlock.add(":path", request.path)
         for (name, value) in request.headers { headerBlock.add(name, value) }
-        if !request.body.isEmpty { headerBlock.add("content-length", String(request.body.count)) }
+        if !request.body.isEmpty { headerBlock.add("content-length", decimal: request.body.count) }
 
-        let index: Int
-        if let free = freeSlots.popLast() {
-            index = free
-        } else {
-            streams.append(Stream())
-            index = streams.count - 1
-        }
-        streams[index].pending = pending
-        streams[index].bodyOffset = 0
-        streams[index].status = 0
+        let index = streams.allocate()
+        streams.storage[index].pending = pending
         let userData = UnsafeMutableRawPointer(bitPattern: index + 1)
         let streamID: Int32
         if request.body.isEmpty {
@@ -164,12 +167,11 @@ final class HTTP2ClientConnection: SocketChannel {
         }
         guard streamID > 0 else {
             // Stream ids exhausted or the session is going away: this connection takes nothing more.
-            streams[index].pending = nil
-            freeSlots.append(index)
+            streams.release(index)
             _ = machine.drainRequested()
             return pending
         }
-        streams[index].streamID = streamID
+        streams.storage[index].streamID = streamID
         machine.streamOpened()
         scheduleFlush()
         return nil
@@ -179,10 +181,11 @@ final class HTTP2ClientConnection: SocketChannel {
     func tick(now: NanoTime) {
         perform(machine.tick(now: now))
         guard state == .active, let session else { return }
-        for i in streams.indices {
-            guard let pending = streams[i].pending, pending.deadline <= now else { continue }
-            streams[i].pending = nil
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streams[i].streamID,
+        for i in 0..<streams.count {
+            let stream = streams.storage + i
+            guard let pending = stream.pointee.pending, pending.deadline <= now else { continue }
+            stream.pointee.pending = nil
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.pointee.streamID,
                                       NGHTTP2_CANCEL.rawValue)
             pool.complete(pending, .failure(.timeout))
             scheduleFlush()
@@ -225,7 +228,7 @@ final class HTTP2ClientConnection: SocketChannel {
     private func slot(for streamID: Int32) -> Int? {
         guard let session, let raw = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
         let index = Int(bitPattern: raw) - 1
-        return index < streams.count ? index : nil
+        return index >= 0 && index < streams.count ? index : nil
     }
 
     fileprivate func header(streamID: Int32, name: UnsafePointer<UInt8>, nameLength: Int,
@@ -235,32 +238,32 @@ final class HTTP2ClientConnection: SocketChannel {
             var status = 0
             for k in 0..<valueLength { status = status * 10 + Int(value[k] &- 48) }
             // Interim (1xx) responses are skipped; the final status wins.
-            streams[i].status = status
+            streams.storage[i].status = status
         } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
-            streams[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+            streams.storage[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
         }
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
         guard let i = slot(for: streamID) else { return }
-        streams[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+        streams.storage[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
     }
 
     fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
                               flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let i = slot(for: streamID), let pending = streams[i].pending else {
+        guard let i = slot(for: streamID), let pending = streams.storage[i].pending else {
             // Timed out while its body was still going out: end the stream (it was reset anyway).
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             return 0
         }
         // nghttp2 asks for at most what the flow-control windows allow; track our own offset (interop.md).
-        let offset = streams[i].bodyOffset
+        let offset = streams.storage[i].bodyOffset
         let total = pending.request.body.count
         let count = min(length, total - offset)
         pending.request.body.withUnsafeBufferPointer { source in
             buffer.update(from: source.baseAddress! + offset, count: count)
         }
-        streams[i].bodyOffset = offset + count
+        streams.storage[i].bodyOffset = offset + count
         if offset + count == total { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
         return count
     }
@@ -281,31 +284,32 @@ final class HTTP2ClientConnection: SocketChannel {
 
     fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let i = slot(for: streamID) else { return }
-        var stream = streams[i]
-        streams[i] = Stream()
-        freeSlots.append(i)
-        if let pending = stream.pending {
+        let stream = streams.storage + i
+        if let pending = stream.pointee.pending {
+            let status = stream.pointee.status
             if errorCode == NGHTTP2_REFUSED_STREAM.rawValue
-                || (stream.status == 0 && goAwayLastStreamID.map { streamID > $0 } == true) {
+                || (status == 0 && goAwayLastStreamID.map { streamID > $0 } == true) {
                 pool.retry(pending)
-            } else if stream.status != 0 && (errorCode == 0 || stream.ended) {
-                let response = HTTP2Response(status: stream.status, headers: stream.headers, body: stream.body)
-                stream.headers = []
-                stream.body = []
-                pool.complete(pending, .success(response))
+            } else if status != 0 && (errorCode == 0 || stream.pointee.ended) {
+                var headers: [(String, String)] = []
+                var body: [UInt8] = []
+                swap(&headers, &stream.pointee.headers)
+                swap(&body, &stream.pointee.body)
+                pool.complete(pending, .success(HTTP2Response(status: status, headers: headers, body: body)))
             } else if errorCode != 0 {
                 pool.complete(pending, .failure(.streamReset(errorCode)))
             } else {
                 pool.complete(pending, .failure(.protocolError("stream closed without a response")))
             }
         }
+        streams.release(i)
         perform(machine.streamClosed(now: monotonicNow()))
         pool.streamClosed(self)
     }
 
     fileprivate func responseEnded(streamID: Int32) {
         guard let i = slot(for: streamID) else { return }
-        streams[i].ended = true
+        streams.storage[i].ended = true
     }
 
     static let tables = NGHTTP2Tables { callbacks, option in

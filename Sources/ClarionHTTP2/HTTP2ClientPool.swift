@@ -26,7 +26,7 @@ public final class HTTP2ClientPool: Sendable {
         let driver = self.driver
         return await withCheckedContinuation { continuation in
             eventLoop.execute {
-                driver.enqueue(PendingRequest(request: request, target: .continuation(continuation), deadline: deadline))
+                driver.enqueue(PendingRequest(request: request, continuation: continuation, deadline: deadline))
             }
         }
     }

@@ -48,7 +48,7 @@ final class CompletionBatcher: EventLoopFlushable {
         buffer.append(completion)
         if !scheduled {
             scheduled = true
-            loop.scheduleFlush(self)
+            loop.scheduleFlush(self, phase: .completions)
         }
     }
 
@@ -122,7 +122,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         let defaultTimeout = configuration.requestTimeout.nanoseconds
         for i in 0..<count {
             let request = requests[i]
-            admit(PendingRequest(request: request, target: .batch(batcher),
+            admit(PendingRequest(request: request, batcher: batcher,
                                  deadline: now &+ (request.timeout?.nanoseconds ?? defaultTimeout)))
         }
         scheduleDispatch()
@@ -144,11 +144,10 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     }
 
     func complete(_ pending: PendingRequest, _ result: HTTP2Result) {
-        switch pending.target {
-        case .continuation(let continuation):
-            continuation.resume(returning: result)
-        case .batch(let batcher):
+        if let batcher = pending.batcher {
             batcher.add(HTTP2Completion(tag: pending.request.tag, result: result))
+        } else {
+            pending.continuation?.resume(returning: result)
         }
     }
 
@@ -167,7 +166,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     private func scheduleDispatch() {
         guard !dispatchScheduled else { return }
         dispatchScheduled = true
-        loop.scheduleFlush(self)
+        loop.scheduleFlush(self, phase: .dispatch)
     }
 
     func flushAtEndOfTurn() {
@@ -230,10 +229,11 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             case .connect(_, let id):
                 connect(id)
             case .scheduleReconnect(let slot, let delay):
-                loop.addTimer(after: delay) { [weak self] in
-                    guard let self else { return }
-                    self.perform(self.machine.backoffExpired(slot: slot))
-                    self.scheduleDispatch()
+                // Timers hold the driver strongly (no weak reference: it would move every retain of this hot
+                // object to a side table). The driver lives until `shutdown`, which cancels the tick.
+                loop.addTimer(after: delay) { [self] in
+                    perform(machine.backoffExpired(slot: slot))
+                    scheduleDispatch()
                 }
             case .fail(let requests, let error):
                 gate.release(requests.count)
@@ -314,9 +314,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     // MARK: - Time
 
     private func scheduleTick() {
-        tickTimer = loop.addTimer(after: configuration.tickInterval.nanoseconds) { [weak self] in
-            self?.tick()
-        }
+        tickTimer = loop.addTimer(after: configuration.tickInterval.nanoseconds) { [self] in tick() }
     }
 
     private func tick() {

@@ -22,8 +22,7 @@ final class HTTP2ServerConnection: SocketChannel {
     let connectionID: UInt64
     private let core: HTTP2ServerCore
     private var session: OpaquePointer?
-    private var streams: [Stream] = []
-    private var freeSlots: [Int] = []
+    private let streams = Slab(empty: Stream())
     private var slotGeneration: UInt32 = 0
     private let headerBlock = HeaderBlockBuilder()
     var userState: Any?
@@ -33,7 +32,7 @@ final class HTTP2ServerConnection: SocketChannel {
     private var graceTimer: UInt64 = 0
     private var dropRequested = false
 
-    var openStreamCount: Int { streams.count - freeSlots.count }
+    var openStreamCount: Int { streams.liveCount }
 
     init(core: HTTP2ServerCore, loop: EventLoop, fd: Int32, tls: TLSSession?, connectionID: UInt64) {
         self.core = core
@@ -113,9 +112,9 @@ final class HTTP2ServerConnection: SocketChannel {
     }
 
     override func didClose(error: HTTP2Error?) {
-        for i in streams.indices where streams[i].timer != 0 {
-            loop.cancelTimer(streams[i].timer)
-            streams[i].timer = 0
+        for i in 0..<streams.count where streams.storage[i].timer != 0 {
+            loop.cancelTimer(streams.storage[i].timer)
+            streams.storage[i].timer = 0
         }
         if graceTimer != 0 { loop.cancelTimer(graceTimer) }
         userState = nil
@@ -126,20 +125,15 @@ final class HTTP2ServerConnection: SocketChannel {
 
     fileprivate func slot(for streamID: Int32) -> Int? {
         guard let session, let raw = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
-        return Int(bitPattern: raw) - 1
+        let index = Int(bitPattern: raw) - 1
+        return index >= 0 && index < streams.count ? index : nil
     }
 
     fileprivate func beginHeaders(streamID: Int32) {
-        let index: Int
-        if let free = freeSlots.popLast() {
-            index = free
-        } else {
-            streams.append(Stream())
-            index = streams.count - 1
-        }
+        let index = streams.allocate()
         slotGeneration &+= 1
-        streams[index].streamID = streamID
-        streams[index].generation = slotGeneration
+        streams.storage[index].streamID = streamID
+        streams.storage[index].generation = slotGeneration
         nghttp2_session_set_stream_user_data(session, streamID, UnsafeMutableRawPointer(bitPattern: index + 1))
     }
 
@@ -148,21 +142,22 @@ final class HTTP2ServerConnection: SocketChannel {
         guard let i = slot(for: streamID) else { return }
         if nameLength > 1 && name[0] == UInt8(ascii: ":") {
             let text = bytesToString(value, valueLength)
+            let stream = streams.storage + i
             switch (name[1], nameLength) {
-            case (UInt8(ascii: "m"), 7): streams[i].method = text
-            case (UInt8(ascii: "p"), 5): streams[i].path = text
-            case (UInt8(ascii: "a"), 10): streams[i].authority = text
-            case (UInt8(ascii: "s"), 7): streams[i].scheme = text
+            case (UInt8(ascii: "m"), 7): stream.pointee.method = text
+            case (UInt8(ascii: "p"), 5): stream.pointee.path = text
+            case (UInt8(ascii: "a"), 10): stream.pointee.authority = text
+            case (UInt8(ascii: "s"), 7): stream.pointee.scheme = text
             default: break
             }
         } else {
-            streams[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+            streams.storage[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
         }
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
         guard let i = slot(for: streamID) else { return }
-        streams[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+        streams.storage[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
     }
 
     fileprivate func requestComplete(streamID: Int32) {
@@ -174,15 +169,16 @@ final class HTTP2ServerConnection: SocketChannel {
         }
         let action = callHandler(slot: i, streamID: streamID)
         // The handler's copies of the arrays are gone now; reuse the slot's storage.
-        streams[i].headers.removeAll(keepingCapacity: true)
-        streams[i].body.removeAll(keepingCapacity: true)
+        streams.storage[i].headers.removeAll(keepingCapacity: true)
+        streams.storage[i].body.removeAll(keepingCapacity: true)
         perform(action, slot: i, streamID: streamID)
     }
 
     private func callHandler(slot i: Int, streamID: Int32) -> HTTP2ServerAction {
+        let stream = streams.storage + i
         let request = HTTP2ServerRequest(
-            method: streams[i].method, path: streams[i].path, authority: streams[i].authority,
-            scheme: streams[i].scheme, headers: streams[i].headers, body: streams[i].body)
+            method: stream.pointee.method, path: stream.pointee.path, authority: stream.pointee.authority,
+            scheme: stream.pointee.scheme, headers: stream.pointee.headers, body: stream.pointee.body)
         return core.handler(request, HTTP2ServerStreamContext(connection: self, streamID: streamID))
     }
 
@@ -191,13 +187,14 @@ final class HTTP2ServerConnection: SocketChannel {
         case .respond(let response):
             submitResponse(slot: i, streamID: streamID, response)
         case .respondAfter(let delay, let response):
-            let generation = streams[i].generation
-            streams[i].timer = loop.addTimer(after: delay.nanoseconds) { [weak self] in
-                guard let self, self.state == .active, i < self.streams.count,
-                      self.streams[i].generation == generation, self.streams[i].streamID == streamID else { return }
-                self.streams[i].timer = 0
-                self.submitResponse(slot: i, streamID: streamID, response)
-                self.scheduleFlush()
+            let generation = streams.storage[i].generation
+            // A strong capture (a weak one would slow every retain of this connection); cancelled on close.
+            streams.storage[i].timer = loop.addTimer(after: delay.nanoseconds) { [self] in
+                guard state == .active, i < streams.count, streams.storage[i].generation == generation,
+                      streams.storage[i].streamID == streamID else { return }
+                streams.storage[i].timer = 0
+                submitResponse(slot: i, streamID: streamID, response)
+                scheduleFlush()
             }
         case .stall:
             break
@@ -224,8 +221,8 @@ final class HTTP2ServerConnection: SocketChannel {
         if response.body.isEmpty {
             _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, nil) }
         } else {
-            streams[i].responseBody = response.body
-            streams[i].responseOffset = 0
+            streams.storage[i].responseBody = response.body
+            streams.storage[i].responseOffset = 0
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: serverReadBody)
             _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, &provider) }
         }
@@ -236,13 +233,15 @@ final class HTTP2ServerConnection: SocketChannel {
         guard let i = slot(for: streamID) else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        let offset = streams[i].responseOffset
-        let count = min(length, streams[i].responseBody.count - offset)
-        streams[i].responseBody.withUnsafeBufferPointer { source in
+        let stream = streams.storage + i
+        let offset = stream.pointee.responseOffset
+        let total = stream.pointee.responseBody.count
+        let count = min(length, total - offset)
+        stream.pointee.responseBody.withUnsafeBufferPointer { source in
             buffer.update(from: source.baseAddress! + offset, count: count)
         }
-        streams[i].responseOffset = offset + count
-        if streams[i].responseOffset == streams[i].responseBody.count {
+        stream.pointee.responseOffset = offset + count
+        if offset + count == total {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         }
         return count
@@ -250,17 +249,18 @@ final class HTTP2ServerConnection: SocketChannel {
 
     fileprivate func streamClosed(streamID: Int32) {
         guard let i = slot(for: streamID) else { return }
-        if streams[i].timer != 0 {
-            loop.cancelTimer(streams[i].timer)
-            streams[i].timer = 0
+        let stream = streams.storage + i
+        if stream.pointee.timer != 0 {
+            loop.cancelTimer(stream.pointee.timer)
+            stream.pointee.timer = 0
         }
-        streams[i].streamID = 0
-        streams[i].generation = 0
-        streams[i].headers.removeAll(keepingCapacity: true)
-        streams[i].body.removeAll(keepingCapacity: true)
-        streams[i].responseBody = []
-        streams[i].responseOffset = 0
-        freeSlots.append(i)
+        stream.pointee.streamID = 0
+        stream.pointee.generation = 0
+        stream.pointee.headers.removeAll(keepingCapacity: true)
+        stream.pointee.body.removeAll(keepingCapacity: true)
+        stream.pointee.responseBody = []
+        stream.pointee.responseOffset = 0
+        streams.recycle(i)
     }
 
     // MARK: - Control
@@ -292,13 +292,13 @@ final class HTTP2ServerConnection: SocketChannel {
                                   $0.baseAddress, $0.count)
         }
         // Streams already open above last-stream-id will never be answered: reset them so nghttp2 forgets them.
-        for stream in streams where stream.streamID > lastStreamID {
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.streamID,
+        for i in 0..<streams.count where streams.storage[i].streamID > lastStreamID {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streams.storage[i].streamID,
                                       NGHTTP2_REFUSED_STREAM.rawValue)
         }
-        graceTimer = loop.addTimer(after: core.configuration.gracefulCloseTimeout.nanoseconds) { [weak self] in
-            self?.graceTimer = 0
-            self?.close(error: nil)
+        graceTimer = loop.addTimer(after: core.configuration.gracefulCloseTimeout.nanoseconds) { [self] in
+            graceTimer = 0
+            close(error: nil)
         }
     }
 

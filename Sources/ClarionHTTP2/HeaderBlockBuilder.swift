@@ -8,7 +8,8 @@ final class HeaderBlockBuilder {
     private var used = 0
     private var fields: UnsafeMutablePointer<nghttp2_nv>
     private var fieldCapacity: Int
-    private var offsets: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    /// A field: the name either static (`staticName`, not copied by nghttp2) or at `name` in `bytes`.
+    private var offsets: [(staticName: UnsafePointer<UInt8>?, name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
 
     init() {
         byteCapacity = 4096
@@ -60,18 +61,42 @@ final class HeaderBlockBuilder {
     func add(_ name: String, _ value: String) {
         let (n, nl) = copy(name)
         let (v, vl) = copy(value)
-        offsets.append((n, nl, v, vl))
+        offsets.append((nil, n, nl, v, vl))
+    }
+
+    /// A field with a name in static storage: neither we nor nghttp2 copy it.
+    func add(_ name: StaticString, _ value: String) {
+        let (v, vl) = copy(value)
+        offsets.append((name.utf8Start, 0, name.utf8CodeUnitCount, v, vl))
+    }
+
+    /// A field whose value is a non-negative decimal number.
+    func add(_ name: StaticString, decimal: Int) {
+        var digits = 1
+        var rest = max(0, decimal) / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        ensure(digits)
+        var value = max(0, decimal)
+        for k in stride(from: digits - 1, through: 0, by: -1) {
+            bytes.storeBytes(of: UInt8(48 + value % 10), toByteOffset: used + k, as: UInt8.self)
+            value /= 10
+        }
+        offsets.append((name.utf8Start, 0, name.utf8CodeUnitCount, used, digits))
+        used += digits
     }
 
     /// Adds `:status` as three ASCII digits.
     func addStatus(_ status: Int) {
-        let (n, nl) = copy(":status")
+        let name: StaticString = ":status"
         ensure(3)
         let s = max(100, min(999, status))
         bytes.storeBytes(of: UInt8(48 + s / 100), toByteOffset: used, as: UInt8.self)
         bytes.storeBytes(of: UInt8(48 + (s / 10) % 10), toByteOffset: used + 1, as: UInt8.self)
         bytes.storeBytes(of: UInt8(48 + s % 10), toByteOffset: used + 2, as: UInt8.self)
-        offsets.append((n, nl, used, 3))
+        offsets.append((name.utf8Start, 0, 7, used, 3))
         used += 3
     }
 
@@ -83,9 +108,15 @@ final class HeaderBlockBuilder {
             fields = .allocate(capacity: fieldCapacity)
         }
         let base = bytes.assumingMemoryBound(to: UInt8.self)
+        let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
         for (i, o) in offsets.enumerated() {
-            fields[i] = nghttp2_nv(name: base + o.name, value: base + o.value, namelen: o.nameLength,
-                                   valuelen: o.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            if let staticName = o.staticName {
+                fields[i] = nghttp2_nv(name: UnsafeMutablePointer(mutating: staticName), value: base + o.value,
+                                       namelen: o.nameLength, valuelen: o.valueLength, flags: noCopyName)
+            } else {
+                fields[i] = nghttp2_nv(name: base + o.name, value: base + o.value, namelen: o.nameLength,
+                                       valuelen: o.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
         }
         return body(fields, offsets.count)
     }

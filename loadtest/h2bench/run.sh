@@ -64,11 +64,22 @@ sleep 1
 
 # CPU seconds (user+system) a process has used so far.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+median2() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 
-run_h2load() {  # url conns streams -> req/s
-    h2load -n "$REQUESTS" -c "$2" -m "$3" -d "$BODY" -H 'content-type: application/json' "$1" 2>&1 \
-        | awk '/^finished in/ { gsub(",", "", $4); print $4 }'
+run_h2load() {  # url conns streams -> "req/s cpu_us_per_req" (h2load's own CPU from getrusage of the child)
+    python3 - "$REQUESTS" "$@" "$BODY" <<'PY'
+import re, resource, subprocess, sys
+n, url, conns, streams, body = sys.argv[1:6]
+out = subprocess.run(["h2load", "-n", n, "-c", conns, "-m", streams, "-d", body,
+                      "-H", "content-type: application/json", url], capture_output=True, text=True).stdout
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+m = re.search(r"finished in [^,]+, ([0-9.]+) req/s", out)
+ok = re.search(r"requests: .* ([0-9]+) succeeded", out)
+if not m or not ok or int(ok.group(1)) != int(n):
+    sys.stderr.write(out)
+print("%s %.2f" % (m.group(1) if m else "0", (usage.ru_utime + usage.ru_stime) * 1e6 / int(n)))
+PY
 }
 run_ours() {  # url conns streams -> req/s
     local ca=()
@@ -79,9 +90,9 @@ run_ours() {  # url conns streams -> req/s
 
 echo
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $REQUESTS requests per run, $REPEAT run(s) per cell (median)"
-printf "%-8s %-4s %5s %7s | %12s %12s %6s | %14s %14s | %12s\n" \
-    server tls conns streams "h2load req/s" "ours req/s" ratio "srv us/req h2l" "srv us/req ours" "client us/req"
-printf '%.0s-' {1..125}; echo
+printf "%-8s %-4s %5s %7s | %12s %12s %6s | %10s %10s %6s | %9s %9s\n" \
+    server tls conns streams "h2load r/s" "ours r/s" ratio "h2l us/req" "ours us/req" "cpu" "srv(h2l)" "srv(ours)"
+printf '%.0s-' {1..128}; echo
 
 for server in ours nghttpd; do
   for proto in h2c tls; do
@@ -93,22 +104,25 @@ for server in ours nghttpd; do
     esac
     for conns in 1 4; do
       for streams in 100 250; do
-        h2l=(); ours=(); srv_h2l=(); srv_ours=(); client=()
+        h2l=(); ours=(); srv_h2l=(); srv_ours=(); client=(); h2lcpu=()
         for _ in $(seq "$REPEAT"); do
-          c0=$(cpu_of "$spid"); r=$(run_h2load "$url" "$conns" "$streams"); c1=$(cpu_of "$spid")
-          h2l+=("$r"); srv_h2l+=("$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.2f", (b-a)*1e6/n }')")
+          c0=$(cpu_of "$spid"); read -r r hc <<< "$(run_h2load "$url" "$conns" "$streams")"; c1=$(cpu_of "$spid")
+          h2l+=("$r"); h2lcpu+=("$hc"); srv_h2l+=("$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.2f", (b-a)*1e6/n }')")
           c0=$(cpu_of "$spid"); read -r r cu <<< "$(run_ours "$url" "$conns" "$streams")"; c1=$(cpu_of "$spid")
           ours+=("$r"); client+=("$cu"); srv_ours+=("$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.2f", (b-a)*1e6/n }')")
         done
         mh=$(printf '%s\n' "${h2l[@]}" | median); mo=$(printf '%s\n' "${ours[@]}" | median)
         ratio=$(awk -v o="$mo" -v h="$mh" 'BEGIN { if (h > 0) printf "%.2f", o/h; else print "nan" }')
-        printf "%-8s %-4s %5s %7s | %12.0f %12.0f %6s | %14s %14s | %12s\n" "$server" "$proto" "$conns" "$streams" \
-            "$mh" "$mo" "$ratio" "$(printf '%s\n' "${srv_h2l[@]}" | median)" "$(printf '%s\n' "${srv_ours[@]}" | median)" \
-            "$(printf '%s\n' "${client[@]}" | median)"
+        ch=$(printf '%s\n' "${h2lcpu[@]}" | median2); co=$(printf '%s\n' "${client[@]}" | median2)
+        cratio=$(awk -v o="$co" -v h="$ch" 'BEGIN { if (o > 0) printf "%.2f", h/o; else print "nan" }')
+        printf "%-8s %-4s %5s %7s | %12.0f %12.0f %6s | %10s %10s %6s | %9s %9s\n" "$server" "$proto" "$conns" "$streams" \
+            "$mh" "$mo" "$ratio" "$ch" "$co" "$cratio" \
+            "$(printf '%s\n' "${srv_h2l[@]}" | median2)" "$(printf '%s\n' "${srv_ours[@]}" | median2)"
       done
     done
   done
 done
 echo
-echo "srv us/req: CPU the server process used per request during that client's run (from /proc, 10 ms ticks)."
-echo "client us/req: CPU our client process used per request (getrusage; h2load's is not measured here)."
+echo "ratio: ours/h2load req/s. h2l us/req, ours us/req: client CPU per request (user+system, getrusage);"
+echo "cpu: h2load CPU/ours CPU per request (>= 1 means our client is as cheap as h2load). srv(h2l), srv(ours): CPU"
+echo "the server process used per request during h2load's and our run (from /proc/PID/stat, 10 ms ticks)."
