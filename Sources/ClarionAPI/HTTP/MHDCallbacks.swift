@@ -67,9 +67,12 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
             return queueError(.shuttingDown, format: match.errorFormat, core, connection, context)
         }
         context.limit = match.maxBodyBytes(default: core.router.defaultMaxBodyBytes)
-        if let length = context.headers["Content-Length"].flatMap({ Int($0) }), length > context.limit {
-            // Refuse before reading (and before `100 Continue`); MHD closes the connection afterwards.
-            return queueError(.payloadTooLarge(limit: context.limit), format: match.errorFormat, core, connection, context)
+        if let length = context.headers["Content-Length"].flatMap({ Int($0) }) {
+            if length > context.limit {
+                // Refuse before reading (and before `100 Continue`); MHD closes the connection afterwards.
+                return queueError(.payloadTooLarge(limit: context.limit), format: match.errorFormat, core, connection, context)
+            }
+            context.body.reserveCapacity(length)
         }
         context.phase = .receiving
         return .YES

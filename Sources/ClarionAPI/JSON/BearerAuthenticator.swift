@@ -1,3 +1,5 @@
+import Foundation
+
 /// The account an API key acts for.
 public struct APIPrincipal: Sendable, Equatable {
     public let accountID: String
@@ -39,18 +41,4 @@ public struct BearerAuthenticator: Sendable {
         guard let principal = found else { throw JSONAPIError.invalidAPIKey }
         return principal
     }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
-    }
-}
-
-extension Set where Element == Character {
-    fileprivate static let whitespaces: Set<Character> = [" ", "\t"]
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String { String(self).trimmingCharacters(in: set) }
 }
