@@ -168,7 +168,7 @@ final class HTTP2ClientConnection: SocketChannel {
         guard streamID > 0 else {
             // Stream ids exhausted or the session is going away: this connection takes nothing more.
             streams.release(index)
-            _ = machine.drainRequested()
+            perform(machine.drainRequested())
             return pending
         }
         streams.storage[index].streamID = streamID

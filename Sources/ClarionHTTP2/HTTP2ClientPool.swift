@@ -4,6 +4,8 @@
 /// batch path: no Task and no continuation per request; results come back in batches on the loop thread).
 /// Requests beyond the connections' stream capacity wait in a bounded queue; when it is full, callers are told at
 /// once (`.overloaded`, or `submit` admitting fewer than offered).
+///
+/// Lifecycle: the pool runs until `shutdown()`; its loop keeps it alive until then (or until the group stops).
 public final class HTTP2ClientPool: Sendable {
     public let configuration: HTTP2PoolConfiguration
     public let eventLoop: EventLoop

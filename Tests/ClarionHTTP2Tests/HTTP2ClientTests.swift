@@ -1,5 +1,6 @@
 @testable import ClarionHTTP2
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct HTTP2ClientTests {
@@ -36,6 +37,38 @@ import Testing
         #expect(response.body == Array("tls".utf8))
         #expect(response.header("x-authority") == "127.0.0.1:\(port)")
         await pool.shutdown()
+        await server.shutdown()
+    }
+}
+
+@Suite struct HTTP2ClientRegistryTests {
+    /// Pools are keyed by origin + credential identity, never by host alone (style.md, providers.md A.7).
+    @Test func poolsAreKeyedByOriginAndCredentialIdentityNotByHostAlone() async throws {
+        let group = try EventLoopGroup(threadCount: 2)
+        defer { group.shutdown() }
+        let seen = Mutex<Set<String>>([])
+        let server = try HTTP2Server(configuration: .init(), group: group) { request, context in
+            _ = seen.withLock { $0.insert("\(context.connectionID)|\(request.header("authorization") ?? "")") }
+            return .respond(okResponse)
+        }
+        let port = try server.start()
+        let client = HTTP2Client(group: group)
+        let origin = HTTP2Origin(scheme: .http, host: "127.0.0.1", port: port)
+        let teamA = try client.pool(for: HTTP2PoolConfiguration(origin: origin, identity: "TEAMA|KEY1|production"))
+        let teamAAgain = try client.pool(for: HTTP2PoolConfiguration(origin: origin, identity: "TEAMA|KEY1|production"))
+        let teamB = try client.pool(for: HTTP2PoolConfiguration(origin: origin, identity: "TEAMB|KEY9|production"))
+        #expect(teamA === teamAAgain)
+        #expect(teamA !== teamB)
+        #expect(Set(client.poolKeys.map(\.identity)) == ["TEAMA|KEY1|production", "TEAMB|KEY9|production"])
+        #expect(await teamA.send(HTTP2Request(path: "/", headers: [("authorization", "bearer a")])).status == 200)
+        #expect(await teamB.send(HTTP2Request(path: "/", headers: [("authorization", "bearer b")])).status == 200)
+        // Two identities never share a connection.
+        let connections = seen.withLock { $0 }.map { $0.split(separator: "|")[0] }
+        #expect(Set(connections).count == 2)
+        await client.removePool(origin: origin, identity: "TEAMB|KEY9|production")
+        #expect(client.existingPool(origin: origin, identity: "TEAMB|KEY9|production") == nil)
+        await client.shutdown()
+        #expect(client.poolKeys.isEmpty)
         await server.shutdown()
     }
 }
