@@ -32,7 +32,7 @@ final class HTTP2ClientConnection: SocketChannel {
         var pending: PendingRequest?
         var streamID: Int32 = 0
         var status = 0
-        var headers: [(String, String)] = []
+        var headers: [UInt8] = []
         var body: [UInt8] = []
         var bodyOffset = 0
         /// The response's END_STREAM arrived.
@@ -240,7 +240,11 @@ final class HTTP2ClientConnection: SocketChannel {
             // Interim (1xx) responses are skipped; the final status wins.
             streams.storage[i].status = status
         } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
-            streams.storage[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+            let stream = streams.storage + i
+            if stream.pointee.headers.capacity == 0 { stream.pointee.headers.reserveCapacity(256) }
+            HTTP2Response.append(name: UnsafeBufferPointer(start: name, count: nameLength),
+                                 value: UnsafeBufferPointer(start: value, count: valueLength),
+                                 to: &stream.pointee.headers)
         }
     }
 
@@ -291,11 +295,11 @@ final class HTTP2ClientConnection: SocketChannel {
                 || (status == 0 && goAwayLastStreamID.map { streamID > $0 } == true) {
                 pool.retry(pending)
             } else if status != 0 && (errorCode == 0 || stream.pointee.ended) {
-                var headers: [(String, String)] = []
+                var headers: [UInt8] = []
                 var body: [UInt8] = []
                 swap(&headers, &stream.pointee.headers)
                 swap(&body, &stream.pointee.body)
-                pool.complete(pending, .success(HTTP2Response(status: status, headers: headers, body: body)))
+                pool.complete(pending, .success(HTTP2Response(status: status, encodedHeaders: headers, body: body)))
             } else if errorCode != 0 {
                 pool.complete(pending, .failure(.streamReset(errorCode)))
             } else {

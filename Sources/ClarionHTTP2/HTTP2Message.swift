@@ -28,21 +28,98 @@ public struct HTTP2Request: Sendable {
 }
 
 /// A complete response: the `:status`, the other header fields in arrival order, and the body.
+///
+/// The header fields are kept as one compact byte buffer (one allocation per response however many fields come)
+/// and turned into strings only when read: `header(_:)` finds one field without building the list.
 public struct HTTP2Response: Sendable {
     public var status: Int
-    public var headers: [(String, String)]
     public var body: [UInt8]
+    /// Fields as [UInt16 name length][name][UInt32 value length][value], little endian.
+    private(set) var encodedHeaders: [UInt8]
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
-        self.headers = headers
+        self.body = body
+        encodedHeaders = []
+        for (name, value) in headers { HTTP2Response.append(name: Array(name.utf8), value: Array(value.utf8), to: &encodedHeaders) }
+    }
+
+    init(status: Int, encodedHeaders: [UInt8], body: [UInt8]) {
+        self.status = status
+        self.encodedHeaders = encodedHeaders
         self.body = body
     }
 
-    /// The first value of a header field (names compare case-insensitively).
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    /// Header fields (not pseudo-headers) in arrival order, lowercase names as HTTP/2 sends them.
+    public var headers: [(String, String)] {
+        get {
+            var fields: [(String, String)] = []
+            forEachField { name, value in
+                fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+                return true
+            }
+            return fields
+        }
+        set {
+            encodedHeaders.removeAll()
+            for (name, value) in newValue {
+                HTTP2Response.append(name: Array(name.utf8), value: Array(value.utf8), to: &encodedHeaders)
+            }
+        }
     }
+
+    /// The first value of a header field (names compare ASCII case-insensitively).
+    public func header(_ name: String) -> String? {
+        let wanted = Array(name.utf8)
+        var found: String?
+        forEachField { fieldName, value in
+            guard fieldName.count == wanted.count else { return true }
+            for i in 0..<wanted.count where asciiLower(fieldName[i]) != asciiLower(wanted[i]) { return true }
+            found = String(decoding: value, as: UTF8.self)
+            return false
+        }
+        return found
+    }
+
+    private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
+        encodedHeaders.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var i = 0
+            while i + 2 <= bytes.count {
+                let nameLength = Int(bytes[i]) | Int(bytes[i + 1]) << 8
+                let nameStart = i + 2
+                let valueLengthAt = nameStart + nameLength
+                guard valueLengthAt + 4 <= bytes.count else { return }
+                var valueLength = 0
+                for k in 0..<4 { valueLength |= Int(bytes[valueLengthAt + k]) << (8 * k) }
+                let valueStart = valueLengthAt + 4
+                guard valueStart + valueLength <= bytes.count else { return }
+                let keepGoing = body(UnsafeBufferPointer(start: base + nameStart, count: nameLength),
+                                     UnsafeBufferPointer(start: base + valueStart, count: valueLength))
+                if !keepGoing { return }
+                i = valueStart + valueLength
+            }
+        }
+    }
+
+    static func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        let nameLength = min(name.count, 0xFFFF)
+        bytes.append(UInt8(truncatingIfNeeded: nameLength))
+        bytes.append(UInt8(truncatingIfNeeded: nameLength >> 8))
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: name[0..<nameLength]))
+        let valueLength = value.count
+        for k in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: valueLength >> (8 * k))) }
+        bytes.append(contentsOf: value)
+    }
+
+    static func append(name: [UInt8], value: [UInt8], to bytes: inout [UInt8]) {
+        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in append(name: n, value: v, to: &bytes) } }
+    }
+}
+
+@inline(__always)
+private func asciiLower(_ byte: UInt8) -> UInt8 {
+    byte >= 65 && byte <= 90 ? byte + 32 : byte
 }
 
 public typealias HTTP2Result = Result<HTTP2Response, HTTP2Error>

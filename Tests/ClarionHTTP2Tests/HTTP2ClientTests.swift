@@ -72,3 +72,21 @@ import Testing
         await server.shutdown()
     }
 }
+
+@Suite struct HTTP2ResponseTests {
+    @Test func headersRoundTripInOrderAndLookUpCaseInsensitively() {
+        let long = String(repeating: "v", count: 70_000)
+        var response = HTTP2Response(status: 410, headers: [("apns-id", "A-1"), ("x-empty", ""), ("apns-id", "A-2"),
+                                                            ("x-long", long)], body: [1, 2])
+        #expect(response.headers.map(\.0) == ["apns-id", "x-empty", "apns-id", "x-long"])
+        #expect(response.headers.map(\.1) == ["A-1", "", "A-2", long])
+        #expect(response.header("APNS-ID") == "A-1")
+        #expect(response.header("x-empty") == "")
+        #expect(response.header("x-long")?.count == 70_000)
+        #expect(response.header("missing") == nil)
+        response.headers = [("retry-after", "30")]
+        #expect(response.header("retry-after") == "30")
+        #expect(response.headers.count == 1)
+        #expect(response.status == 410 && response.body == [1, 2])
+    }
+}
