@@ -279,8 +279,13 @@ final class HTTP2ClientConnection: SocketChannel {
             let value = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
             pool.maxConcurrentStreamsChanged(self, to: Int(value))
         } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) {
-            let last = frame.pointee.goaway.last_stream_id
+            let goaway = frame.pointee.goaway
+            let last = goaway.last_stream_id
             goAwayLastStreamID = min(goAwayLastStreamID ?? last, last)
+            if let observer = pool.configuration.onGoAway {
+                let debug = goaway.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: goaway.opaque_data_len)) }
+                observer(HTTP2GoAway(errorCode: goaway.error_code, lastStreamID: last, debugData: debug ?? []))
+            }
             pool.goAwayReceived(self)
             perform(machine.goAwayReceived())
         }

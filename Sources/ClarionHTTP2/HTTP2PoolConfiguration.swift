@@ -86,6 +86,9 @@ public struct HTTP2PoolConfiguration: Sendable {
     public var initialWindowSize: UInt32
     /// How often deadlines, PINGs and idle connections are checked.
     public var tickInterval: Duration
+    /// Called on the pool's loop thread when a server sends GOAWAY (APNs puts a JSON `reason` in the debug data).
+    /// Keep it short; the pool already retries and reconnects on its own.
+    public var onGoAway: (@Sendable (HTTP2GoAway) -> Void)?
 
     public init(
         origin: HTTP2Origin, identity: String = "", connectionCount: Int = 1,
@@ -93,7 +96,8 @@ public struct HTTP2PoolConfiguration: Sendable {
         maxQueuedRequests: Int = 10_000, requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
         trustedCAPEM: String? = nil, pingInterval: Duration? = .seconds(30), pingTimeout: Duration = .seconds(10),
         idleTimeout: Duration? = .seconds(600), backoff: HTTP2Backoff = HTTP2Backoff(), maxRefusedRetries: Int = 3,
-        initialWindowSize: UInt32 = 1 << 20, tickInterval: Duration = .milliseconds(100)
+        initialWindowSize: UInt32 = 1 << 20, tickInterval: Duration = .milliseconds(100),
+        onGoAway: (@Sendable (HTTP2GoAway) -> Void)? = nil
     ) {
         self.origin = origin
         self.identity = identity
@@ -111,7 +115,17 @@ public struct HTTP2PoolConfiguration: Sendable {
         self.maxRefusedRetries = maxRefusedRetries
         self.initialWindowSize = initialWindowSize
         self.tickInterval = tickInterval
+        self.onGoAway = onGoAway
     }
+}
+
+/// A GOAWAY a server sent.
+public struct HTTP2GoAway: Sendable, Hashable {
+    /// The HTTP/2 error code (0 = NO_ERROR).
+    public var errorCode: UInt32
+    /// Streams up to this id were or will be processed; later ones are retried elsewhere.
+    public var lastStreamID: Int32
+    public var debugData: [UInt8]
 }
 
 /// A snapshot of a pool, for tests, logs and metrics.

@@ -124,6 +124,33 @@ import Testing
         await server.shutdown()
     }
 
+    /// APNs rule (providers.md A.7): when the server lowers its limit, in-flight streams may get RST_STREAM
+    /// REFUSED_STREAM; retry them.
+    @Test func apnsRuleRefusedStreamIsRetried() async throws {
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let seen = Mutex<Set<String>>([])
+        let server = try HTTP2Server(configuration: .init(), group: group) { request, _ in
+            // Refuse each request the first time it arrives.
+            let first = seen.withLock { $0.insert(request.path).inserted }
+            return first ? .reset(errorCode: 7) : .respond(okResponse)
+        }
+        let port = try server.start()
+        let pool = try HTTP2ClientPool(configuration: poolConfiguration(.http, port: port), group: group)
+        let sink = CollectingSink()
+        pool.submit((0..<50).map { HTTP2Request(path: "/\($0)", tag: UInt64($0)) }, sink: sink)
+        expectEachTagOnceAndSuccessful(await sink.wait(for: 50), count: 50)
+        #expect(seen.withLock { $0.count } == 50)
+        // A request refused every time gives up after maxRefusedRetries.
+        let always = try HTTP2Server(configuration: .init(), group: group) { _, _ in .reset(errorCode: 7) }
+        let alwaysPool = try HTTP2ClientPool(configuration: poolConfiguration(.http, port: try always.start()), group: group)
+        #expect(await alwaysPool.send(HTTP2Request(path: "/")).error == .goAwayRetryExhausted)
+        await alwaysPool.shutdown()
+        await always.shutdown()
+        await pool.shutdown()
+        await server.shutdown()
+    }
+
     // MARK: Flow control
 
     @Test(arguments: [4096, 5120])

@@ -64,7 +64,10 @@ import Testing
             return .respondAfter(.milliseconds(50), .init(status: 200, headers: [("x-connection", String(context.connectionID))]))
         }
         let port = try server.start()
-        let pool = try HTTP2ClientPool(configuration: poolConfiguration(.http, port: port), group: group)
+        let goAways = Mutex<[HTTP2GoAway]>([])
+        var configuration = poolConfiguration(.http, port: port)
+        configuration.onGoAway = { goAway in goAways.withLock { $0.append(goAway) } }
+        let pool = try HTTP2ClientPool(configuration: configuration, group: group)
         #expect(await pool.send(HTTP2Request(path: "/warm-up")).status == 200)  // connection 1, request 1
         let sink = CollectingSink()
         pool.submit((0..<10).map { HTTP2Request(path: "/", tag: UInt64($0)) }, sink: sink)
@@ -75,6 +78,8 @@ import Testing
         // Request 2 on connection 1 was below last-stream-id and completed there; the rest moved to connection 2.
         #expect(answeredBy.filter { $0 == "1" }.count == 1)
         #expect(answeredBy.filter { $0 == "2" }.count == 9)
+        #expect(goAways.withLock { $0 } == [HTTP2GoAway(errorCode: 0, lastStreamID: 3,
+                                                        debugData: Array(#"{"reason":"Shutdown"}"#.utf8))])
         for _ in 0..<100 where server.connectionCount > 1 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(server.connectionCount == 1)
         await pool.shutdown()
