@@ -71,7 +71,9 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     let connectionConfiguration: HTTP2ConnectionStateMachine.Configuration
     let defaultAuthority: String
     let gate: PoolGate
-    private let tlsContext: TLSContext?
+    /// Built on the loop at the first TLS connect: loading the system CA store reads files, which must not happen
+    /// on the caller's (possibly cooperative) thread.
+    private var tlsContext: TLSContext?
     private let resolver: HostResolver
     private var machine: HTTP2PoolStateMachine<PendingRequest>
     private var connections: [UInt64: HTTP2ClientConnection] = [:]
@@ -90,8 +92,10 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         self.resolver = resolver
         defaultAuthority = configuration.origin.authority
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
-        tlsContext = configuration.origin.scheme == .https
-            ? try TLSContext(clientTrusting: configuration.trustedCAPEM) : nil
+        if let pem = configuration.trustedCAPEM {
+            // Fail fast on a bad PEM (parsing in memory, no I/O).
+            for certificate in try readCertificates(pem: pem) { freeCertificate(certificate) }
+        }
         connectionConfiguration = HTTP2ConnectionStateMachine.Configuration(
             pingInterval: configuration.pingInterval?.nanoseconds,
             pingTimeout: configuration.pingTimeout.nanoseconds,
@@ -288,9 +292,17 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             address = addresses[0]
         }
         var tls: TLSSession?
-        if let tlsContext {
+        if configuration.origin.scheme == .https {
+            if tlsContext == nil {
+                do {
+                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM)
+                } catch {
+                    failed(.tlsHandshakeFailed("\(error)"))
+                    return
+                }
+            }
             do {
-                tls = try TLSSession(context: tlsContext, serverName: configuration.origin.host)
+                tls = try TLSSession(context: tlsContext!, serverName: configuration.origin.host)
             } catch {
                 failed(error)
                 return

@@ -31,6 +31,10 @@ func openSSLErrorText() -> String {
     return parts.isEmpty ? "unknown OpenSSL error" : parts.joined(separator: "; ")
 }
 
+func freeCertificate(_ certificate: OpaquePointer) {
+    X509_free(certificate)
+}
+
 /// Reads every certificate in a PEM string.
 func readCertificates(pem: String) throws(TLSConfigurationError) -> [OpaquePointer] {
     let bytes = Array(pem.utf8)
