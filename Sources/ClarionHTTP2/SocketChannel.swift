@@ -35,6 +35,11 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
         state = connecting ? .connecting : (tls == nil ? .active : .handshaking)
     }
 
+    deinit {
+        // Only reached open if the loop stopped under a live connection (group shut down first): do not leak the fd.
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
     /// Registers with the loop; call once from the loop thread.
     func register() {
         SocketIO.setNoDelay(fd)
