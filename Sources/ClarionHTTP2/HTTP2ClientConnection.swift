@@ -42,7 +42,8 @@ final class HTTP2ClientConnection: SocketChannel {
     let connectionID: UInt64
     /// The driver owns its connections and outlives them; `unowned(unsafe)` keeps refcounting off the hot path.
     private unowned(unsafe) let pool: HTTP2PoolDriver
-    private var machine: HTTP2ConnectionStateMachine
+    // A pure state machine: its mutating methods never call out, so the per-call exclusivity check is skipped.
+    @exclusivity(unchecked) private var machine: HTTP2ConnectionStateMachine
     private var session: OpaquePointer?
     private let streams = Slab(empty: Stream())
     private let headerBlock = HeaderBlockBuilder()

@@ -34,9 +34,10 @@ final class PoolGate: Sendable {
 final class CompletionBatcher: EventLoopFlushable {
     let sink: any HTTP2CompletionSink
     private let loop: EventLoop
-    private var buffer: [HTTP2Completion] = []
-    private var spare: [HTTP2Completion] = []
-    private var scheduled = false
+    // Loop-confined; the sink runs with a swapped-out array, never while these are being mutated.
+    @exclusivity(unchecked) private var buffer: [HTTP2Completion] = []
+    @exclusivity(unchecked) private var spare: [HTTP2Completion] = []
+    @exclusivity(unchecked) private var scheduled = false
 
     init(sink: any HTTP2CompletionSink, loop: EventLoop) {
         self.sink = sink
@@ -75,11 +76,12 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     /// on the caller's (possibly cooperative) thread.
     private var tlsContext: TLSContext?
     private let resolver: HostResolver
-    private var machine: HTTP2PoolStateMachine<PendingRequest>
+    // A pure state machine: its mutating methods never call out, so the per-call exclusivity check is skipped.
+    @exclusivity(unchecked) private var machine: HTTP2PoolStateMachine<PendingRequest>
     private var connections: [UInt64: HTTP2ClientConnection] = [:]
     private var closeOnArrival: Set<UInt64> = []
     private var batchers: [ObjectIdentifier: CompletionBatcher] = [:]
-    private var dispatchScheduled = false
+    @exclusivity(unchecked) private var dispatchScheduled = false
     private var tickTimer: UInt64 = 0
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownDone = false

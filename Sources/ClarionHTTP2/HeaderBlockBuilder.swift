@@ -2,14 +2,16 @@ internal import CNghttp2
 
 /// Builds an `nghttp2_nv` array in reusable storage, so submitting a request or response allocates nothing once
 /// warm. nghttp2 copies the fields during `submit_*`, so the storage is reused right after.
+/// Builder: its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are touched by one
+/// thread, and no method here calls out while mutating them, so the checks (tens per request) buy nothing.
 final class HeaderBlockBuilder {
-    private var bytes: UnsafeMutableRawPointer
-    private var byteCapacity: Int
-    private var used = 0
-    private var fields: UnsafeMutablePointer<nghttp2_nv>
-    private var fieldCapacity: Int
+    @exclusivity(unchecked) private var bytes: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var byteCapacity: Int
+    @exclusivity(unchecked) private var used = 0
+    @exclusivity(unchecked) private var fields: UnsafeMutablePointer<nghttp2_nv>
+    @exclusivity(unchecked) private var fieldCapacity: Int
     /// A field: the name either static (`staticName`, not copied by nghttp2) or at `name` in `bytes`.
-    private var offsets: [(staticName: UnsafePointer<UInt8>?, name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    @exclusivity(unchecked) private var offsets: [(staticName: UnsafePointer<UInt8>?, name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
 
     init() {
         byteCapacity = 4096

@@ -1,12 +1,14 @@
 /// Reusable per-stream records behind a raw pointer: a stream's state is reached by index (stored as nghttp2
 /// stream user data) without array copy-on-write or dynamic exclusivity checks on the hot path. Freed slots are
 /// reused, so a steady load allocates nothing here. Confined to one thread.
+/// Slab: its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are touched by one
+/// thread, and no method here calls out while mutating them, so the checks (tens per request) buy nothing.
 final class Slab<Element> {
-    private(set) var storage: UnsafeMutablePointer<Element>
-    private var capacity: Int
+    @exclusivity(unchecked) private(set) var storage: UnsafeMutablePointer<Element>
+    @exclusivity(unchecked) private var capacity: Int
     /// Slots ever handed out (all initialized).
-    private(set) var count = 0
-    private var free: [Int] = []
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private var free: [Int] = []
     private let empty: Element
 
     init(empty: Element, capacity: Int = 64) {

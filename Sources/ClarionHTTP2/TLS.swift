@@ -243,11 +243,13 @@ final class TLSSession {
 }
 
 /// A growable byte queue (read from the front, append at the back). Confined to one thread.
+/// Byte queue: its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are touched by one
+/// thread, and no method here calls out while mutating them, so the checks (tens per request) buy nothing.
 final class ByteQueue {
-    private var storage: UnsafeMutableRawPointer
-    private var capacity: Int
-    private var readIndex = 0
-    private var writeIndex = 0
+    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var readIndex = 0
+    @exclusivity(unchecked) private var writeIndex = 0
 
     init(capacity: Int = 16 * 1024) {
         self.capacity = capacity
