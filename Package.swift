@@ -42,7 +42,7 @@ let modules: [Target] = [
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
     .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
-    .target(name: "ClarionTestSupport", dependencies: ["ClarionCore", "ClarionStore", "ClarionApp"], swiftSettings: swiftSettings),
+    .target(name: "ClarionTestSupport", dependencies: ["ClarionCore", "ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
 ]
 

@@ -1,2 +1,0 @@
-/// PostgreSQL through libpq.
-public enum ClarionStore {}

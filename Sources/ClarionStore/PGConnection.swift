@@ -1,0 +1,329 @@
+internal import CPQ
+import Foundation
+
+/// One SQL command with bound parameters, for pipelines.
+public struct PGCommand: Sendable {
+    public let sql: String
+    public let parameters: [String?]
+
+    public init(_ sql: String, _ parameters: [any PGEncodable] = []) {
+        self.sql = sql
+        self.parameters = parameters.map { $0.pgText }
+    }
+}
+
+/// One libpq connection. Not thread-safe by design: a `PGConnection` is confined to the pool thread
+/// that owns it, and callers reach it only through `PGPool.withConnection`, so a blocking libpq call
+/// never runs on the Swift cooperative thread pool.
+public final class PGConnection {
+    let handle: OpaquePointer
+
+    /// Opens a connection; `conninfo` is a libpq key/value string or a `postgresql://` URL.
+    /// A down server gives `.unavailable` within the connect timeout, never a hang.
+    public init(conninfo: String, applicationName: String = "clarion") throws(StoreError) {
+        let keywords = ["dbname", "connect_timeout", "application_name", "options"]
+        let values = [conninfo, "5", applicationName, "-c TimeZone=UTC -c client_min_messages=warning"]
+        // `expand_dbname` makes the first dbname value a full conninfo/URL; later values fill the gaps.
+        let connection: OpaquePointer? = withCStringArray(keywords) { k in
+            withCStringArray(values) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let connection else { throw StoreError(.unavailable, "libpq could not allocate a connection") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw StoreError(.unavailable, "cannot connect to PostgreSQL: \(message)")
+        }
+        self.handle = connection
+    }
+
+    deinit { PQfinish(handle) }
+
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The server's backend process id (tests use it to kill a session).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    // MARK: Queries
+
+    /// Runs one parameterised statement. Parameters are bound, never spliced into the SQL.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [any PGEncodable] = []) throws(StoreError) -> PGResult {
+        try query(sql, texts: parameters.map { $0.pgText })
+    }
+
+    @discardableResult
+    public func query(_ sql: String, texts: [String?]) throws(StoreError) -> PGResult {
+        let result = withParameters(texts) { count, values in
+            PQexecParams(handle, sql, Int32(count), nil, values, nil, nil, 0)
+        }
+        return try check(result)
+    }
+
+    /// Runs statements without parameters (DDL, `BEGIN`), possibly several separated by semicolons.
+    public func execute(_ sql: String) throws(StoreError) {
+        _ = try check(PQexec(handle, sql))
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: (PGConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isHealthy { _ = PQexec(handle, "ROLLBACK").map { PQclear($0) } }
+            throw error
+        }
+    }
+
+    /// Sends every command in pipeline mode with one Sync: one round trip, one implicit transaction
+    /// (all commit together or none does). Returns one result per command.
+    public func pipeline(_ commands: [PGCommand]) throws(StoreError) -> [PGResult] {
+        guard !commands.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError("cannot enter pipeline mode") }
+        defer { _ = PQexitPipelineMode(handle) }
+        for command in commands {
+            let sent = withParameters(command.parameters) { count, values in
+                PQsendQueryParams(handle, command.sql, Int32(count), nil, values, nil, nil, 0)
+            }
+            guard sent == 1 else { throw connectionError("pipeline send failed") }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw connectionError("pipeline sync failed") }
+        var results: [PGResult] = []
+        results.reserveCapacity(commands.count)
+        var firstError: StoreError?
+        var index = 0
+        while index < commands.count {
+            guard let result = PQgetResult(handle) else {
+                // End of this command's results.
+                index += 1
+                continue
+            }
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+                if firstError == nil { firstError = StoreError(.queryFailed, "pipeline aborted") }
+                continue
+            }
+            if status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR {
+                let error = resultError(result)
+                PQclear(result)
+                if firstError == nil || firstError?.message == "pipeline aborted" { firstError = error }
+                continue
+            }
+            results.append(PGResult(handle: result))
+        }
+        // Drain up to and including the sync point.
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let firstError {
+            if !isHealthy { throw StoreError(.connectionLost, firstError.message) }
+            throw firstError
+        }
+        return results
+    }
+
+    /// Bulk load with `COPY ... FROM STDIN` (text format). `produce` is called until it returns nil;
+    /// each chunk is sent as is (rows end with "\n", columns separated by tabs; see `PGCopy.escape`).
+    /// Returns the number of rows the server loaded.
+    @discardableResult
+    public func copyIn(_ sql: String, produce: () -> [UInt8]?) throws(StoreError) -> Int {
+        let start = PQexec(handle, sql)
+        guard let start, PQresultStatus(start) == PGRES_COPY_IN else {
+            _ = try check(start)
+            throw StoreError(.queryFailed, "COPY did not start")
+        }
+        PQclear(start)
+        while let chunk = produce() {
+            guard !chunk.isEmpty else { continue }
+            let ok = chunk.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    PQputCopyData(handle, $0, Int32(buffer.count))
+                }
+            }
+            guard ok == 1 else {
+                _ = PQputCopyEnd(handle, "aborted")
+                throw connectionError("COPY data send failed")
+            }
+        }
+        guard PQputCopyEnd(handle, nil) == 1 else { throw connectionError("COPY end failed") }
+        let result = try check(PQgetResult(handle))
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        return result.affectedRows
+    }
+
+    /// Bulk read with `COPY ... TO STDOUT` (text format); `consume` gets one row's bytes (with its "\n").
+    @discardableResult
+    public func copyOut(_ sql: String, consume: (UnsafeBufferPointer<UInt8>) -> Void) throws(StoreError) -> Int {
+        let start = PQexec(handle, sql)
+        guard let start, PQresultStatus(start) == PGRES_COPY_OUT else {
+            _ = try check(start)
+            throw StoreError(.queryFailed, "COPY did not start")
+        }
+        PQclear(start)
+        var rows = 0
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            if length > 0, let buffer {
+                buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                    consume(UnsafeBufferPointer(start: $0, count: Int(length)))
+                }
+                PQfreemem(buffer)
+                rows += 1
+            } else if length == -1 {
+                break
+            } else {
+                throw connectionError("COPY read failed")
+            }
+        }
+        _ = try check(PQgetResult(handle))
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        return rows
+    }
+
+    /// Streams a query's rows one at a time (single-row mode): memory stays flat however many rows.
+    /// `body` returns false to stop early.
+    @discardableResult
+    public func stream(_ sql: String, _ parameters: [any PGEncodable] = [], _ body: (PGRow) -> Bool) throws(StoreError) -> Int {
+        let texts = parameters.map { $0.pgText }
+        let sent = withParameters(texts) { count, values in
+            PQsendQueryParams(handle, sql, Int32(count), nil, values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw connectionError("send failed") }
+        _ = PQsetSingleRowMode(handle)
+        var rows = 0
+        var wanted = true
+        var failure: StoreError?
+        while let raw = PQgetResult(handle) {
+            let status = PQresultStatus(raw)
+            if status == PGRES_SINGLE_TUPLE {
+                let result = PGResult(handle: raw)
+                if wanted {
+                    rows += 1
+                    wanted = body(result[0])
+                    if !wanted { _ = cancel() }
+                }
+            } else if status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK {
+                PQclear(raw)
+            } else {
+                let error = resultError(raw)
+                PQclear(raw)
+                // A cancel we asked for is not an error.
+                if wanted, failure == nil { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        return rows
+    }
+
+    private func cancel() -> Bool {
+        guard let cancel = PQgetCancel(handle) else { return false }
+        defer { PQfreeCancel(cancel) }
+        var buffer = [CChar](repeating: 0, count: 256)
+        return PQcancel(cancel, &buffer, 256) == 1
+    }
+
+    // MARK: LISTEN / NOTIFY
+
+    public func listen(_ channel: String) throws(StoreError) {
+        try execute("LISTEN \(PGConnection.quoteIdentifier(channel))")
+    }
+
+    public func notify(_ channel: String, payload: String = "") throws(StoreError) {
+        try query("SELECT pg_notify($1, $2)", [channel, payload])
+    }
+
+    /// Waits up to `timeout` seconds for notifications on channels this connection listens to.
+    public func waitForNotifications(timeout: Double) throws(StoreError) -> [(channel: String, payload: String)] {
+        var out = drainNotifications()
+        if !out.isEmpty { return out }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, Int32(timeout * 1000))
+        if ready > 0 {
+            guard PQconsumeInput(handle) == 1 else { throw connectionError("connection lost while listening") }
+            out = drainNotifications()
+        }
+        return out
+    }
+
+    private func drainNotifications() -> [(channel: String, payload: String)] {
+        var out: [(String, String)] = []
+        while let notify = PQnotifies(handle) {
+            out.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))
+            PQfreemem(notify)
+        }
+        return out
+    }
+
+    public static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    // MARK: Errors
+
+    private func check(_ result: OpaquePointer?) throws(StoreError) -> PGResult {
+        guard let result else { throw connectionError("no result") }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE, PGRES_EMPTY_QUERY:
+            return PGResult(handle: result)
+        default:
+            let error = resultError(result)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    private func resultError(_ result: OpaquePointer) -> StoreError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let message = field("M") ?? String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let state = field("C") else {
+            return StoreError(isHealthy ? .queryFailed : .connectionLost, message)
+        }
+        return StoreError(StoreError.code(forSQLState: state), message, sqlState: state, constraint: field("n"))
+    }
+
+    private func connectionError(_ context: String) -> StoreError {
+        let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return StoreError(isHealthy ? .queryFailed : .connectionLost, "\(context): \(message)")
+    }
+}
+
+/// Calls `body` with a C array of C strings (nil entries become NULL), terminated by NULL.
+private func withCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeBufferPointer { buffer in
+        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+    }
+}
+
+private func withParameters<R>(_ texts: [String?], _ body: (Int, UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    if texts.isEmpty { return body(0, nil) }
+    return withCStringArray(texts) { body(texts.count, $0) }
+}
+
+/// Helpers for COPY's text format.
+public enum PGCopy {
+    /// Appends a column value escaped for COPY text format (`\N` for NULL).
+    public static func append(_ value: String?, to buffer: inout [UInt8]) {
+        guard let value else { buffer.append(contentsOf: [0x5c, 0x4e]); return }
+        for byte in value.utf8 {
+            switch byte {
+            case 0x5c: buffer.append(contentsOf: [0x5c, 0x5c])
+            case 0x09: buffer.append(contentsOf: [0x5c, 0x74])
+            case 0x0a: buffer.append(contentsOf: [0x5c, 0x6e])
+            case 0x0d: buffer.append(contentsOf: [0x5c, 0x72])
+            default: buffer.append(byte)
+            }
+        }
+    }
+}

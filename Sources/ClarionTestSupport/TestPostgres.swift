@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+import ClarionStore
+
+/// The PostgreSQL of a test run: one cluster per run, a fresh database per suite.
+///
+/// `scripts/test` starts one cluster and exports `CLARION_TEST_DATABASE_URL` (a server URL without a
+/// database, such as `postgresql://postgres@127.0.0.1:55432`). Without it, the first suite that asks
+/// starts a private cluster under a temporary directory with the same embedded machinery `clarion
+/// serve` uses, and stops it when the test process exits.
+public enum TestPostgres {
+    private static let shared = Mutex<String?>(nil)
+    private static let embedded = Mutex<EmbeddedPostgres?>(nil)
+
+    /// The server URL (no database part).
+    public static func serverURL() throws -> String {
+        try shared.withLock { url -> String in
+            if let url { return url }
+            if let configured = ProcessInfo.processInfo.environment["CLARION_TEST_DATABASE_URL"], !configured.isEmpty {
+                url = configured.hasSuffix("/") ? String(configured.dropLast()) : configured
+                return url!
+            }
+            let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+                .appendingPathComponent("clarion-test-pg-\(getpid())")
+            let cluster = try EmbeddedPostgres(dataDirectory: directory, databaseName: "postgres")
+            try cluster.start()
+            embedded.withLock { $0 = cluster }
+            atexit {
+                TestPostgres.stopEmbedded()
+            }
+            url = "postgresql://postgres@127.0.0.1:\(cluster.port)"
+            return url!
+        }
+    }
+
+    static func stopEmbedded() {
+        let cluster = embedded.withLock { cluster -> EmbeddedPostgres? in
+            defer { cluster = nil }
+            return cluster
+        }
+        guard let cluster else { return }
+        cluster.stop()
+        try? FileManager.default.removeItem(at: cluster.directory.deletingLastPathComponent())
+    }
+
+    /// Creates an empty database with a unique name and returns its URL.
+    public static func freshDatabase(prefix: String = "t") throws -> String {
+        let server = try serverURL()
+        let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())_\(Int(Date().timeIntervalSince1970) % 100000)"
+        let admin = try PGConnection(conninfo: server + "/postgres")
+        try admin.execute("CREATE DATABASE \(PGConnection.quoteIdentifier(name))")
+        return server + "/" + name
+    }
+
+    /// A fresh database with every migration applied.
+    public static func migratedDatabase(prefix: String = "t") throws -> String {
+        let url = try freshDatabase(prefix: prefix)
+        let connection = try PGConnection(conninfo: url)
+        try Migrator().migrate(connection)
+        return url
+    }
+
+    /// Runs SQL as the superuser against the server's maintenance database (terminating sessions etc.).
+    public static func admin<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        let connection = try PGConnection(conninfo: try serverURL() + "/postgres")
+        return try body(connection)
+    }
+}
