@@ -1,8 +1,211 @@
 import Foundation
+import ClarionEmulator
+import ClarionStore
 
-extension CommandLine {
-    /// Entry point of the `clarion` executable; returns the process exit code.
-    public static func run(arguments: [String]) -> Int32 {
-        0
+/// The `clarion` command line. Exit codes scripts can rely on: 0 success, 64 usage error,
+/// 69 a service (database, port) unavailable, 70 internal error, 78 configuration error.
+public enum CLI {
+    public static let version = "0.1.0"
+
+    struct Command: Sendable {
+        let name: String
+        let summary: String
+        let usage: String
+        let run: @Sendable ([String], [String: String]) throws(NodeError) -> Int32
     }
+
+    static let commands: [Command] = [
+        Command(name: "serve", summary: "run the gateway (API and dispatcher)",
+                usage: "clarion serve [--config FILE] [--listen HOST:PORT] [--database-url URL] [--data-dir DIR]\n"
+                    + "              [--role all|api|dispatcher] [--with-emulator] [other settings, see `clarion config print --help`]\n\n"
+                    + "Without a database URL, Clarion runs a private PostgreSQL cluster under the data directory\n"
+                    + "(initdb on first run) and stops it on exit. SIGINT/SIGTERM stop the node gracefully.",
+                run: serve),
+        Command(name: "migrate", summary: "apply database migrations and exit",
+                usage: "clarion migrate [--database-url URL | --data-dir DIR]\n\n"
+                    + "Applies pending migrations, each in its own transaction; a no-op when none is pending.\n"
+                    + "Safe to run from several nodes at once (advisory lock).",
+                run: migrate),
+        Command(name: "config", summary: "show the effective configuration (`config print`)",
+                usage: "clarion config print [--config FILE] [settings...]\n\nSettings (environment name, flag):\n"
+                    + Configuration.settings.map { "  \($0.key.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.flag.padding(toLength: 22, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n")
+                    + "\n\nPrecedence: defaults < --config file (KEY=value lines, also CLARION_CONFIG) < environment < flags.",
+                run: config),
+        Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
+                usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
+                    + "                 [--record FILE]\n\n"
+                    + "--write-demo-credentials DIR  generate an APNs key, an FCM service account and an ADM client,\n"
+                    + "                              write them to DIR with a matching emulator.json, and serve with them.\n"
+                    + "--tls                         serve TLS with a generated self-signed certificate (written to\n"
+                    + "                              DIR/emulator-cert.pem with --write-demo-credentials).",
+                run: emulator),
+    ]
+
+    /// Runs `clarion <arguments>` and returns the exit code.
+    public static func run(arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+        guard let first = arguments.first else {
+            say(overview())
+            return 64
+        }
+        if first == "--help" || first == "-h" || first == "help" {
+            if arguments.count > 1, let command = commands.first(where: { $0.name == arguments[1] }) {
+                say(command.usage)
+            } else {
+                say(overview())
+            }
+            return 0
+        }
+        if first == "--version" || first == "version" {
+            say("clarion \(version)")
+            return 0
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            printError("clarion: unknown command '\(first)'\n\n\(overview())")
+            return 64
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            say(command.usage)
+            return 0
+        }
+        do {
+            return try command.run(rest, environment)
+        } catch {
+            printError("clarion \(command.name): \(error.message)")
+            return error.exitCode
+        }
+    }
+
+    static func overview() -> String {
+        "usage: clarion <command> [options]\n\ncommands:\n"
+            + commands.map { "  \($0.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \($0.summary)" }.joined(separator: "\n")
+            + "\n\n`clarion <command> --help` for a command's options; `clarion --version`."
+    }
+
+    static func loadConfiguration(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> (Configuration, [String]) {
+        do {
+            return try Configuration.load(arguments: arguments, environment: environment)
+        } catch {
+            throw NodeError(.configuration, error.description)
+        }
+    }
+
+    static func rejectExtra(_ rest: [String]) throws(NodeError) {
+        if let extra = rest.first { throw NodeError(.usage, "unexpected argument '\(extra)' (see --help)") }
+    }
+
+    // MARK: Commands
+
+    static func serve(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        let (configuration, rest) = try loadConfiguration(arguments, environment)
+        try rejectExtra(rest)
+        let node = ClarionNode(configuration: configuration)
+        try node.start()
+        say("clarion \(version) ready on http://\(configuration.listenHost):\(node.apiPort) (role \(configuration.role.rawValue))")
+        let signalNumber = ClarionNode.waitForTerminationSignal()
+        Log("clarion.node").info("stopping", ["signal": String(signalNumber)])
+        node.stop()
+        return 0
+    }
+
+    static func migrate(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        let (configuration, rest) = try loadConfiguration(arguments, environment)
+        try rejectExtra(rest)
+        let node = ClarionNode(configuration: configuration)
+        defer { node.stop() }
+        try node.startDatabase()
+        let before: Int
+        do {
+            before = try node.pool!.withConnectionBlocking { (c) throws(StoreError) in try Migrator().currentVersion(c) }
+        } catch {
+            throw NodeError(.unavailable, "database: \(error)")
+        }
+        try node.migrate()
+        let latest = Migrator().latestVersion
+        say(before == latest ? "schema is up to date (version \(latest))" : "migrated from version \(before) to \(latest)")
+        return 0
+    }
+
+    static func config(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        guard arguments.first == "print" else {
+            throw NodeError(.usage, "usage: clarion config print [settings...]")
+        }
+        let (configuration, rest) = try loadConfiguration(Array(arguments.dropFirst()), environment)
+        try rejectExtra(rest)
+        say(configuration.printable())
+        return 0
+    }
+
+    static func emulator(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        var listen = "127.0.0.1:8443"
+        var configPath: String?
+        var demoDirectory: String?
+        var recordPath: String?
+        var tls = false
+        var index = 0
+        func value() throws(NodeError) -> String {
+            guard index + 1 < arguments.count else { throw NodeError(.usage, "\(arguments[index]) needs a value") }
+            index += 1
+            return arguments[index]
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--listen": listen = try value()
+            case "--config": configPath = try value()
+            case "--write-demo-credentials": demoDirectory = try value()
+            case "--record": recordPath = try value()
+            case "--tls": tls = true
+            default: throw NodeError(.usage, "unknown option '\(arguments[index])' (see --help)")
+            }
+            index += 1
+        }
+        let host: String
+        let port: Int
+        do { (host, port) = try parseHostPort(listen, key: "--listen") } catch {
+            throw NodeError(.usage, error.description)
+        }
+        var configuration = EmulatorConfiguration()
+        if let configPath {
+            do { configuration = try EmulatorConfiguration.load(path: configPath) } catch {
+                throw NodeError(.configuration, "\(configPath): \(error)")
+            }
+        }
+        configuration.host = host
+        configuration.port = port
+        if let recordPath { configuration.recordPath = recordPath }
+        if tls {
+            configuration.tls.enabled = true
+            if let demoDirectory { configuration.tls.writeCertificateTo = demoDirectory + "/emulator-cert.pem" }
+        }
+        if let demoDirectory {
+            do {
+                let scheme = tls ? "https" : "http"
+                let demo = try EmulatorDemoCredentials.generate(tokenURI: "\(scheme)://\(host):\(port)/token")
+                try FileManager.default.createDirectory(atPath: demoDirectory, withIntermediateDirectories: true)
+                let files = try demo.write(to: demoDirectory, base: configuration)
+                configuration = demo.configuration(base: configuration)
+                say("demo credentials written: \(files.joined(separator: ", "))")
+            } catch {
+                throw NodeError(.internalError, "demo credentials: \(error)")
+            }
+        }
+        let handle: EmulatorHandle
+        do { handle = try runEmulator(configuration: configuration) } catch {
+            throw NodeError(.unavailable, "emulator: \(error)")
+        }
+        say("clarion emulator listening on \(handle.baseURL)")
+        _ = ClarionNode.waitForTerminationSignal()
+        handle.shutdownAndWait()
+        return 0
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Writes a line to standard output right away (scripts wait for the "ready" line).
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }

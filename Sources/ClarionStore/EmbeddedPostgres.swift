@@ -111,7 +111,8 @@ public final class EmbeddedPostgres: @unchecked Sendable {
         return port
     }
 
-    static func freePort() -> Int {
+    /// A port on 127.0.0.1 that nothing listens on right now (the kernel picks it).
+    public static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

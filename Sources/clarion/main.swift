@@ -1,4 +1,4 @@
-import Foundation
 import ClarionApp
+import Foundation
 
-exit(CommandLine.run(arguments: Array(CommandLine.arguments.dropFirst())))
+exit(CLI.run(arguments: Array(CommandLine.arguments.dropFirst())))

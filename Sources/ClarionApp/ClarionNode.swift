@@ -1,0 +1,170 @@
+import Foundation
+import Synchronization
+import ClarionAPI
+import ClarionCrypto
+import ClarionEmulator
+import ClarionStore
+
+/// One running `clarion serve`: the database (embedded or external), migrations, the API server and,
+/// on request, the in-process provider emulator. Owns each of them and stops them in reverse order.
+public final class ClarionNode: @unchecked Sendable {
+    public let configuration: Configuration
+    let log = Log("clarion.node")
+    private(set) var embedded: EmbeddedPostgres?
+    public private(set) var databaseURL = ""
+    public private(set) var pool: PGPool?
+    private(set) var masterKey: AESGCMKey?
+    private var server: HTTPServer?
+    private var emulator: EmulatorHandle?
+    private let migrationsApplied = Atomic<Bool>(false)
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// The API port actually bound (useful with port 0).
+    public var apiPort: Int { server?.port ?? 0 }
+
+    /// Brings the node up; on failure everything started so far is stopped again.
+    public func start() throws(NodeError) {
+        do {
+            try startDatabase()
+            try migrate()
+            masterKey = try MasterKeySource.resolve(configuration, embedded: embedded != nil, log: log)
+            if configuration.withEmulator { try startEmulator() }
+            if configuration.role.servesAPI { try startAPI() }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// Starts the embedded cluster when no database URL is configured.
+    func startDatabase() throws(NodeError) {
+        if let url = configuration.databaseURL {
+            databaseURL = url
+        } else {
+            let directory = URL(fileURLWithPath: configuration.dataDirectory)
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw NodeError(.configuration, "cannot create data directory \(directory.path): \(error.localizedDescription)")
+            }
+            do {
+                let cluster = try EmbeddedPostgres(dataDirectory: directory)
+                try cluster.start()
+                embedded = cluster
+                databaseURL = cluster.url()
+                log.info("embedded PostgreSQL running", ["directory": cluster.directory.path, "port": String(cluster.port)])
+            } catch {
+                throw NodeError(.unavailable, "embedded PostgreSQL: \(error.message)")
+            }
+        }
+        pool = PGPool(conninfo: databaseURL, size: configuration.databasePoolSize)
+    }
+
+    /// Applies pending migrations (serialised across nodes by an advisory lock).
+    func migrate() throws(NodeError) {
+        guard let pool else { return }
+        do {
+            let applied = try pool.withConnectionBlocking { (c) throws(StoreError) in try Migrator().migrate(c) }
+            if !applied.isEmpty { log.info("migrations applied", ["versions": applied.map(String.init).joined(separator: ",")]) }
+            migrationsApplied.store(true, ordering: .releasing)
+        } catch {
+            throw NodeError(error.code == .unavailable || error.code == .connectionLost ? .unavailable : .internalError,
+                            "database: \(error)")
+        }
+    }
+
+    /// `/ready`: the database answers and the schema is at the version this build expects.
+    func readiness() async -> Readiness {
+        guard let pool else { return .notReady(reason: "no database") }
+        do {
+            let version = try await pool.withConnection { (c) throws(StoreError) in try Migrator().currentVersion(c) }
+            let expected = Migrator().latestVersion
+            return version >= expected ? .ready : .notReady(reason: "schema at version \(version), expected \(expected)")
+        } catch {
+            return .notReady(reason: "database unreachable: \(error.code.rawValue)")
+        }
+    }
+
+    func startAPI() throws(NodeError) {
+        var router = Router()
+        APIRoutes.register(on: &router, node: self)
+        let serverConfiguration = HTTPServerConfiguration(
+            host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
+            accessLog: JSONLinesAccessLog(), readiness: { [weak self] in
+                await self?.readiness() ?? .notReady(reason: "shutting down")
+            })
+        let server = HTTPServer(configuration: serverConfiguration, router: router)
+        do { try server.start() } catch {
+            throw NodeError(.unavailable, "API server on \(configuration.listenHost):\(configuration.listenPort): \(error.message)")
+        }
+        self.server = server
+        log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue])
+    }
+
+    /// The provider emulator with freshly generated demo credentials written under `<data dir>/demo`.
+    func startEmulator() throws(NodeError) {
+        let (host, port) = (try? parseHostPort(configuration.emulatorListen, key: "")) ?? ("127.0.0.1", 0)
+        let directory = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("demo").path
+        do {
+            var base = EmulatorConfiguration()
+            base.host = host
+            base.port = port
+            // The demo credentials point FCM's token_uri at the emulator, so its port must be known
+            // first: bind, then write credentials naming the bound port.
+            let probe = port == 0 ? EmbeddedPostgres.freePort() : port
+            base.port = probe
+            let demo = try EmulatorDemoCredentials.generate(tokenURI: "http://\(host):\(probe)/token")
+            let configuration = demo.configuration(base: base)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            _ = try demo.write(to: directory, base: base)
+            emulator = try runEmulator(configuration: configuration)
+            log.info("provider emulator running (h2c)", ["url": "http://\(host):\(probe)", "credentials": directory])
+        } catch {
+            throw NodeError(.unavailable, "provider emulator: \(error)")
+        }
+    }
+
+    /// Stops accepting requests, finishes in-flight ones, then stops the emulator, the pool and the
+    /// embedded cluster.
+    public func stop() {
+        if let server {
+            let done = DispatchSemaphore(value: 0)
+            Task.detached { await server.shutdown(); done.signal() }
+            done.wait()
+            self.server = nil
+        }
+        emulator?.shutdownAndWait()
+        emulator = nil
+        pool?.shutdown()
+        pool = nil
+        if let embedded {
+            embedded.stop()
+            log.info("embedded PostgreSQL stopped")
+            self.embedded = nil
+        }
+    }
+
+    /// Blocks until SIGINT or SIGTERM.
+    public static func waitForTerminationSignal() -> Int32 {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let received = Atomic<Int32>(0)
+        let done = DispatchSemaphore(value: 0)
+        let queue = DispatchQueue(label: "clarion.signals")
+        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                received.store(number, ordering: .relaxed)
+                done.signal()
+            }
+            source.resume()
+            return source
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+        return received.load(ordering: .relaxed)
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+
+/// Clarion's configuration: defaults, then a file, then the environment, then flags; each later source
+/// overrides the earlier ones. The file has the environment's form (`KEY=value` lines, `#` comments),
+/// so `deploy/clarion.env` serves as both a systemd EnvironmentFile and a `--config` file.
+public struct Configuration: Sendable, Equatable {
+    public enum Role: String, Sendable, CaseIterable {
+        case all, api, dispatcher
+        public var servesAPI: Bool { self != .dispatcher }
+        public var dispatches: Bool { self != .api }
+    }
+
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8080
+    /// Nil: run the embedded PostgreSQL cluster under `dataDirectory`.
+    public var databaseURL: String?
+    public var dataDirectory = "./var"
+    public var masterKey: String?
+    public var region = "us-east-1"
+    public var accountID = "123456789012"
+    public var accessKeyID: String?
+    public var secretAccessKey: String?
+    public var role = Role.all
+    public var databasePoolSize = 8
+    public var providerCAFile: String?
+    public var apiThreads = 4
+    /// Start the provider emulator in-process (a first try without real provider credentials).
+    public var withEmulator = false
+    public var emulatorListen = "127.0.0.1:0"
+
+    public init() {}
+
+    /// Every setting: its environment name, its flag, and whether its value is a secret.
+    public struct Setting: Sendable {
+        public let key: String
+        public let flag: String
+        public let secret: Bool
+        public let help: String
+        let apply: @Sendable (inout Configuration, String) throws(ConfigurationError) -> Void
+        let read: @Sendable (Configuration) -> String?
+    }
+
+    public static let settings: [Setting] = [
+        Setting(key: "CLARION_LISTEN", flag: "--listen", secret: false, help: "API listen address host:port (default 127.0.0.1:8080)",
+                apply: { (c, v) throws(ConfigurationError) in (c.listenHost, c.listenPort) = try parseHostPort(v, key: "CLARION_LISTEN") },
+                read: { "\($0.listenHost):\($0.listenPort)" }),
+        Setting(key: "CLARION_DATABASE_URL", flag: "--database-url", secret: true,
+                help: "PostgreSQL URL; unset = the embedded cluster under the data directory",
+                apply: { c, v in c.databaseURL = v.isEmpty ? nil : v }, read: { $0.databaseURL }),
+        Setting(key: "CLARION_DATA_DIR", flag: "--data-dir", secret: false, help: "data directory (default ./var)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard !v.isEmpty else { throw ConfigurationError(key: "CLARION_DATA_DIR", message: "must not be empty") }
+                    c.dataDirectory = v
+                }, read: { $0.dataDirectory }),
+        Setting(key: "CLARION_MASTER_KEY", flag: "--master-key", secret: true,
+                help: "32-byte key (base64 or hex) sealing credentials at rest",
+                apply: { c, v in c.masterKey = v.isEmpty ? nil : v }, read: { $0.masterKey }),
+        Setting(key: "CLARION_REGION", flag: "--region", secret: false, help: "region in ARNs and SigV4 scope (default us-east-1)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard v.range(of: "^[a-z]{2}(-[a-z]+)+-[0-9]+$", options: .regularExpression) != nil else {
+                        throw ConfigurationError(key: "CLARION_REGION", message: "'\(v)' is not a region name like us-east-1")
+                    }
+                    c.region = v
+                }, read: { $0.region }),
+        Setting(key: "CLARION_ACCOUNT_ID", flag: "--account-id", secret: false, help: "12-digit account id (default 123456789012)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard v.count == 12, v.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                        throw ConfigurationError(key: "CLARION_ACCOUNT_ID", message: "must be exactly 12 digits")
+                    }
+                    c.accountID = v
+                }, read: { $0.accountID }),
+        Setting(key: "CLARION_ACCESS_KEY_ID", flag: "--access-key-id", secret: false,
+                help: "SigV4 access key id ensured at start (with CLARION_SECRET_ACCESS_KEY)",
+                apply: { c, v in c.accessKeyID = v.isEmpty ? nil : v }, read: { $0.accessKeyID }),
+        Setting(key: "CLARION_SECRET_ACCESS_KEY", flag: "--secret-access-key", secret: true,
+                help: "SigV4 secret of CLARION_ACCESS_KEY_ID",
+                apply: { c, v in c.secretAccessKey = v.isEmpty ? nil : v }, read: { $0.secretAccessKey }),
+        Setting(key: "CLARION_ROLE", flag: "--role", secret: false, help: "all | api | dispatcher (default all)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard let role = Role(rawValue: v) else {
+                        throw ConfigurationError(key: "CLARION_ROLE", message: "must be one of all, api, dispatcher")
+                    }
+                    c.role = role
+                }, read: { $0.role.rawValue }),
+        Setting(key: "CLARION_DB_POOL_SIZE", flag: "--db-pool-size", secret: false, help: "PostgreSQL connections (default 8)",
+                apply: { (c, v) throws(ConfigurationError) in c.databasePoolSize = try parseInt(v, key: "CLARION_DB_POOL_SIZE", range: 1...256) },
+                read: { String($0.databasePoolSize) }),
+        Setting(key: "CLARION_API_THREADS", flag: "--api-threads", secret: false, help: "HTTP server threads (default 4)",
+                apply: { (c, v) throws(ConfigurationError) in c.apiThreads = try parseInt(v, key: "CLARION_API_THREADS", range: 1...64) },
+                read: { String($0.apiThreads) }),
+        Setting(key: "CLARION_PROVIDER_CA_FILE", flag: "--provider-ca-file", secret: false,
+                help: "extra CA (PEM) trusted for every provider connection",
+                apply: { c, v in c.providerCAFile = v.isEmpty ? nil : v }, read: { $0.providerCAFile }),
+        Setting(key: "CLARION_WITH_EMULATOR", flag: "--with-emulator", secret: false,
+                help: "also run the provider emulator in-process (true/false)",
+                apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },
+                read: { String($0.withEmulator) }),
+        Setting(key: "CLARION_EMULATOR_LISTEN", flag: "--emulator-listen", secret: false,
+                help: "emulator address with --with-emulator (default 127.0.0.1:0 = a free port)",
+                apply: { (c, v) throws(ConfigurationError) in _ = try parseHostPort(v, key: "CLARION_EMULATOR_LISTEN"); c.emulatorListen = v },
+                read: { $0.emulatorListen }),
+    ]
+
+    /// Builds the configuration from a file (`--config` or `CLARION_CONFIG`), the environment and flags.
+    /// Returns the arguments that were not configuration flags.
+    public static func load(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> (Configuration, [String]) {
+        var configuration = Configuration()
+        var rest: [String] = []
+        var flagValues: [(Setting, String)] = []
+        var configFile = environment["CLARION_CONFIG"]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let eq = argument.firstIndex(of: "=") {
+                name = String(argument[..<eq])
+                inlineValue = String(argument[argument.index(after: eq)...])
+            }
+            if name == "--config" {
+                guard let value = inlineValue ?? (index + 1 < arguments.count ? arguments[index + 1] : nil) else {
+                    throw ConfigurationError(key: "--config", message: "needs a file path")
+                }
+                configFile = value
+                index += inlineValue == nil ? 2 : 1
+                continue
+            }
+            if let setting = settings.first(where: { $0.flag == name }) {
+                if name == "--with-emulator", inlineValue == nil {
+                    flagValues.append((setting, "true"))
+                    index += 1
+                    continue
+                }
+                guard let value = inlineValue ?? (index + 1 < arguments.count ? arguments[index + 1] : nil) else {
+                    throw ConfigurationError(key: name, message: "needs a value")
+                }
+                flagValues.append((setting, value))
+                index += inlineValue == nil ? 2 : 1
+                continue
+            }
+            rest.append(argument)
+            index += 1
+        }
+        if let configFile {
+            let values = try parseFile(configFile)
+            for setting in settings { if let v = values[setting.key] { try setting.apply(&configuration, v) } }
+            for key in values.keys where !settings.contains(where: { $0.key == key }) {
+                throw ConfigurationError(key: key, message: "unknown setting in \(configFile)")
+            }
+        }
+        for setting in settings { if let v = environment[setting.key] { try setting.apply(&configuration, v) } }
+        for (setting, value) in flagValues { try setting.apply(&configuration, value) }
+        if (configuration.accessKeyID == nil) != (configuration.secretAccessKey == nil) {
+            throw ConfigurationError(key: "CLARION_ACCESS_KEY_ID",
+                                     message: "CLARION_ACCESS_KEY_ID and CLARION_SECRET_ACCESS_KEY go together")
+        }
+        if let id = configuration.accessKeyID, !(16...128).contains(id.count) {
+            throw ConfigurationError(key: "CLARION_ACCESS_KEY_ID", message: "must be 16 to 128 characters")
+        }
+        return (configuration, rest)
+    }
+
+    /// `KEY=value` lines; blank lines and `#` comments ignored; optional surrounding quotes removed.
+    static func parseFile(_ path: String) throws(ConfigurationError) -> [String: String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ConfigurationError(key: "--config", message: "cannot read \(path)")
+        }
+        var values: [String: String] = [:]
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw ConfigurationError(key: "--config", message: "\(path):\(number + 1): expected KEY=value")
+            }
+            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[key] = value
+        }
+        return values
+    }
+
+    /// The effective configuration as `KEY=value` lines, secrets masked.
+    public func printable() -> String {
+        Self.settings.map { setting in
+            let value = setting.read(self)
+            let shown: String
+            switch (value, setting.secret) {
+            case (nil, _): shown = setting.key == "CLARION_DATABASE_URL" ? "(embedded PostgreSQL under \(dataDirectory))" : "(unset)"
+            case (let v?, true): shown = Self.mask(v, key: setting.key)
+            case (let v?, false): shown = v
+            }
+            return "\(setting.key)=\(shown)"
+        }.joined(separator: "\n")
+    }
+
+    /// Masks a secret; a database URL keeps its host and database but loses its password.
+    static func mask(_ value: String, key: String) -> String {
+        if key == "CLARION_DATABASE_URL", var components = URLComponents(string: value), components.password != nil {
+            components.password = "****"
+            return components.string ?? "****"
+        }
+        if key == "CLARION_DATABASE_URL" { return value.contains("password") ? "****" : value }
+        return "****"
+    }
+}
+
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public let key: String
+    public let message: String
+    public var description: String { "\(key): \(message)" }
+}
+
+func parseHostPort(_ value: String, key: String) throws(ConfigurationError) -> (String, Int) {
+    guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]), (0...65535).contains(port) else {
+        throw ConfigurationError(key: key, message: "'\(value)' is not host:port")
+    }
+    var host = String(value[..<colon])
+    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    return (host.isEmpty ? "0.0.0.0" : host, port)
+}
+
+func parseInt(_ value: String, key: String, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    guard let n = Int(value), range.contains(n) else {
+        throw ConfigurationError(key: key, message: "'\(value)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
+    }
+    return n
+}
+
+func parseBool(_ value: String, key: String) throws(ConfigurationError) -> Bool {
+    switch value.lowercased() {
+    case "1", "true", "yes", "on": return true
+    case "0", "false", "no", "off", "": return false
+    default: throw ConfigurationError(key: key, message: "'\(value)' is not true or false")
+    }
+}
