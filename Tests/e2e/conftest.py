@@ -1,0 +1,83 @@
+"""Shared fixtures for the end-to-end tests: the built `clarion` binary, free ports, fresh databases
+on the test run's PostgreSQL (CLARION_TEST_DATABASE_URL, started by scripts/test), and a running node."""
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLARION = os.environ.get("CLARION_BIN", os.path.join(ROOT, ".build", "debug", "clarion"))
+SERVER_URL = os.environ.get("CLARION_TEST_DATABASE_URL", "")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fresh_database():
+    if not SERVER_URL:
+        pytest.skip("CLARION_TEST_DATABASE_URL is not set (run scripts/test)")
+    name = "e2e_" + uuid.uuid4().hex[:10]
+    subprocess.run(["psql", SERVER_URL + "/postgres", "-qc", f'CREATE DATABASE "{name}"'], check=True)
+    return SERVER_URL + "/" + name
+
+
+def http_get(url, timeout=5):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+class Node:
+    """A `clarion serve` process; stops it (SIGTERM) when the test ends."""
+
+    def __init__(self, args, env=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"127.0.0.1:{self.port}"] + args,
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+
+    def wait_ready(self, timeout=90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"clarion exited {self.proc.returncode}: {self.output()}")
+            try:
+                status, _ = http_get(self.url + "/ready", timeout=2)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"not ready after {timeout}s: {self.output()}")
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=timeout)
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def clarion_bin():
+    assert os.access(CLARION, os.X_OK), f"build clarion first: {CLARION}"
+    return CLARION
