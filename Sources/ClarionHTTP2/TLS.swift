@@ -64,7 +64,6 @@ final class TLSContext: @unchecked Sendable {
         context = ctx
         isServer = false
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
-        _ = clarion_SSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
         if SSL_CTX_set_default_verify_paths(ctx) != 1 { ERR_clear_error() }
         if let pem = extraTrustedCAPEM {
             let store = SSL_CTX_get_cert_store(ctx)
