@@ -135,7 +135,12 @@ extension JWTValue {
     /// Parses one JSON document (RFC 8259). Nil when the bytes are not valid JSON, when an object
     /// repeats a key (a repeated claim is ambiguous, so it is refused), or when nesting exceeds 64.
     public init?<C: Collection>(jsonBytes: C) where C.Element == UInt8 {
-        var parser = JWTJSONParser(bytes: Array(jsonBytes))
+        self.init(jsonBytes: Array(jsonBytes))
+    }
+
+    /// The non-generic entry point (no generic dispatch across modules on hot paths).
+    public init?(jsonBytes: [UInt8]) {
+        var parser = JWTJSONParser(bytes: jsonBytes)
         guard let value = parser.parseDocument() else { return nil }
         self = value
     }
@@ -199,7 +204,7 @@ struct JWTJSONParser {
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else { return nil }
         index += 1
-        var members: [String: JWTValue] = [:]
+        var members = [String: JWTValue](minimumCapacity: 8)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -256,16 +261,21 @@ struct JWTJSONParser {
     mutating func parseString() -> String? {
         index += 1
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes; ASCII text needs no UTF-8 validation.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: bytes[start..<index], as: UTF8.self)
+                let end = index
                 index += 1
-                return text
+                if ascii {
+                    return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+                }
+                return String(validating: bytes[start..<end], as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { return nil }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         var out = [UInt8](bytes[start..<index])

@@ -102,7 +102,7 @@ struct ADMEmulator: Sendable {
     static func registrationID(ofSendPath path: String) -> String? {
         guard path.hasPrefix(sendPrefix), path.hasSuffix(sendSuffix) else { return nil }
         let id = path.dropFirst(sendPrefix.count).dropLast(sendSuffix.count)
-        guard !id.contains("/") else { return nil }
+        guard !id.utf8.contains(UInt8(ascii: "/")) else { return nil }
         return String(id)
     }
 

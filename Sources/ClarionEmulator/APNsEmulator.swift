@@ -195,17 +195,25 @@ struct APNsEmulator: Sendable {
 
         // A.3 push type and topic.
         guard let topic else { return rejectAuthenticated("MissingTopic") }
-        let allowed = allowedBundles(connection: connection)
         let resolvedType: String
-        if let pushType {
-            guard Self.topicSuffixes[pushType] != nil else { return rejectAuthenticated("InvalidPushType") }
-            resolvedType = pushType
+        if topic == connection.apnsCheckedTopic, pushType == connection.apnsCheckedPushType, let known = connection.apnsCheckedResolvedType {
+            // Hot path: the same topic and push type as the connection's last accepted check.
+            resolvedType = known
         } else {
-            if configuration.requirePushType { return rejectAuthenticated("InvalidPushType") }
-            resolvedType = Self.inferPushType(topic: topic, allowed: allowed)
-        }
-        if let problem = Self.checkTopic(topic, pushType: resolvedType, allowed: allowed) {
-            return rejectAuthenticated(problem)
+            let allowed = allowedBundles(connection: connection)
+            if let pushType {
+                guard Self.topicSuffixes[pushType] != nil else { return rejectAuthenticated("InvalidPushType") }
+                resolvedType = pushType
+            } else {
+                if configuration.requirePushType { return rejectAuthenticated("InvalidPushType") }
+                resolvedType = Self.inferPushType(topic: topic, allowed: allowed)
+            }
+            if let problem = Self.checkTopic(topic, pushType: resolvedType, allowed: allowed) {
+                return rejectAuthenticated(problem)
+            }
+            connection.apnsCheckedTopic = topic
+            connection.apnsCheckedPushType = pushType
+            connection.apnsCheckedResolvedType = resolvedType
         }
 
         // A.2/A.3 priority: 10 (default), 5, 1; background must be 5.
@@ -233,7 +241,8 @@ struct APNsEmulator: Sendable {
         guard isWellFormed(token: token) else { return rejectAuthenticated("BadDeviceToken") }
 
         // A.6 410 for configured tokens, then the token rules.
-        if let stamp = configuration.unregisteredTokens[token] ?? configuration.unregisteredTokens[token.lowercased()] {
+        if !configuration.unregisteredTokens.isEmpty,
+           let stamp = configuration.unregisteredTokens[token] ?? configuration.unregisteredTokens[token.lowercased()] {
             return gone("Unregistered", timestamp: stamp == 0 ? Int64(now * 1000) : stamp, token: token, id: responseID, maxStreams: newLimit)
         }
         if let rule = rules.match(token) {
@@ -316,6 +325,12 @@ struct APNsEmulator: Sendable {
         let first = connection.apnsAcceptedAuthorization == nil
         connection.apnsAcceptedAuthorization = authorization
         connection.apnsTokenIssuedAt = iat
+        if connection.apnsKeyID != kid {
+            // Another key may allow other topics: forget the cached topic check.
+            connection.apnsCheckedTopic = nil
+            connection.apnsCheckedPushType = nil
+            connection.apnsCheckedResolvedType = nil
+        }
         connection.apnsKeyID = kid
         connection.apnsTeamID = key.teamID
         return .accepted(firstOnConnection: first)
@@ -352,7 +367,10 @@ struct APNsEmulator: Sendable {
     func isWellFormed(token: String) -> Bool {
         let count = token.utf8.count
         guard count % 2 == 0, count >= configuration.minimumTokenLength, count <= configuration.maximumTokenLength else { return false }
-        return token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+        func hex(_ bytes: some Sequence<UInt8>) -> Bool {
+            bytes.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+        }
+        return token.utf8.withContiguousStorageIfAvailable { hex($0) } ?? hex(token.utf8)
     }
 
     /// 8-4-4-4-12 hex digits (either case).

@@ -22,6 +22,10 @@ public final class EmulatorConnectionState {
     /// The key and team the connection is bound to (nil until a token is accepted).
     var apnsKeyID: String?
     var apnsTeamID: String?
+    /// The last topic / push-type header pair that passed the topic check, and the type it resolved to.
+    var apnsCheckedTopic: String?
+    var apnsCheckedPushType: String?
+    var apnsCheckedResolvedType: String?
 
     // FCM / ADM: the access token last accepted, to skip the shared store's lock on repeat requests.
     var fcmAccessToken: String?

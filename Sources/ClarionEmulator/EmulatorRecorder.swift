@@ -56,7 +56,9 @@ public struct EmulatorStats: Codable, Sendable, Equatable {
 
 /// The outcome of one request, for counters and records.
 struct RequestOutcome {
-    var endpoint: String
+    /// One of `EmulatorRecorder.endpointNames`.
+    var endpointIndex: Int
+    var endpoint: String { EmulatorRecorder.endpointNames[endpointIndex] }
     var token: String?
     /// HTTP status, or nil for stall / reset / drop / GOAWAY.
     var status: Int?
@@ -80,7 +82,12 @@ final class EmulatorRecorder: Sendable {
         var fault: String?
     }
 
+    /// Endpoint names, indexed by `RequestOutcome.endpointIndex`.
+    static let endpointNames = ["apns", "fcm", "fcm-oauth", "adm", "adm-oauth", "unknown"]
+
     private struct State {
+        /// Hot path: plain 200s without reason or fault, per endpoint index (no hashing).
+        var plainAccepted = [Int](repeating: 0, count: EmulatorRecorder.endpointNames.count)
         var counts: [CounterKey: Int] = [:]
         var records: [EmulatorRecord] = []
         var dropped = 0
@@ -121,6 +128,10 @@ final class EmulatorRecorder: Sendable {
     }
 
     func count(_ outcome: RequestOutcome) {
+        if outcome.status == 200, outcome.reason == nil, outcome.fault == nil {
+            state.withLock { $0.plainAccepted[outcome.endpointIndex] += 1 }
+            return
+        }
         let key = CounterKey(endpoint: outcome.endpoint, action: outcome.action, reason: outcome.reason, fault: outcome.fault?.rawValue)
         state.withLock { $0.counts[key, default: 0] += 1 }
     }
@@ -165,7 +176,10 @@ final class EmulatorRecorder: Sendable {
     }
 
     func stats() -> EmulatorStats {
-        let (counts, dropped) = state.withLock { ($0.counts, $0.dropped) }
+        var (counts, plain, dropped) = state.withLock { ($0.counts, $0.plainAccepted, $0.dropped) }
+        for (index, count) in plain.enumerated() where count > 0 {
+            counts[CounterKey(endpoint: Self.endpointNames[index], action: "200", reason: nil, fault: nil), default: 0] += count
+        }
         var stats = EmulatorStats()
         stats.recordsDropped = dropped
         for (key, count) in counts {
@@ -185,6 +199,7 @@ final class EmulatorRecorder: Sendable {
         flush()
         state.withLock { state in
             state.counts.removeAll()
+            state.plainAccepted = [Int](repeating: 0, count: Self.endpointNames.count)
             state.records.removeAll()
             state.dropped = 0
         }

@@ -97,16 +97,62 @@ public struct EmulatorTokenRule: Codable, Sendable, Hashable {
     }
 }
 
-/// The rules of one provider, checked in order.
+/// The rules of one provider, checked in order, with prefixes and suffixes as bytes: this runs on
+/// every accepted push.
 struct TokenRuleSet: Sendable {
-    let rules: [EmulatorTokenRule]
+    struct Compiled: Sendable {
+        let rule: EmulatorTokenRule
+        let prefix: [UInt8]?
+        /// Lower-cased for APNs (hex tokens compare case-insensitively).
+        let suffix: [UInt8]?
+        let caseInsensitiveSuffix: Bool
+    }
+
+    let compiled: [Compiled]
+    var rules: [EmulatorTokenRule] { compiled.map(\.rule) }
 
     init(_ all: [EmulatorTokenRule], provider: EmulatorProvider) {
-        rules = all.filter { $0.provider == provider }
+        compiled = all.filter { $0.provider == provider && ($0.prefix != nil || $0.suffix != nil) }.map { rule in
+            let insensitive = provider == .apns
+            return Compiled(rule: rule, prefix: rule.prefix.map { Array($0.utf8) },
+                            suffix: rule.suffix.map { Array((insensitive ? $0.lowercased() : $0).utf8) },
+                            caseInsensitiveSuffix: insensitive)
+        }
     }
 
     func match(_ token: String) -> EmulatorTokenRule? {
-        for rule in rules where rule.matches(token) { return rule }
+        guard !compiled.isEmpty else { return nil }
+        if let found = token.utf8.withContiguousStorageIfAvailable({ match(bytes: $0) }) { return found }
+        return Array(token.utf8).withUnsafeBufferPointer { match(bytes: $0) }
+    }
+
+    private func match(bytes: UnsafeBufferPointer<UInt8>) -> EmulatorTokenRule? {
+        for entry in compiled {
+            if let prefix = entry.prefix {
+                guard bytes.count >= prefix.count else { continue }
+                var same = true
+                for index in 0..<prefix.count where bytes[index] != prefix[index] {
+                    same = false
+                    break
+                }
+                guard same else { continue }
+            }
+            if let suffix = entry.suffix {
+                guard bytes.count >= suffix.count else { continue }
+                let start = bytes.count - suffix.count
+                var same = true
+                for index in 0..<suffix.count {
+                    var byte = bytes[start + index]
+                    if entry.caseInsensitiveSuffix, (0x41...0x5a).contains(byte) { byte |= 0x20 }
+                    if byte != suffix[index] {
+                        same = false
+                        break
+                    }
+                }
+                guard same else { continue }
+            }
+            return entry.rule
+        }
         return nil
     }
 }

@@ -175,7 +175,7 @@ struct FCMEmulator: Sendable {
     static func project(ofSendPath path: String) -> String? {
         guard path.hasPrefix(sendPrefix), path.hasSuffix(sendSuffix) else { return nil }
         let project = path.dropFirst(sendPrefix.count).dropLast(sendSuffix.count)
-        guard !project.isEmpty, !project.contains("/") else { return nil }
+        guard !project.isEmpty, !project.utf8.contains(UInt8(ascii: "/")) else { return nil }
         return String(project)
     }
 

@@ -1,9 +1,8 @@
-import ClarionCrypto
-
 /// The FCM v1 request body checks (providers.md B.1, B.3): structure, field names, value types, one
 /// target, string-only data, Duration TTL, priority enum, and the keys-plus-values size.
 ///
-/// One parse of the body into `JWTValue` (ClarionCrypto's strict JSON parser) and one walk over it.
+/// Runs on every FCM send, so it works on a `JSONTape` (byte ranges, no dictionaries) and builds
+/// strings only for the target and for error messages.
 enum FCMMessageCheck {
     struct Target: Equatable {
         /// `token`, `topic`, `condition` or `fid`.
@@ -24,7 +23,21 @@ enum FCMMessageCheck {
         case invalid(field: String, description: String)
     }
 
-    /// Field names per object, in both the proto (snake_case) and JSON (lowerCamelCase) spellings.
+    /// A proto field name in both JSON spellings (snake_case and lowerCamelCase), as bytes.
+    struct Name: Sendable {
+        let text: String
+        let snake: [UInt8]
+        let camel: [UInt8]
+
+        init(_ snake: String) {
+            text = snake
+            self.snake = Array(snake.utf8)
+            camel = Array(FCMMessageCheck.camelCase(snake).utf8)
+        }
+    }
+
+    static func names(_ list: String...) -> [Name] { list.map(Name.init) }
+
     static let topLevelFields = names("validate_only", "message")
     static let messageFields = names("name", "data", "notification", "android", "webpush", "apns", "fcm_options",
                                      "token", "topic", "condition", "fid")
@@ -34,16 +47,29 @@ enum FCMMessageCheck {
     static let apnsFields = names("headers", "payload", "fcm_options", "live_activity_token")
     static let webpushFields = names("headers", "data", "notification", "fcm_options")
     static let fcmOptionsFields = names("analytics_label")
-    static let androidFCMOptionsFields = names("analytics_label")
     static let apnsFCMOptionsFields = names("analytics_label", "image")
     static let webpushFCMOptionsFields = names("link", "analytics_label")
-    static let targetKinds = ["token", "topic", "condition", "fid"]
+    static let targetKinds = names("token", "topic", "condition", "fid")
 
-    static func names(_ snake: String...) -> Set<String> {
-        var all = Set(snake)
-        for name in snake { all.insert(camelCase(name)) }
-        return all
-    }
+    static let validateOnly = Name("validate_only")
+    static let message = Name("message")
+    static let data = Name("data")
+    static let notification = Name("notification")
+    static let android = Name("android")
+    static let apns = Name("apns")
+    static let webpush = Name("webpush")
+    static let fcmOptions = Name("fcm_options")
+    static let priority = Name("priority")
+    static let ttl = Name("ttl")
+    static let headers = Name("headers")
+    static let payload = Name("payload")
+    static let liveActivityToken = Name("live_activity_token")
+    static let fromKey = Array("from".utf8)
+    static let messageTypeKey = Array("message_type".utf8)
+    static let googlePrefix = Array("google".utf8)
+    static let gcmPrefix = Array("gcm".utf8)
+    static let androidStringFields = names("collapse_key", "restricted_package_name")
+    static let androidBoolFields = names("direct_boot_ok", "bandwidth_constrained_ok", "restricted_satellite_ok")
 
     static func camelCase(_ snake: String) -> String {
         var out = ""
@@ -59,197 +85,225 @@ enum FCMMessageCheck {
         return out
     }
 
-    /// The member named `snake` or its camelCase spelling.
-    static func member(_ object: [String: JWTValue], _ snake: String) -> JWTValue? {
-        object[snake] ?? object[camelCase(snake)]
-    }
-
     static func check(body: [UInt8]) -> Outcome {
-        guard let parsed = JWTValue(jsonBytes: body), case .object(let top) = parsed else {
+        guard let tape = JSONTape(body), tape.kind(tape.root) == .object else {
             return .invalid(field: "", description: "Invalid JSON payload received. Expected a JSON object.")
         }
-        if let problem = unknownField(top, allowed: topLevelFields, path: nil) { return problem }
-        var validateOnly = false
-        if let value = member(top, "validate_only") {
-            guard case .bool(let flag) = value else { return typeError("validate_only", value, "TYPE_BOOL") }
-            validateOnly = flag
-        }
-        guard let messageValue = top["message"] else {
-            return .invalid(field: "message", description: "Request contains an invalid argument: message is required.")
-        }
-        guard case .object(let message) = messageValue else { return typeError("message", messageValue, "TYPE_MESSAGE") }
-        if let problem = unknownField(message, allowed: messageFields, path: "message") { return problem }
+        return Checker(tape: tape).check()
+    }
 
-        // Exactly one target (B.3).
-        var target: Target?
-        for kind in targetKinds {
-            guard let value = message[kind] else { continue }
-            guard case .string(let text) = value else { return typeError("message.\(kind)", value, "TYPE_STRING") }
-            if target != nil {
-                return .invalid(field: "message", description: "Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '\(kind)'")
+    /// The checks over one parsed body.
+    struct Checker {
+        let tape: JSONTape
+
+        func member(_ object: Int, _ name: Name) -> Int? {
+            for child in tape.children(object) where tape.keyEquals(child, name.snake) || tape.keyEquals(child, name.camel) {
+                return child
             }
-            target = Target(kind: kind, value: text)
-        }
-        guard let target else {
-            return .invalid(field: "message", description: "Recipient of the message is not set.")
+            return nil
         }
 
-        if let problem = checkStringMap(member(message, "data"), path: "message.data", reservedKeys: true) { return problem }
-        if let value = message["notification"] {
-            if let problem = checkStringFields(value, path: "message.notification", allowed: notificationFields) { return problem }
-        }
-        if let value = member(message, "fcm_options") {
-            if let problem = checkStringFields(value, path: "message.fcm_options", allowed: fcmOptionsFields) { return problem }
-        }
-        if let value = message["android"], let problem = checkAndroid(value) { return problem }
-        if let value = message["apns"], let problem = checkAPNs(value) { return problem }
-        if let value = message["webpush"], let problem = checkWebpush(value) { return problem }
-
-        var size = 0
-        for (key, value) in message where key != target.kind {
-            size += key.utf8.count + scalarBytes(value)
-        }
-        return .valid(Result(target: target, validateOnly: validateOnly, payloadSize: size))
-    }
-
-    // MARK: - Parts
-
-    static func checkAndroid(_ value: JWTValue) -> Outcome? {
-        guard case .object(let android) = value else { return typeError("message.android", value, "TYPE_MESSAGE") }
-        if let problem = unknownField(android, allowed: androidFields, path: "message.android") { return problem }
-        for name in ["collapse_key", "restricted_package_name"] {
-            if let field = member(android, name), field.stringValue == nil { return typeError("message.android.\(name)", field, "TYPE_STRING") }
-        }
-        for name in ["direct_boot_ok", "bandwidth_constrained_ok", "restricted_satellite_ok"] {
-            if let field = member(android, name), field.boolValue == nil { return typeError("message.android.\(name)", field, "TYPE_BOOL") }
-        }
-        if let priority = android["priority"] {
-            // Proto enum AndroidMessagePriority; Google's own examples write it lower-case (B.3).
-            guard let text = priority.stringValue, ["NORMAL", "HIGH"].contains(text.uppercased()) else {
-                return .invalid(field: "message.android.priority",
-                                description: "Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \(literal(priority))")
+        func check() -> Outcome {
+            let top = tape.root
+            if let problem = unknownField(top, allowed: topLevelFields, path: nil) { return problem }
+            var validateOnlyFlag = false
+            if let value = member(top, validateOnly) {
+                switch tape.kind(value) {
+                case .true: validateOnlyFlag = true
+                case .false: validateOnlyFlag = false
+                default: return typeError("validate_only", value, "TYPE_BOOL")
+                }
             }
-        }
-        if let ttl = android["ttl"] {
-            guard let text = ttl.stringValue, let seconds = durationSeconds(text) else {
-                return .invalid(field: "message.android.ttl",
-                                description: "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), \(literal(ttl))")
+            guard let messageIndex = member(top, message) else {
+                return .invalid(field: "message", description: "Request contains an invalid argument: message is required.")
             }
-            guard seconds <= FCMEmulator.maximumTTLSeconds else {
-                return .invalid(field: "message.android.ttl",
-                                description: "Invalid value at 'message.android.ttl': the TTL must be between 0s and \(FCMEmulator.maximumTTLSeconds)s")
+            guard tape.kind(messageIndex) == .object else { return typeError("message", messageIndex, "TYPE_MESSAGE") }
+            if let problem = unknownField(messageIndex, allowed: messageFields, path: "message") { return problem }
+
+            // Exactly one target (B.3).
+            var target: (kind: Name, entry: Int)?
+            for kind in targetKinds {
+                guard let value = member(messageIndex, kind) else { continue }
+                guard tape.kind(value) == .string else { return typeError("message.\(kind.text)", value, "TYPE_STRING") }
+                if target != nil {
+                    return .invalid(field: "message", description: "Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '\(kind.text)'")
+                }
+                target = (kind, value)
             }
-        }
-        if let problem = checkStringMap(android["data"], path: "message.android.data", reservedKeys: true) { return problem }
-        if let notification = android["notification"], notification.objectValue == nil {
-            return typeError("message.android.notification", notification, "TYPE_MESSAGE")
-        }
-        if let options = member(android, "fcm_options") {
-            if let problem = checkStringFields(options, path: "message.android.fcm_options", allowed: androidFCMOptionsFields) { return problem }
-        }
-        return nil
-    }
-
-    static func checkAPNs(_ value: JWTValue) -> Outcome? {
-        guard case .object(let apns) = value else { return typeError("message.apns", value, "TYPE_MESSAGE") }
-        if let problem = unknownField(apns, allowed: apnsFields, path: "message.apns") { return problem }
-        if let problem = checkStringMap(apns["headers"], path: "message.apns.headers", reservedKeys: false) { return problem }
-        if let payload = apns["payload"], payload.objectValue == nil { return typeError("message.apns.payload", payload, "TYPE_MESSAGE") }
-        if let token = member(apns, "live_activity_token"), token.stringValue == nil {
-            return typeError("message.apns.live_activity_token", token, "TYPE_STRING")
-        }
-        if let options = member(apns, "fcm_options") {
-            if let problem = checkStringFields(options, path: "message.apns.fcm_options", allowed: apnsFCMOptionsFields) { return problem }
-        }
-        return nil
-    }
-
-    static func checkWebpush(_ value: JWTValue) -> Outcome? {
-        guard case .object(let webpush) = value else { return typeError("message.webpush", value, "TYPE_MESSAGE") }
-        if let problem = unknownField(webpush, allowed: webpushFields, path: "message.webpush") { return problem }
-        if let problem = checkStringMap(webpush["headers"], path: "message.webpush.headers", reservedKeys: false) { return problem }
-        if let problem = checkStringMap(webpush["data"], path: "message.webpush.data", reservedKeys: false) { return problem }
-        if let notification = webpush["notification"], notification.objectValue == nil {
-            return typeError("message.webpush.notification", notification, "TYPE_MESSAGE")
-        }
-        if let options = member(webpush, "fcm_options") {
-            if let problem = checkStringFields(options, path: "message.webpush.fcm_options", allowed: webpushFCMOptionsFields) { return problem }
-        }
-        return nil
-    }
-
-    /// A `map<string, string>`: an object whose values are all strings (B.3: "string -> string").
-    static func checkStringMap(_ value: JWTValue?, path: String, reservedKeys: Bool) -> Outcome? {
-        guard let value else { return nil }
-        guard case .object(let map) = value else { return typeError(path, value, "TYPE_MESSAGE") }
-        for key in map.keys.sorted() {
-            let entry = map[key]!
-            guard entry.stringValue != nil else {
-                return .invalid(field: "\(path)[\"\(key)\"].value",
-                                description: "Invalid value at '\(path)[\"\(key)\"].value' (TYPE_STRING), \(literal(entry))")
+            guard let target else {
+                return .invalid(field: "message", description: "Recipient of the message is not set.")
             }
-            if reservedKeys, isReservedDataKey(key) {
-                return .invalid(field: path, description: "Invalid data payload key: \(key) (reserved: from, message_type, google*, gcm*)")
+
+            if let problem = checkStringMap(member(messageIndex, data), path: "message.data", reservedKeys: true) { return problem }
+            if let value = member(messageIndex, notification),
+               let problem = checkStringFields(value, path: "message.notification", allowed: notificationFields) { return problem }
+            if let value = member(messageIndex, fcmOptions),
+               let problem = checkStringFields(value, path: "message.fcm_options", allowed: fcmOptionsFields) { return problem }
+            if let value = member(messageIndex, android), let problem = checkAndroid(value) { return problem }
+            if let value = member(messageIndex, apns), let problem = checkAPNs(value) { return problem }
+            if let value = member(messageIndex, webpush), let problem = checkWebpush(value) { return problem }
+
+            var size = 0
+            for child in tape.children(messageIndex) where child != target.entry {
+                size += keyLength(child) + scalarBytes(child)
             }
+            return .valid(Result(target: Target(kind: target.kind.text, value: tape.string(target.entry) ?? ""),
+                                 validateOnly: validateOnlyFlag, payloadSize: size))
         }
-        return nil
-    }
 
-    /// An object of known string fields (`notification`, `fcm_options`).
-    static func checkStringFields(_ value: JWTValue, path: String, allowed: Set<String>) -> Outcome? {
-        guard case .object(let object) = value else { return typeError(path, value, "TYPE_MESSAGE") }
-        if let problem = unknownField(object, allowed: allowed, path: path) { return problem }
-        for key in object.keys.sorted() where object[key]!.stringValue == nil {
-            return typeError("\(path).\(key)", object[key]!, "TYPE_STRING")
+        func checkAndroid(_ value: Int) -> Outcome? {
+            guard tape.kind(value) == .object else { return typeError("message.android", value, "TYPE_MESSAGE") }
+            if let problem = unknownField(value, allowed: androidFields, path: "message.android") { return problem }
+            for name in androidStringFields {
+                if let field = member(value, name), tape.kind(field) != .string { return typeError("message.android.\(name.text)", field, "TYPE_STRING") }
+            }
+            for name in androidBoolFields {
+                if let field = member(value, name), tape.kind(field) != .true, tape.kind(field) != .false {
+                    return typeError("message.android.\(name.text)", field, "TYPE_BOOL")
+                }
+            }
+            if let field = member(value, priority) {
+                // Proto enum AndroidMessagePriority; Google's own examples write it lower-case (B.3).
+                guard tape.stringEqualsIgnoringASCIICase(field, "NORMAL") || tape.stringEqualsIgnoringASCIICase(field, "HIGH") else {
+                    return .invalid(field: "message.android.priority",
+                                    description: "Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \(tape.literal(field))")
+                }
+            }
+            if let field = member(value, ttl) {
+                guard let text = tape.string(field), let seconds = durationSeconds(text) else {
+                    return .invalid(field: "message.android.ttl",
+                                    description: "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), \(tape.literal(field))")
+                }
+                guard seconds <= FCMEmulator.maximumTTLSeconds else {
+                    return .invalid(field: "message.android.ttl",
+                                    description: "Invalid value at 'message.android.ttl': the TTL must be between 0s and \(FCMEmulator.maximumTTLSeconds)s")
+                }
+            }
+            if let problem = checkStringMap(member(value, data), path: "message.android.data", reservedKeys: true) { return problem }
+            if let field = member(value, notification), tape.kind(field) != .object {
+                return typeError("message.android.notification", field, "TYPE_MESSAGE")
+            }
+            if let field = member(value, fcmOptions),
+               let problem = checkStringFields(field, path: "message.android.fcm_options", allowed: fcmOptionsFields) { return problem }
+            return nil
         }
-        return nil
-    }
 
-    static func isReservedDataKey(_ key: String) -> Bool {
-        key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
-    }
+        func checkAPNs(_ value: Int) -> Outcome? {
+            guard tape.kind(value) == .object else { return typeError("message.apns", value, "TYPE_MESSAGE") }
+            if let problem = unknownField(value, allowed: apnsFields, path: "message.apns") { return problem }
+            if let problem = checkStringMap(member(value, headers), path: "message.apns.headers", reservedKeys: false) { return problem }
+            if let field = member(value, payload), tape.kind(field) != .object { return typeError("message.apns.payload", field, "TYPE_MESSAGE") }
+            if let field = member(value, liveActivityToken), tape.kind(field) != .string {
+                return typeError("message.apns.live_activity_token", field, "TYPE_STRING")
+            }
+            if let field = member(value, fcmOptions),
+               let problem = checkStringFields(field, path: "message.apns.fcm_options", allowed: apnsFCMOptionsFields) { return problem }
+            return nil
+        }
 
-    static func unknownField(_ object: [String: JWTValue], allowed: Set<String>, path: String?) -> Outcome? {
-        for key in object.keys.sorted() where !allowed.contains(key) {
+        func checkWebpush(_ value: Int) -> Outcome? {
+            guard tape.kind(value) == .object else { return typeError("message.webpush", value, "TYPE_MESSAGE") }
+            if let problem = unknownField(value, allowed: webpushFields, path: "message.webpush") { return problem }
+            if let problem = checkStringMap(member(value, headers), path: "message.webpush.headers", reservedKeys: false) { return problem }
+            if let problem = checkStringMap(member(value, data), path: "message.webpush.data", reservedKeys: false) { return problem }
+            if let field = member(value, notification), tape.kind(field) != .object {
+                return typeError("message.webpush.notification", field, "TYPE_MESSAGE")
+            }
+            if let field = member(value, fcmOptions),
+               let problem = checkStringFields(field, path: "message.webpush.fcm_options", allowed: webpushFCMOptionsFields) { return problem }
+            return nil
+        }
+
+        /// A `map<string, string>`: an object whose values are all strings (B.3: "string -> string").
+        /// On failure the first offending key in sorted order is reported, so the answer is deterministic.
+        func checkStringMap(_ value: Int?, path: String, reservedKeys: Bool) -> Outcome? {
+            guard let value else { return nil }
+            guard tape.kind(value) == .object else { return typeError(path, value, "TYPE_MESSAGE") }
+            var bad: [(key: String, entry: Int)] = []
+            for child in tape.children(value) {
+                if tape.kind(child) != .string || (reservedKeys && isReservedDataKey(child)) { bad.append((tape.key(child), child)) }
+            }
+            guard let first = bad.min(by: { $0.key < $1.key }) else { return nil }
+            if tape.kind(first.entry) != .string {
+                return .invalid(field: "\(path)[\"\(first.key)\"].value",
+                                description: "Invalid value at '\(path)[\"\(first.key)\"].value' (TYPE_STRING), \(tape.literal(first.entry))")
+            }
+            return .invalid(field: path, description: "Invalid data payload key: \(first.key) (reserved: from, message_type, google*, gcm*)")
+        }
+
+        /// An object of known string fields (`notification`, `fcm_options`).
+        func checkStringFields(_ value: Int, path: String, allowed: [Name]) -> Outcome? {
+            guard tape.kind(value) == .object else { return typeError(path, value, "TYPE_MESSAGE") }
+            if let problem = unknownField(value, allowed: allowed, path: path) { return problem }
+            let bad = tape.children(value).filter { tape.kind($0) != .string }.map { (key: tape.key($0), entry: $0) }
+            guard let first = bad.min(by: { $0.key < $1.key }) else { return nil }
+            return typeError("\(path).\(first.key)", first.entry, "TYPE_STRING")
+        }
+
+        func isReservedDataKey(_ entry: Int) -> Bool {
+            tape.keyEquals(entry, FCMMessageCheck.fromKey) || tape.keyEquals(entry, FCMMessageCheck.messageTypeKey)
+                || tape.keyHasPrefix(entry, FCMMessageCheck.googlePrefix) || tape.keyHasPrefix(entry, FCMMessageCheck.gcmPrefix)
+        }
+
+        func unknownField(_ object: Int, allowed: [Name], path: String?) -> Outcome? {
+            var unknown: [String] = []
+            for child in tape.children(object) where !allowed.contains(where: { tape.keyEquals(child, $0.snake) || tape.keyEquals(child, $0.camel) }) {
+                unknown.append(tape.key(child))
+            }
+            guard let key = unknown.min() else { return nil }
             let at = path.map { " at '\($0)'" } ?? ""
             return .invalid(field: path ?? "", description: "Invalid JSON payload received. Unknown name \"\(key)\"\(at): Cannot find field.")
         }
-        return nil
-    }
 
-    static func typeError(_ path: String, _ value: JWTValue, _ type: String) -> Outcome {
-        .invalid(field: path, description: "Invalid value at '\(path)' (\(type)), \(literal(value))")
-    }
+        func typeError(_ path: String, _ value: Int, _ type: String) -> Outcome {
+            .invalid(field: path, description: "Invalid value at '\(path)' (\(type)), \(tape.literal(value))")
+        }
 
-    static func literal(_ value: JWTValue) -> String {
-        value.jsonString
+        func keyLength(_ entry: Int) -> Int {
+            let e = tape.entries[entry]
+            return e.keyEscaped ? tape.key(entry).utf8.count : Int(e.keyEnd - e.keyStart)
+        }
+
+        /// Bytes of keys and scalar values (strings as their text, numbers and booleans as JSON text).
+        func scalarBytes(_ entry: Int) -> Int {
+            switch tape.kind(entry) {
+            case .string: return tape.stringLength(entry)
+            case .number: return tape.rawLength(entry)
+            case .true: return 4
+            case .false: return 5
+            case .null: return 0
+            case .array: return tape.children(entry).reduce(0) { $0 + scalarBytes($1) }
+            case .object: return tape.children(entry).reduce(0) { $0 + keyLength($1) + scalarBytes($1) }
+            }
+        }
     }
 
     /// Seconds of a protobuf Duration in JSON form: digits, up to 9 fractional digits, then `s`
     /// ("3.5s" is 3 s: FCM rounds down, B.3). Negative durations are refused (a TTL cannot be).
     static func durationSeconds(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
+        let bytes = text.utf8
         guard bytes.count >= 2, bytes.last == UInt8(ascii: "s") else { return nil }
-        let number = bytes.dropLast()
-        let parts = number.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
-        let whole = parts[0]
-        guard !whole.isEmpty, whole.count <= 12, whole.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        if parts.count == 2 {
-            let fraction = parts[1]
-            guard !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        var whole: Int64 = 0
+        var wholeDigits = 0
+        var fractionDigits = 0
+        var inFraction = false
+        for byte in bytes.dropLast() {
+            if byte == UInt8(ascii: ".") {
+                guard !inFraction, wholeDigits > 0 else { return nil }
+                inFraction = true
+            } else if (0x30...0x39).contains(byte) {
+                if inFraction {
+                    fractionDigits += 1
+                } else {
+                    wholeDigits += 1
+                    guard wholeDigits <= 12 else { return nil }
+                    whole = whole * 10 + Int64(byte - 0x30)
+                }
+            } else {
+                return nil
+            }
         }
-        return Int64(String(decoding: whole, as: UTF8.self))
-    }
-
-    /// Bytes of keys and scalar values (strings as their text, numbers and booleans as JSON text).
-    static func scalarBytes(_ value: JWTValue) -> Int {
-        switch value {
-        case .string(let text): return text.utf8.count
-        case .number: return value.jsonBytes.count
-        case .bool(let flag): return flag ? 4 : 5
-        case .null: return 0
-        case .array(let elements): return elements.reduce(0) { $0 + scalarBytes($1) }
-        case .object(let members): return members.reduce(0) { $0 + $1.key.utf8.count + scalarBytes($1.value) }
-        }
+        guard wholeDigits > 0, !inFraction || (1...9).contains(fractionDigits) else { return nil }
+        return whole
     }
 }

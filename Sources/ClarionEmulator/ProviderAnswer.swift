@@ -31,32 +31,37 @@ final class EmulatorIDs: Sendable {
         counter.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    /// `xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx`, lowercase.
+    /// `xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx`, lowercase: the prefix's top 60 bits, then the counter.
     func uuid() -> String {
         let n = next()
-        var out = [UInt8]()
-        out.reserveCapacity(36)
         let high = prefix
-        let low = n
-        func hex(_ value: UInt64, digits: Int) {
-            var shift = (digits - 1) * 4
-            while shift >= 0 {
-                out.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xf)])
-                shift -= 4
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var position = 0
+            func hex(_ value: UInt64, digits: Int) {
+                var shift = (digits - 1) * 4
+                while shift >= 0 {
+                    out[position] = Self.hexDigits[Int((value >> UInt64(shift)) & 0xf)]
+                    position += 1
+                    shift -= 4
+                }
             }
+            func put(_ byte: UInt8) {
+                out[position] = byte
+                position += 1
+            }
+            hex(high >> 32, digits: 8)
+            put(0x2d)
+            hex((high >> 16) & 0xffff, digits: 4)
+            put(0x2d)
+            put(UInt8(ascii: "4"))
+            hex(high & 0xfff, digits: 3)
+            put(0x2d)
+            put(UInt8(ascii: "8"))
+            hex((n >> 48) & 0xfff, digits: 3)
+            put(0x2d)
+            hex(n & 0xffff_ffff_ffff, digits: 12)
+            return position
         }
-        hex(high >> 32, digits: 8)
-        out.append(0x2d)
-        hex((high >> 16) & 0xffff, digits: 4)
-        out.append(0x2d)
-        out.append(UInt8(ascii: "4"))
-        hex(high & 0xfff, digits: 3)
-        out.append(0x2d)
-        out.append(UInt8(ascii: "8"))
-        hex((low >> 48) & 0xfff, digits: 3)
-        out.append(0x2d)
-        hex(low & 0xffff_ffff_ffff, digits: 12)
-        return String(decoding: out, as: UTF8.self)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

@@ -40,6 +40,15 @@ public final class ProviderEmulator: Sendable {
     /// - Parameter clock: Unix time in seconds; injected so tests control token ages and expiry.
     public init(configuration: EmulatorConfiguration,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(EmulatorConfigurationError) {
+        for rule in configuration.tokenRules where rule.prefix == nil && rule.suffix == nil {
+            throw EmulatorConfigurationError("token rule \(rule.provider.rawValue) -> \(rule.outcome) needs a prefix or a suffix")
+        }
+        let rates = [configuration.faults.throttle, configuration.faults.internalError, configuration.faults.unavailable,
+                     configuration.faults.stall, configuration.faults.resetStream, configuration.faults.dropConnection]
+        for rate in rates.compactMap({ $0 }) {
+            if let n = rate.everyNth, n <= 0 { throw EmulatorConfigurationError("fault everyNth must be at least 1, got \(n)") }
+            if let f = rate.fraction, !(0...1).contains(f) { throw EmulatorConfigurationError("fault fraction must be within 0...1, got \(f)") }
+        }
         self.configuration = configuration
         self.clock = clock
         let retryAfter = max(0, configuration.faults.retryAfterSeconds)
@@ -151,7 +160,7 @@ public final class ProviderEmulator: Sendable {
         }
 
         if let limit = answer.maxConcurrentStreams { connection.advertisedMaxConcurrentStreams = limit }
-        let outcome = RequestOutcome(endpoint: endpoint.name, token: answer.token, status: answer.response.status,
+        let outcome = RequestOutcome(endpointIndex: endpoint.index, token: answer.token, status: answer.response.status,
                                      reason: answer.reason, fault: fault)
         account(outcome, request: request, connection: connection, now: now)
 
@@ -190,14 +199,15 @@ public final class ProviderEmulator: Sendable {
         case admSend(registrationID: String)
         case unknown
 
-        var name: String {
+        /// Index into `EmulatorRecorder.endpointNames`.
+        var index: Int {
             switch self {
-            case .apnsSend: "apns"
-            case .fcmToken: "fcm-oauth"
-            case .fcmSend: "fcm"
-            case .admToken: "adm-oauth"
-            case .admSend: "adm"
-            case .unknown: "unknown"
+            case .apnsSend: 0
+            case .fcmSend: 1
+            case .fcmToken: 2
+            case .admSend: 3
+            case .admToken: 4
+            case .unknown: 5
             }
         }
 
@@ -231,7 +241,7 @@ public final class ProviderEmulator: Sendable {
         default:
             action = .resetStream(errorCode: 7)
         }
-        let outcome = RequestOutcome(endpoint: endpoint.name, token: nil, status: nil, reason: nil, fault: fault)
+        let outcome = RequestOutcome(endpointIndex: endpoint.index, token: nil, status: nil, reason: nil, fault: fault)
         account(outcome, request: request, connection: connection, now: now)
         return EmulatorDecision(action: action)
     }

@@ -68,6 +68,14 @@ public final class HTTP2ClientPool: Sendable {
         }
     }
 
+    /// Sinks with results still to come (tests: the table must not grow with one sink per batch).
+    func batcherCount() async -> Int {
+        let driver = self.driver
+        return await withCheckedContinuation { continuation in
+            eventLoop.execute { continuation.resume(returning: driver.batcherCount) }
+        }
+    }
+
     /// Fails queued requests with `.shutdown`, lets in-flight ones finish (or time out), closes every connection.
     public func shutdown() async {
         let driver = self.driver

@@ -126,6 +126,12 @@ public struct HTTP2GoAway: Sendable, Hashable {
     /// Streams up to this id were or will be processed; later ones are retried elsewhere.
     public var lastStreamID: Int32
     public var debugData: [UInt8]
+
+    public init(errorCode: UInt32, lastStreamID: Int32, debugData: [UInt8]) {
+        self.errorCode = errorCode
+        self.lastStreamID = lastStreamID
+        self.debugData = debugData
+    }
 }
 
 /// A snapshot of a pool, for tests, logs and metrics.

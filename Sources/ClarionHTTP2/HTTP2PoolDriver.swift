@@ -38,6 +38,8 @@ final class CompletionBatcher: EventLoopFlushable {
     @exclusivity(unchecked) private var buffer: [HTTP2Completion] = []
     @exclusivity(unchecked) private var spare: [HTTP2Completion] = []
     @exclusivity(unchecked) private var scheduled = false
+    /// Admitted requests whose result has not been added yet; at 0 the driver forgets this batcher.
+    var outstanding = 0
 
     init(sink: any HTTP2CompletionSink, loop: EventLoop) {
         self.sink = sink
@@ -80,6 +82,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     @exclusivity(unchecked) private var machine: HTTP2PoolStateMachine<PendingRequest>
     private var connections: [UInt64: HTTP2ClientConnection] = [:]
     private var closeOnArrival: Set<UInt64> = []
+    /// Batchers of sinks with requests outstanding.
     private var batchers: [ObjectIdentifier: CompletionBatcher] = [:]
     @exclusivity(unchecked) private var dispatchScheduled = false
     private var tickTimer: UInt64 = 0
@@ -125,6 +128,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
 
     func enqueueBatch(_ requests: [HTTP2Request], count: Int, sink: any HTTP2CompletionSink, now: NanoTime) {
         let batcher = batcher(for: sink)
+        batcher.outstanding += count
         let defaultTimeout = configuration.requestTimeout.nanoseconds
         for i in 0..<count {
             let request = requests[i]
@@ -152,6 +156,12 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     func complete(_ pending: PendingRequest, _ result: HTTP2Result) {
         if let batcher = pending.batcher {
             batcher.add(HTTP2Completion(tag: pending.request.tag, result: result))
+            batcher.outstanding -= 1
+            if batcher.outstanding == 0 {
+                // Nothing more will come for this sink: forget it (the pending flush still delivers what is
+                // buffered), so a caller that uses a new sink per batch does not grow this table.
+                batchers[ObjectIdentifier(batcher.sink)] = nil
+            }
         } else {
             pending.continuation?.resume(returning: result)
         }
@@ -353,6 +363,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         shutdownWaiters.append(done)
         perform(machine.shutdown())
     }
+
+    var batcherCount: Int { batchers.count }
 
     func statistics() -> HTTP2PoolStatistics {
         var limits: [Int] = []

@@ -64,6 +64,19 @@ import Testing
         }
     }
 
+    @Test("Configuration: a token rule without prefix or suffix, and fault rates out of range, are refused")
+    func badRulesAndRates() {
+        var rule = EmulatorConfiguration()
+        rule.tokenRules = [.init(provider: .fcm, outcome: "INTERNAL")]
+        #expect(throws: EmulatorConfigurationError.self) { _ = try ProviderEmulator(configuration: rule) }
+        var every = EmulatorConfiguration()
+        every.faults.throttle = .every(0)
+        #expect(throws: EmulatorConfigurationError.self) { _ = try ProviderEmulator(configuration: every) }
+        var fraction = EmulatorConfiguration()
+        fraction.faults.stall = .fraction(1.5)
+        #expect(throws: EmulatorConfigurationError.self) { _ = try ProviderEmulator(configuration: fraction) }
+    }
+
     @Test("Configuration: an FCM account needs an RSA key")
     func fcmNeedsRSA() {
         var configuration = EmulatorConfiguration()

@@ -330,6 +330,13 @@ import Testing
         let statistics = await pool.statistics()
         #expect(statistics.connectionsOpened == 2)
         #expect(statistics.activeConnections == 2)
+        // A sink per batch leaves nothing behind once its results are in.
+        for round in 0..<20 {
+            let oneShot = CollectingSink()
+            pool.submit(requests(10), sink: oneShot)
+            #expect(await oneShot.wait(for: 10).count == 10, "round \(round)")
+        }
+        #expect(await pool.batcherCount() == 0, "a sink per batch leaves nothing behind once its results are in")
         await pool.shutdown()
         await server.shutdown()
     }
