@@ -10,6 +10,7 @@ public enum Schema {
         Migration(version: 1, name: "accounts, applications, endpoints, topics, subscriptions", sql: v1),
         Migration(version: 2, name: "messages, fan-out shards, retries, delivery accounting", sql: v2),
         Migration(version: 3, name: "mobile apps, registration requests, webhooks, campaigns, opens", sql: v3),
+        Migration(version: 4, name: "fan-out: planned targets per shard, retries remember their shard", sql: v4),
     ]
 
     static let v1 = """
@@ -301,5 +302,14 @@ public enum Schema {
             count            integer NOT NULL DEFAULT 1,
             PRIMARY KEY (message, endpoint)
         );
+        """
+
+    /// Fan-out accounting (ClarionStore/Jobs): a shard records how many targets its range held when it was
+    /// planned (progress before the shard is worked), and a retry remembers its shard so its outcome is added
+    /// to that shard's counters (no per-message hot row).
+    static let v4 = """
+        ALTER TABLE fanout_shards ADD COLUMN planned_targets bigint NOT NULL DEFAULT 0;
+        ALTER TABLE delivery_retries ADD COLUMN shard bigint REFERENCES fanout_shards(id) ON DELETE CASCADE;
+        CREATE INDEX delivery_retries_lease_idx ON delivery_retries (lease_owner) WHERE lease_owner IS NOT NULL;
         """
 }
