@@ -1,3 +1,5 @@
+import Foundation
+
 /// Faults to inject into provider send requests (APNs push, FCM send, ADM send; never the OAuth token
 /// endpoints or `/_emulator/*`), deterministic so a test can count on them.
 ///
@@ -104,4 +106,70 @@ func splitMix64(_ value: UInt64) -> UInt64 {
     z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
     z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
     return z ^ (z >> 31)
+}
+
+// MARK: - Command-line form
+
+extension EmulatorFaults {
+    /// Applies one `name=value` fault setting, the form a command line takes
+    /// (`clarion emulator --fault throttle=0.05 --fault goaway-after=1000`):
+    ///
+    /// | name | value | sets |
+    /// |---|---|---|
+    /// | `throttle`, `internal-error`, `unavailable`, `stall`, `reset`, `drop` | `N` (every Nth) or `0.05` / `5%` (seeded fraction) | the rate |
+    /// | `goaway-after` | streams per connection | `goAwayAfterStreams` |
+    /// | `goaway-reason` | APNs reason in the GOAWAY debug data | `goAwayReason` |
+    /// | `latency-ms` | milliseconds | `latencyMilliseconds` |
+    /// | `retry-after` | seconds | `retryAfterSeconds` |
+    /// | `seed` | integer | `seed` |
+    /// | `providers` | `apns,fcm,adm` | `providers` |
+    public mutating func apply(_ setting: String) throws(EmulatorConfigurationError) {
+        let parts = setting.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[1].isEmpty else {
+            throw EmulatorConfigurationError("fault setting \(setting) is not name=value")
+        }
+        let (name, value) = (parts[0].lowercased(), parts[1])
+        func integer() throws(EmulatorConfigurationError) -> Int {
+            guard let number = Int(value), number >= 0 else {
+                throw EmulatorConfigurationError("fault \(name) needs a non-negative integer, got \(value)")
+            }
+            return number
+        }
+        func rate() throws(EmulatorConfigurationError) -> Rate {
+            if value.hasSuffix("%"), let percent = Double(value.dropLast()), (0...100).contains(percent) {
+                return .fraction(percent / 100)
+            }
+            if value.contains("."), let fraction = Double(value), (0...1).contains(fraction) {
+                return .fraction(fraction)
+            }
+            if let every = Int(value), every >= 1 { return .every(every) }
+            throw EmulatorConfigurationError("fault \(name) needs N (every Nth), a fraction like 0.05, or a percentage like 5%, got \(value)")
+        }
+        switch name {
+        case "throttle": throttle = try rate()
+        case "internal-error", "internalerror", "500": internalError = try rate()
+        case "unavailable", "503": unavailable = try rate()
+        case "stall": stall = try rate()
+        case "reset", "reset-stream": resetStream = try rate()
+        case "drop", "drop-connection": dropConnection = try rate()
+        case "goaway-after": goAwayAfterStreams = try integer()
+        case "goaway-reason": goAwayReason = value
+        case "latency-ms", "latency": latencyMilliseconds = try integer()
+        case "retry-after": retryAfterSeconds = try integer()
+        case "seed":
+            guard let number = UInt64(value) else { throw EmulatorConfigurationError("fault seed needs an unsigned integer, got \(value)") }
+            seed = number
+        case "providers":
+            var chosen: [EmulatorProvider] = []
+            for item in value.split(separator: ",") {
+                guard let provider = EmulatorProvider(rawValue: item.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                    throw EmulatorConfigurationError("fault providers: unknown provider \(item) (apns, fcm, adm)")
+                }
+                chosen.append(provider)
+            }
+            providers = chosen
+        default:
+            throw EmulatorConfigurationError("unknown fault \(name) (throttle, internal-error, unavailable, stall, reset, drop, goaway-after, goaway-reason, latency-ms, retry-after, seed, providers)")
+        }
+    }
 }

@@ -17,6 +17,7 @@ public struct EmulatorRecord: Codable, Sendable, Equatable {
     public var path: String
     /// The device token / FCM target / ADM registration id, when the request named one.
     public var token: String?
+    /// The HTTP status, or 0 when the stream got no response (stall, reset, drop, GOAWAY: see `fault`).
     public var status: Int
     /// APNs `reason`, FCM `errorCode` (or canonical status), ADM `reason`, OAuth `error`.
     public var reason: String?

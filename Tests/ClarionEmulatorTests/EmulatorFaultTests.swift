@@ -144,3 +144,32 @@ import Testing
         #expect(f.emulator.handle(f.apnsRequest(), connection: connection).status == 429)
     }
 }
+
+@Suite struct EmulatorFaultFlagTests {
+    @Test("Fault flags: name=value settings map onto EmulatorFaults")
+    func flags() throws {
+        var faults = EmulatorFaults()
+        for setting in ["throttle=10", "unavailable=0.05", "internal-error=2%", "stall=1000", "reset=7", "drop=0.001",
+                        "goaway-after=500", "goaway-reason=Shutdown", "latency-ms=3", "retry-after=9", "seed=42", "providers=apns, fcm"] {
+            try faults.apply(setting)
+        }
+        #expect(faults.throttle == .every(10))
+        #expect(faults.unavailable == .fraction(0.05))
+        #expect(faults.internalError == .fraction(0.02))
+        #expect(faults.stall == .every(1000))
+        #expect(faults.resetStream == .every(7))
+        #expect(faults.dropConnection == .fraction(0.001))
+        #expect(faults.goAwayAfterStreams == 500)
+        #expect(faults.latencyMilliseconds == 3)
+        #expect(faults.retryAfterSeconds == 9)
+        #expect(faults.seed == 42)
+        #expect(faults.providers == [.apns, .fcm])
+    }
+
+    @Test("Fault flags: malformed settings are refused", arguments: ["throttle", "throttle=", "throttle=0", "throttle=1.5", "throttle=x",
+                                                                      "latency-ms=-1", "providers=hms", "bogus=1", "seed=-3"])
+    func badFlags(setting: String) {
+        var faults = EmulatorFaults()
+        #expect(throws: EmulatorConfigurationError.self) { try faults.apply(setting) }
+    }
+}
