@@ -31,6 +31,13 @@ public enum CLI {
                     + Configuration.settings.map { "  \($0.key.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.flag.padding(toLength: 22, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n")
                     + "\n\nPrecedence: defaults < --config file (KEY=value lines, also CLARION_CONFIG) < environment < flags.",
                 run: config),
+        Command(name: "accounts", summary: "manage the account's SigV4 access keys and native API keys",
+                usage: "clarion accounts create-access-key | create-api-key [--name NAME] | list-api-keys\n"
+                    + "                 | revoke-api-key ID | disable-access-key ACCESS_KEY_ID   [settings...]\n\n"
+                    + "Works on the account of CLARION_ACCOUNT_ID in the configured database (or the embedded one under\n"
+                    + "the data directory; stop `clarion serve` first or give --database-url). A new secret or API key is\n"
+                    + "printed once; only a sealed secret or a hash is stored.",
+                run: accounts),
         Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
                 usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
                     + "                 [--record FILE]\n\n"
@@ -133,6 +140,63 @@ public enum CLI {
         let (configuration, rest) = try loadConfiguration(Array(arguments.dropFirst()), environment)
         try rejectExtra(rest)
         say(configuration.printable())
+        return 0
+    }
+
+    static func accounts(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        guard let action = arguments.first else { throw NodeError(.usage, "usage: clarion accounts <action> (see --help)") }
+        var (configuration, rest) = try loadConfiguration(Array(arguments.dropFirst()), environment)
+        var name = ""
+        if let i = rest.firstIndex(of: "--name") {
+            guard i + 1 < rest.count else { throw NodeError(.usage, "--name needs a value") }
+            name = rest[i + 1]
+            rest.removeSubrange(i...(i + 1))
+        }
+        configuration.withEmulator = false
+        let node = ClarionNode(configuration: configuration)
+        defer { node.stop() }
+        try node.startDatabase()
+        try node.migrate()
+        try node.loadMasterKey()
+        try node.bootstrapAccount()
+        guard let accounts = node.accountRepository else { throw NodeError(.internalError, "no database") }
+        let accountID = configuration.accountID
+        do {
+            switch action {
+            case "create-access-key":
+                try rejectExtra(rest)
+                let key = try blockingAwait { () async throws(StoreError) in try await accounts.createAccessKey(accountID: accountID) }
+                say("AccessKeyId: \(key.accessKeyID)\nSecretAccessKey: \(key.secretAccessKey)")
+            case "create-api-key":
+                try rejectExtra(rest)
+                let keyName = name
+                let key = try blockingAwait { () async throws(StoreError) in try await accounts.createAPIKey(accountID: accountID, name: keyName) }
+                say("id: \(key.record.id)\nkey: \(key.key)")
+            case "list-api-keys":
+                try rejectExtra(rest)
+                let keys = try blockingAwait { () async throws(StoreError) in try await accounts.apiKeys(accountID: accountID) }
+                for key in keys {
+                    say("\(key.id)\t\(key.prefix)…\t\(key.name)\t\(key.revoked ? "revoked" : "active")")
+                }
+            case "revoke-api-key":
+                guard rest.count == 1, let id = Int64(rest[0]) else { throw NodeError(.usage, "usage: clarion accounts revoke-api-key ID") }
+                try blockingAwait { () async throws(StoreError) in try await accounts.revokeAPIKey(id: id, accountID: accountID) }
+                say("revoked \(id)")
+            case "disable-access-key":
+                guard rest.count == 1 else { throw NodeError(.usage, "usage: clarion accounts disable-access-key ACCESS_KEY_ID") }
+                let id = rest[0]
+                try blockingAwait { () async throws(StoreError) in try await accounts.disableAccessKey(accessKeyID: id) }
+                say("disabled \(id)")
+            default:
+                throw NodeError(.usage, "unknown action '\(action)' (see clarion accounts --help)")
+            }
+        } catch let error as NodeError {
+            throw error
+        } catch let error as StoreError {
+            throw NodeError(error.code == .notFound ? .usage : .unavailable, "\(error)")
+        } catch {
+            throw NodeError(.internalError, "\(error)")
+        }
         return 0
     }
 

@@ -30,7 +30,8 @@ public final class ClarionNode: @unchecked Sendable {
         do {
             try startDatabase()
             try migrate()
-            masterKey = try MasterKeySource.resolve(configuration, embedded: embedded != nil, log: log)
+            try loadMasterKey()
+            try bootstrapAccount()
             if configuration.withEmulator { try startEmulator() }
             if configuration.role.servesAPI { try startAPI() }
         } catch {
@@ -74,6 +75,33 @@ public final class ClarionNode: @unchecked Sendable {
             throw NodeError(error.code == .unavailable || error.code == .connectionLost ? .unavailable : .internalError,
                             "database: \(error)")
         }
+    }
+
+    func loadMasterKey() throws(NodeError) {
+        masterKey = try MasterKeySource.resolve(configuration, embedded: embedded != nil, log: log)
+    }
+
+    /// The account of `CLARION_ACCOUNT_ID`, and the access key pair of `CLARION_ACCESS_KEY_ID` when one is
+    /// configured, exist after start.
+    func bootstrapAccount() throws(NodeError) {
+        guard let accounts = accountRepository else { return }
+        let configuration = self.configuration
+        do {
+            _ = try blockingAwait { () async throws(StoreError) in
+                try await accounts.ensureAccount(accountID: configuration.accountID)
+                if let id = configuration.accessKeyID, let secret = configuration.secretAccessKey {
+                    _ = try await accounts.ensureAccessKey(accountID: configuration.accountID, accessKeyID: id, secret: secret)
+                }
+            }
+        } catch {
+            throw NodeError(error.code == .unavailable ? .unavailable : .configuration, "account bootstrap: \(error)")
+        }
+    }
+
+    /// Repositories need the pool and the master key, so they exist once both do.
+    public var accountRepository: AccountRepository? {
+        guard let pool, let masterKey else { return nil }
+        return AccountRepository(pool: pool, masterKey: masterKey)
     }
 
     /// `/ready`: the database answers and the schema is at the version this build expects.
@@ -141,8 +169,10 @@ public final class ClarionNode: @unchecked Sendable {
         pool?.shutdown()
         pool = nil
         if let embedded {
-            embedded.stop()
-            log.info("embedded PostgreSQL stopped")
+            if embedded.isOwner {
+                embedded.stop()
+                log.info("embedded PostgreSQL stopped")
+            }
             self.embedded = nil
         }
     }

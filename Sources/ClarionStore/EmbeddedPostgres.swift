@@ -16,7 +16,10 @@ public final class EmbeddedPostgres: @unchecked Sendable {
     public private(set) var port: Int = 0
     private let binaries: URL
     private let runAsPostgres: Bool
-    private var startedHere = false
+    /// Held (flock) while this process owns the cluster; another process that finds it held uses the
+    /// running server without stopping it at the end (`clarion accounts` beside a running `clarion serve`).
+    private var ownerLock: Int32 = -1
+    public var isOwner: Bool { ownerLock >= 0 }
 
     public init(dataDirectory: URL, databaseName: String = "clarion") throws(Failure) {
         self.directory = dataDirectory.appendingPathComponent("postgres")
@@ -69,15 +72,23 @@ public final class EmbeddedPostgres: @unchecked Sendable {
             try run(binaries.appendingPathComponent("initdb").path,
                     ["-D", clusterDirectory.path, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
         }
+        let lock = open(directory.appendingPathComponent("owner.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 {
+            ownerLock = lock
+        } else if lock >= 0 {
+            close(lock)
+        }
         if let running = runningPort() {
+            // A cluster left by a node that was killed (we own it now), or one a live node owns.
             port = running
+        } else if !isOwner {
+            throw Failure(message: "the cluster under \(directory.path) is owned by another process but not running")
         } else {
             port = Self.freePort()
             let options = "-p \(port) -k \(socketDirectory.path) -c listen_addresses=127.0.0.1"
                 + " -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit=on"
             try run(binaries.appendingPathComponent("pg_ctl").path,
                     ["-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "60", "-o", options, "start"])
-            startedHere = true
         }
         try createDatabase(databaseName)
     }
@@ -95,9 +106,13 @@ public final class EmbeddedPostgres: @unchecked Sendable {
 
     /// Stops the cluster (fast shutdown: open sessions are closed, committed data is safe).
     public func stop() {
+        guard isOwner else { return }
+        defer {
+            close(ownerLock)
+            ownerLock = -1
+        }
         guard FileManager.default.fileExists(atPath: clusterDirectory.appendingPathComponent("postmaster.pid").path) else { return }
         try? run(binaries.appendingPathComponent("pg_ctl").path, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"])
-        startedHere = false
     }
 
     /// The port of a server already running on this cluster, read from postmaster.pid when its

@@ -106,3 +106,19 @@ def test_serve_on_an_existing_postgresql(clarion_bin):
     node.wait_ready()
     assert http_get(node.url + "/ready")[0] == 200
     assert node.stop() == 0
+
+
+def test_accounts_beside_a_running_serve_does_not_stop_its_database(clarion_bin):
+    data = tempfile.mkdtemp(prefix="clarion-e2e-data-")
+    node = Node(["--data-dir", data])
+    node.wait_ready()
+    r = subprocess.run([CLARION, "accounts", "create-access-key", "--data-dir", data], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "AccessKeyId: AKIA" in r.stdout and "SecretAccessKey: " in r.stdout
+    secret = r.stdout.split("SecretAccessKey: ")[1].strip()
+    assert secret not in r.stderr, "a secret never reaches the logs"
+    assert http_get(node.url + "/ready")[0] == 200
+    assert postmaster_alive(data)
+    assert node.stop() == 0
+    assert not postmaster_alive(data)
