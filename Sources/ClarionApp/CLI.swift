@@ -40,11 +40,16 @@ public enum CLI {
                 run: accounts),
         Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
                 usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
-                    + "                 [--record FILE]\n\n"
+                    + "                 [--record FILE] [--fault NAME=VALUE ...]\n\n"
                     + "--write-demo-credentials DIR  generate an APNs key, an FCM service account and an ADM client,\n"
                     + "                              write them to DIR with a matching emulator.json, and serve with them.\n"
                     + "--tls                         serve TLS with a generated self-signed certificate (written to\n"
-                    + "                              DIR/emulator-cert.pem with --write-demo-credentials).",
+                    + "                              DIR/emulator-cert.pem with --write-demo-credentials).\n"
+                    + "--fault NAME=VALUE            inject faults on send endpoints, repeatable: throttle, internal-error,\n"
+                    + "                              unavailable, stall, reset, drop = N (every Nth) or 0.05 / 5% (seeded\n"
+                    + "                              fraction); goaway-after=STREAMS; latency-ms=MS; retry-after=SECONDS;\n"
+                    + "                              seed=N; providers=apns,fcm,adm.\n\n"
+                    + "Stats: GET /_emulator/stats; records: GET /_emulator/records; reset: POST /_emulator/reset.",
                 run: emulator),
     ]
 
@@ -206,6 +211,7 @@ public enum CLI {
         var demoDirectory: String?
         var recordPath: String?
         var tls = false
+        var faults: [String] = []
         var index = 0
         func value() throws(NodeError) -> String {
             guard index + 1 < arguments.count else { throw NodeError(.usage, "\(arguments[index]) needs a value") }
@@ -219,6 +225,7 @@ public enum CLI {
             case "--write-demo-credentials": demoDirectory = try value()
             case "--record": recordPath = try value()
             case "--tls": tls = true
+            case "--fault": faults.append(try value())
             default: throw NodeError(.usage, "unknown option '\(arguments[index])' (see --help)")
             }
             index += 1
@@ -237,6 +244,11 @@ public enum CLI {
         configuration.host = host
         configuration.port = port
         if let recordPath { configuration.recordPath = recordPath }
+        for fault in faults {
+            do { try configuration.faults.apply(fault) } catch {
+                throw NodeError(.usage, "--fault \(fault): \(error)")
+            }
+        }
         if tls {
             configuration.tls.enabled = true
             if let demoDirectory { configuration.tls.writeCertificateTo = demoDirectory + "/emulator-cert.pem" }

@@ -84,7 +84,7 @@ public final class EmbeddedPostgres: @unchecked Sendable {
         } else if !isOwner {
             throw Failure(message: "the cluster under \(directory.path) is owned by another process but not running")
         } else {
-            port = Self.freePort()
+            port = port == 0 ? Self.freePort() : port
             let options = "-p \(port) -k \(socketDirectory.path) -c listen_addresses=127.0.0.1"
                 + " -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit=on"
             try run(binaries.appendingPathComponent("pg_ctl").path,
@@ -113,6 +113,14 @@ public final class EmbeddedPostgres: @unchecked Sendable {
         }
         guard FileManager.default.fileExists(atPath: clusterDirectory.appendingPathComponent("postmaster.pid").path) else { return }
         try? run(binaries.appendingPathComponent("pg_ctl").path, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"])
+    }
+
+    /// Stops and starts the server on the same port (tests use it to restart the database mid-run).
+    public func restart() throws(Failure) {
+        let keep = port
+        stop()
+        port = keep
+        try start()
     }
 
     /// The port of a server already running on this cluster, read from postmaster.pid when its

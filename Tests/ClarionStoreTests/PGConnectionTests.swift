@@ -174,3 +174,47 @@ struct PGConnectionTests {
         #expect(backends <= 4)
     }
 }
+
+@Suite("PostgreSQL server restart")
+struct ServerRestartTests {
+    @Test("a server restart mid-run: commands on old sessions fail as .connectionLost, then the pool reconnects")
+    func serverRestart() async throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("clarion-restart-\(UUID().uuidString.prefix(8))")
+        let cluster = try EmbeddedPostgres(dataDirectory: directory, databaseName: "restart")
+        try cluster.start()
+        defer {
+            cluster.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let pool = PGPool(conninfo: cluster.url(), size: 2)
+        defer { pool.shutdown() }
+        // Open both connections.
+        async let a = pool.withConnection { c throws(StoreError) in try c.query("SELECT pg_sleep(0.2), 1").rowCount }
+        async let b = pool.withConnection { c throws(StoreError) in try c.query("SELECT pg_sleep(0.2), 2").rowCount }
+        #expect(try await a + b == 2)
+
+        try cluster.restart()
+
+        var lost = 0
+        var succeeded = 0
+        for _ in 0..<8 {
+            do {
+                _ = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT 1").rowCount }
+                succeeded += 1
+            } catch {
+                #expect(error.code == .connectionLost, "got \(error)")
+                lost += 1
+            }
+        }
+        // Each of the two old sessions fails at most once; everything after runs on new connections.
+        #expect(lost <= 2)
+        #expect(succeeded >= 6)
+        // And the data written before the restart is there (committed data survives a fast shutdown).
+        let rows = try await pool.withConnection { c throws(StoreError) -> Int in
+            try c.execute("CREATE TABLE IF NOT EXISTS r (x int)")
+            try c.query("INSERT INTO r VALUES (1)")
+            return try c.query("SELECT count(*) FROM r").first!.int(0)!
+        }
+        #expect(rows == 1)
+    }
+}
