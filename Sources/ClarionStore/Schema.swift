@@ -11,6 +11,7 @@ public enum Schema {
         Migration(version: 2, name: "messages, fan-out shards, retries, delivery accounting", sql: v2),
         Migration(version: 3, name: "mobile apps, registration requests, webhooks, campaigns, opens", sql: v3),
         Migration(version: 4, name: "fan-out: planned targets per shard, retries remember their shard", sql: v4),
+        Migration(version: 5, name: "name checks PostgreSQL can compile", sql: v5),
     ]
 
     static let v1 = """
@@ -311,5 +312,15 @@ public enum Schema {
         ALTER TABLE fanout_shards ADD COLUMN planned_targets bigint NOT NULL DEFAULT 0;
         ALTER TABLE delivery_retries ADD COLUMN shard bigint REFERENCES fanout_shards(id) ON DELETE CASCADE;
         CREATE INDEX delivery_retries_lease_idx ON delivery_retries (lease_owner) WHERE lease_owner IS NOT NULL;
+        """
+
+    /// v1's name checks used `{1,256}`, which PostgreSQL's regular expressions refuse (a bound is at most
+    /// 255): every insert of a platform application or topic failed with SQLSTATE 2201B. Same rules, with the
+    /// length checked apart. The constraint names stay, so errors still name them.
+    static let v5 = """
+        ALTER TABLE platform_applications DROP CONSTRAINT platform_applications_name_check,
+            ADD CONSTRAINT platform_applications_name_check CHECK (name ~ '^[A-Za-z0-9_.-]+$' AND length(name) <= 256);
+        ALTER TABLE topics DROP CONSTRAINT topics_name_check,
+            ADD CONSTRAINT topics_name_check CHECK (name ~ '^[A-Za-z0-9_-]+$' AND length(name) <= 256);
         """
 }

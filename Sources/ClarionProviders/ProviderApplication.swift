@@ -1,0 +1,116 @@
+import ClarionCore
+import ClarionCrypto
+import ClarionHTTP2
+import Foundation
+
+/// One platform application as the provider layer needs it: checked credentials, where to send, where to
+/// get access tokens and which extra CA to trust. Built from the application's attributes; the SNS API calls
+/// `init` (or `ProviderApplication.validate`) to check CreatePlatformApplication / SetPlatformApplicationAttributes.
+public struct ProviderApplication: Sendable {
+    /// Default send hosts (A.1, B.1, D.2).
+    public static let apnsProductionURL = "https://api.push.apple.com"
+    public static let apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    public static let fcmURL = "https://fcm.googleapis.com"
+    public static let admURL = "https://api.amazon.com"
+    /// ADM's Login with Amazon token URL (D.1).
+    public static let admTokenURL = "https://api.amazon.com/auth/o2/token"
+
+    public let id: String
+    public let platform: Platform
+    public let credentials: ProviderCredentials
+    /// Base URL of the send API: `ProviderEndpoint`, else the provider's production host for the platform.
+    public let endpointURL: String
+    /// Token URL: FCM the service account's `token_uri`, ADM Login with Amazon (either replaced by
+    /// `ProviderAuthEndpoint`); nil for APNs.
+    public let authURL: String?
+    /// `ProviderCACertificate` plus the server-wide CA, PEM; nil when neither is set.
+    public let trustedCAPEM: String?
+    /// Changes whenever anything above changes: the registry rebuilds a client whose fingerprint differs.
+    public let fingerprint: String
+    let origin: HTTP2Origin
+
+    /// - Parameters:
+    ///   - serverTrustedCAPEM: the server-wide extra CA (`CLARION_PROVIDER_CA_FILE`), trusted for every application.
+    public init(id: String, platform: Platform, attributes: [String: String], serverTrustedCAPEM: String? = nil) throws(ProviderError) {
+        self.id = id
+        self.platform = platform
+        credentials = try ProviderCredentials.parse(platform: platform, attributes: attributes)
+
+        let endpointAttribute = ProviderAttribute.providerEndpoint
+        if let custom = attributes[endpointAttribute].map({ $0.trimmingCharacters(in: .whitespaces) }), !custom.isEmpty {
+            endpointURL = custom
+        } else {
+            switch platform.provider {
+            case .apns: endpointURL = platform.apnsEnvironment == .sandbox ? Self.apnsSandboxURL : Self.apnsProductionURL
+            case .fcm: endpointURL = Self.fcmURL
+            case .adm: endpointURL = Self.admURL
+            }
+        }
+        do {
+            origin = try HTTP2Origin(endpointURL)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: endpointAttribute,
+                                "must be https://host[:port] or http://host[:port] (h2c), without a path")
+        }
+
+        let authOverride = attributes[ProviderAttribute.providerAuthEndpoint].map { $0.trimmingCharacters(in: .whitespaces) }
+            .flatMap { $0.isEmpty ? nil : $0 }
+        if let authOverride {
+            try ProviderCredentials.checkURL(authOverride, attribute: ProviderAttribute.providerAuthEndpoint, what: "the token URL")
+        }
+        switch credentials {
+        case .apnsToken, .apnsCertificate: authURL = nil
+        case .fcm(let account): authURL = authOverride ?? account.tokenURI
+        case .adm: authURL = authOverride ?? Self.admTokenURL
+        }
+
+        var caParts: [String] = []
+        if let appCA = attributes[ProviderAttribute.providerCACertificate], !appCA.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            try Self.checkCertificates(appCA, attribute: ProviderAttribute.providerCACertificate)
+            caParts.append(appCA)
+        }
+        if let serverTrustedCAPEM, !serverTrustedCAPEM.isEmpty { caParts.append(serverTrustedCAPEM) }
+        trustedCAPEM = caParts.isEmpty ? nil : caParts.joined(separator: "\n")
+
+        var print = [platform.rawValue, credentials.identity, endpointURL, authURL ?? "", trustedCAPEM ?? ""]
+        if case .adm(let adm) = credentials { print.append(Digest.sha256(adm.clientSecret).hexString) }
+        if case .apnsToken(let apns) = credentials { print.append(apns.bundleID) }
+        fingerprint = Digest.sha256(print.joined(separator: "\u{1}")).hexString
+    }
+
+    /// Checks attributes without keeping the result (CreatePlatformApplication validation).
+    public static func validate(platform: Platform, attributes: [String: String]) throws(ProviderError) {
+        _ = try ProviderApplication(id: "validation", platform: platform, attributes: attributes)
+    }
+
+    /// The base of `apns-topic` (`ApplePlatformBundleID`), for `RenderSettings.apnsBundleID`; nil for other providers.
+    public var apnsBundleID: String? {
+        switch credentials {
+        case .apnsToken(let c): c.bundleID
+        case .apnsCertificate(let c): c.bundleID
+        default: nil
+        }
+    }
+
+    /// Reads the server-wide CA file named by `CLARION_PROVIDER_CA_FILE` (nil when the variable is unset).
+    public static func serverTrustedCAPEM(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ProviderError) -> String? {
+        guard let path = environment["CLARION_PROVIDER_CA_FILE"], !path.isEmpty else { return nil }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ProviderError(.invalidAttribute, attribute: "CLARION_PROVIDER_CA_FILE", "cannot read \(path)")
+        }
+        try checkCertificates(text, attribute: "CLARION_PROVIDER_CA_FILE")
+        return text
+    }
+
+    static func checkCertificates(_ pem: String, attribute: String) throws(ProviderError) {
+        let blocks: [PEMBlock]
+        do {
+            blocks = try PEMBlock.parseAll(pem)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "not PEM: \(error.message)")
+        }
+        guard !blocks.isEmpty, blocks.allSatisfy({ $0.label == "CERTIFICATE" || $0.label == "TRUSTED CERTIFICATE" }) else {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "expected PEM CERTIFICATE blocks only")
+        }
+    }
+}

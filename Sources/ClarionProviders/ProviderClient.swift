@@ -1,0 +1,453 @@
+import ClarionCore
+import ClarionHTTP2
+import Foundation
+import Synchronization
+
+/// One delivery of a rendered push: the endpoint's token, and what the request and its classification need.
+public struct ProviderDelivery: Sendable {
+    /// The device token / FCM registration token / ADM registration id.
+    public var token: String
+    /// Filled into the payload's delivery-id slot when the rendered body has one.
+    public var deliveryID: String?
+    /// When the endpoint's token was last set: an APNs 410 older than this does not disable the endpoint.
+    public var tokenUpdatedAt: Date?
+    /// Opaque to the provider layer; comes back with the outcome on the batch path.
+    public var tag: UInt64
+
+    public init(token: String, deliveryID: String? = nil, tokenUpdatedAt: Date? = nil, tag: UInt64 = 0) {
+        self.token = token
+        self.deliveryID = deliveryID
+        self.tokenUpdatedAt = tokenUpdatedAt
+        self.tag = tag
+    }
+}
+
+/// The outcome of one delivery on the batch path.
+public struct ProviderDeliveryResult: Sendable {
+    public var tag: UInt64
+    public var outcome: DeliveryOutcome
+
+    public init(tag: UInt64, outcome: DeliveryOutcome) {
+        self.tag = tag
+        self.outcome = outcome
+    }
+}
+
+/// Receives batch-path outcomes, several at a time. Called on an HTTP/2 event-loop thread, on the token worker's
+/// thread (deliveries that waited for an access token), or on the submitting thread before `submit` returns
+/// (deliveries that fail without a round trip). Keep it short and non-blocking.
+public protocol ProviderResultSink: AnyObject, Sendable {
+    func receive(_ results: [ProviderDeliveryResult])
+}
+
+/// Sends rendered pushes for one platform application and turns every answer into a `DeliveryOutcome`.
+///
+/// Built by `ProviderRegistry`, which shares the expensive parts: the HTTP/2 pool (APNs keyed by team + key +
+/// environment, FCM by project + service account, ADM by client id), the APNs token signer (per team + key) and
+/// the OAuth token source (per service account / ADM client).
+///
+/// Auth side effects happen here, before the outcome is handed on: after APNs `ExpiredProviderToken` the signer
+/// renews the token and the pool's connections are recycled; after FCM `UNAUTHENTICATED` or ADM
+/// `AccessTokenExpired` the access token is dropped. The delivery itself is not retried here: its outcome is
+/// `authTokenExpired`, which `RetryPolicy` retries at once, with the new token.
+public final class ProviderClient: Sendable {
+    enum Auth: Sendable {
+        case apns(APNsTokenSigner)
+        case oauth(AccessTokenSource)
+    }
+
+    public let application: ProviderApplication
+    let pool: HTTP2ClientPool
+    let auth: Auth
+    let clock: @Sendable () -> Date
+    let goAway: GoAwayMemo
+    let log: ProviderLog
+    /// `/v1/projects/<project>/messages:send` for FCM.
+    private let fcmPath: String?
+
+    init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
+         clock: @escaping @Sendable () -> Date, log: ProviderLog) {
+        self.application = application
+        self.pool = pool
+        self.auth = auth
+        self.goAway = goAway
+        self.clock = clock
+        self.log = log
+        if case .fcm(let account) = application.credentials {
+            fcmPath = "/v1/projects/\(account.projectID)/messages:send"
+        } else {
+            fcmPath = nil
+        }
+    }
+
+    public var applicationID: String { application.id }
+    public var platform: Platform { application.platform }
+
+    // MARK: - Single send
+
+    /// Sends one push and waits for its outcome. For ordinary callers (tests, the API's direct publish); the
+    /// dispatcher uses `submit`.
+    public func send(_ push: RenderedPush, to delivery: ProviderDelivery) async -> DeliveryOutcome {
+        if let refusal = precheck(push) { return refusal }
+        if let refusal = Self.checkToken(delivery.token) { return refusal }
+        let authorization: String
+        switch auth {
+        case .apns(let signer):
+            do {
+                authorization = try signer.authorization()
+            } catch {
+                return .credentialsInvalid(reason: error.message)
+            }
+        case .oauth(let source):
+            switch await source.token() {
+            case .success(let token): authorization = "Bearer " + token
+            case .failure(let failure): return failure.outcome
+            }
+        }
+        let shape = RequestShape(push: push, client: self, authorization: authorization)
+        let request = shape.request(for: delivery, tag: 0)
+        let result = await pool.send(request)
+        return classify(result, delivery: delivery, authorization: authorization)
+    }
+
+    /// `send(_:to:)` for one token.
+    public func send(_ push: RenderedPush, token: String, deliveryID: String? = nil, tokenUpdatedAt: Date? = nil) async -> DeliveryOutcome {
+        await send(push, to: ProviderDelivery(token: token, deliveryID: deliveryID, tokenUpdatedAt: tokenUpdatedAt))
+    }
+
+    // MARK: - Batch path
+
+    /// Submits deliveries of one rendered push without a Task or a continuation per push. Returns how many were
+    /// admitted: a prefix of `deliveries` (fewer than all when the pool's wait queue is nearly full: keep the rest
+    /// and slow down). Every admitted delivery's outcome reaches `sink` exactly once, carrying its `tag`.
+    ///
+    /// With no access token cached yet (FCM/ADM), all deliveries are admitted and sent when the token arrives;
+    /// any the pool then cannot take come back as `retryable`.
+    @discardableResult
+    public func submit(_ push: RenderedPush, deliveries: [ProviderDelivery], sink: any ProviderResultSink) -> Int {
+        guard !deliveries.isEmpty else { return 0 }
+        if let refusal = precheck(push) {
+            sink.receive(deliveries.map { ProviderDeliveryResult(tag: $0.tag, outcome: refusal) })
+            return deliveries.count
+        }
+        switch auth {
+        case .apns(let signer):
+            do {
+                let authorization = try signer.authorization()
+                return submitRequests(push, deliveries, authorization: authorization, sink: sink)
+            } catch {
+                let outcome = DeliveryOutcome.credentialsInvalid(reason: error.message)
+                sink.receive(deliveries.map { ProviderDeliveryResult(tag: $0.tag, outcome: outcome) })
+                return deliveries.count
+            }
+        case .oauth(let source):
+            if let token = source.cachedToken() {
+                return submitRequests(push, deliveries, authorization: "Bearer " + token, sink: sink)
+            }
+            source.withToken { [self] result in
+                switch result {
+                case .success(let token):
+                    let admitted = submitRequests(push, deliveries, authorization: "Bearer " + token, sink: sink)
+                    if admitted < deliveries.count {
+                        let outcome = DeliveryOutcome.retryable(reason: "provider connection queue full", retryAfter: nil)
+                        sink.receive(deliveries[admitted...].map { ProviderDeliveryResult(tag: $0.tag, outcome: outcome) })
+                    }
+                case .failure(let failure):
+                    sink.receive(deliveries.map { ProviderDeliveryResult(tag: $0.tag, outcome: failure.outcome) })
+                }
+            }
+            return deliveries.count
+        }
+    }
+
+    private func submitRequests(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String,
+                                sink: any ProviderResultSink) -> Int {
+        let shape = RequestShape(push: push, client: self, authorization: authorization)
+        var requests: [HTTP2Request] = []
+        requests.reserveCapacity(deliveries.count)
+        var sent: [ProviderDelivery] = []
+        sent.reserveCapacity(deliveries.count)
+        /// Index in `deliveries` of each request.
+        var positions: [Int] = []
+        positions.reserveCapacity(deliveries.count)
+        var refused: [(position: Int, result: ProviderDeliveryResult)] = []
+        for (position, delivery) in deliveries.enumerated() {
+            if let refusal = Self.checkToken(delivery.token) {
+                refused.append((position, ProviderDeliveryResult(tag: delivery.tag, outcome: refusal)))
+                continue
+            }
+            requests.append(shape.request(for: delivery, tag: UInt64(sent.count)))
+            sent.append(delivery)
+            positions.append(position)
+        }
+        let batch = BatchContext(client: self, deliveries: sent, authorization: authorization, sink: sink)
+        let admittedRequests = requests.isEmpty ? 0 : pool.submit(requests, sink: batch)
+        // What was admitted is a prefix of `deliveries`, cut at the first request the pool did not take.
+        let admitted = admittedRequests < positions.count ? positions[admittedRequests] : deliveries.count
+        let answeredNow = refused.filter { $0.position < admitted }.map(\.result)
+        if !answeredNow.isEmpty { sink.receive(answeredNow) }
+        return admitted
+    }
+
+    // MARK: - Checks without a round trip
+
+    /// A push this client cannot send as it is, answered without contacting the provider.
+    func precheck(_ push: RenderedPush) -> DeliveryOutcome? {
+        guard push.platform.provider == application.platform.provider else {
+            return .messageInvalid(reason: "rendered for \(push.platform.rawValue), sent to a \(application.platform.rawValue) application")
+        }
+        switch push.request {
+        case .apns(let headers):
+            let size = push.body.fixedByteCount
+            if size > headers.pushType.payloadLimit {
+                return .messageInvalid(reason: "APNs payload is \(size) bytes, larger than the \(headers.pushType.payloadLimit)-byte limit")
+            }
+            if headers.topic == nil, application.apnsBundleID == nil {
+                return .messageInvalid(reason: "no apns-topic: set AWS.SNS.MOBILE.APNS.TOPIC or ApplePlatformBundleID")
+            }
+        case .adm:
+            if push.body.fixedByteCount > PushProvider.adm.payloadLimit {
+                return .messageInvalid(reason: "ADM payload is \(push.body.fixedByteCount) bytes, larger than the \(PushProvider.adm.payloadLimit)-byte limit")
+            }
+        case .fcm:
+            break  // FCM counts keys and values, which the renderer checked (B.3)
+        }
+        return nil
+    }
+
+    static func checkToken(_ token: String) -> DeliveryOutcome? {
+        token.isEmpty ? .rejected(reason: "the endpoint has no token") : nil
+    }
+
+    // MARK: - Classification
+
+    func classify(_ result: HTTP2Result, delivery: ProviderDelivery, authorization: String) -> DeliveryOutcome {
+        let now = clock()
+        switch result {
+        case .success(let response):
+            var headers: [(String, String)] = []
+            if let retryAfter = response.header("retry-after") { headers.append(("retry-after", retryAfter)) }
+            let outcome: DeliveryOutcome
+            switch application.platform.provider {
+            case .apns:
+                if let id = response.header("apns-id") { headers.append(("apns-id", id)) }
+                outcome = APNsResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body),
+                    tokenUpdatedAt: delivery.tokenUpdatedAt, now: now)
+            case .fcm:
+                outcome = FCMResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body), now: now)
+            case .adm:
+                if let id = response.header("x-amzn-requestid") { headers.append(("x-amzn-requestid", id)) }
+                outcome = ADMResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body),
+                    sentToken: delivery.token, now: now)
+            }
+            if case .authTokenExpired = outcome { authTokenRefused(authorization) }
+            if case .credentialsInvalid(let reason) = outcome {
+                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
+            }
+            return outcome
+        case .failure(let error):
+            let outcome: DeliveryOutcome
+            switch error {
+            case .connectFailed(let text), .tlsHandshakeFailed(let text):
+                outcome = TransportFailureClassifier.classify(.connectFailed(text))
+            case .tlsVerificationFailed(let text):
+                outcome = TransportFailureClassifier.classify(.connectFailed("TLS verification: \(text)"))
+            case .timeout:
+                outcome = TransportFailureClassifier.classify(.timeout)
+            case .streamReset(let code):
+                outcome = TransportFailureClassifier.classify(.streamReset(errorCode: code))
+            case .goAwayRetryExhausted, .connectionLost:
+                if let last = goAway.recent(now: now) {
+                    outcome = TransportFailureClassifier.classify(.goAway(errorCode: last.errorCode, debugData: last.debugData))
+                } else {
+                    outcome = TransportFailureClassifier.classify(.connectionLost(error.description))
+                }
+            case .protocolError(let text):
+                outcome = TransportFailureClassifier.classify(.connectionLost("HTTP/2 protocol error: \(text)"))
+            case .overloaded:
+                outcome = .retryable(reason: "provider connection queue full", retryAfter: nil)
+            case .shutdown:
+                outcome = .retryable(reason: "provider client shut down", retryAfter: nil)
+            case .invalidRequest(let text):
+                outcome = .rejected(reason: "request not sendable: \(text)")
+            }
+            if case .authTokenExpired = outcome { authTokenRefused(authorization) }
+            return outcome
+        }
+    }
+
+    /// The provider called the token in `authorization` expired or unknown.
+    private func authTokenRefused(_ authorization: String) {
+        switch auth {
+        case .apns(let signer):
+            if signer.providerTokenExpired(rejected: authorization) {
+                log.event("APNs provider token renewed after ExpiredProviderToken; recycling connections", ["application": application.id])
+                pool.recycleConnections()
+            }
+        case .oauth(let source):
+            source.invalidate(token: String(authorization.dropFirst("Bearer ".count)))
+        }
+    }
+
+    /// The pool's counters (connections opened, in flight...), for tests and metrics.
+    public func poolStatistics() async -> ProviderPoolStatistics {
+        let stats = await pool.statistics()
+        return ProviderPoolStatistics(activeConnections: stats.activeConnections, connectionsOpened: stats.connectionsOpened,
+                                           queuedRequests: stats.queuedRequests, inFlightRequests: stats.inFlightRequests)
+    }
+}
+
+/// A snapshot of a client's connection pool.
+public struct ProviderPoolStatistics: Sendable, Hashable {
+    public var activeConnections: Int
+    public var connectionsOpened: Int
+    public var queuedRequests: Int
+    public var inFlightRequests: Int
+}
+
+/// Everything about a push's requests that does not depend on the delivery, computed once per push and batch:
+/// the path prefix and the header list (shared by every request, so no per-request header copy).
+struct RequestShape {
+    let pathPrefix: String
+    let pathSuffix: String
+    let headers: [(String, String)]
+    let push: RenderedPush
+    let fixedPath: String?
+
+    init(push: RenderedPush, client: ProviderClient, authorization: String) {
+        self.push = push
+        var headers: [(String, String)] = [("authorization", authorization)]
+        switch push.request {
+        case .apns(let apns):
+            pathPrefix = "/3/device/"
+            pathSuffix = ""
+            fixedPath = nil
+            headers.append(("apns-push-type", apns.pushType.rawValue))
+            let topic = apns.topic ?? client.application.apnsBundleID.map { apns.pushType.topic(bundleID: $0) }
+            if let topic { headers.append(("apns-topic", topic)) }
+            headers.append(("apns-priority", String(apns.priority.rawValue)))
+            if let expiration = apns.expiration { headers.append(("apns-expiration", String(expiration))) }
+            if let collapseID = apns.collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        case .fcm:
+            pathPrefix = ""
+            pathSuffix = ""
+            fixedPath = client.fcmPathValue
+            headers.append(("content-type", "application/json; charset=utf-8"))
+        case .adm:
+            pathPrefix = "/messaging/registrations/"
+            pathSuffix = "/messages"
+            fixedPath = nil
+            headers.append(("content-type", "application/json"))
+            headers.append(("accept", "application/json"))
+            headers.append(("x-amzn-type-version", "com.amazon.device.messaging.ADMMessage@1.0"))
+            headers.append(("x-amzn-accept-type", "com.amazon.device.messaging.ADMSendResult@1.0"))
+        }
+        self.headers = headers
+    }
+
+    func request(for delivery: ProviderDelivery, tag: UInt64) -> HTTP2Request {
+        let path = fixedPath ?? (pathPrefix + Self.pathSegment(delivery.token) + pathSuffix)
+        return HTTP2Request(method: "POST", path: path, headers: headers,
+                            body: push.body(token: delivery.token, deliveryID: delivery.deliveryID), tag: tag)
+    }
+
+    /// A token as one path segment: unreserved characters and `:|=+@` kept, anything else (`/`, `%`, `?`, space) %XX.
+    static func pathSegment(_ token: String) -> String {
+        let safe = token.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"), UInt8(ascii: "|"),
+                 UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "@"):
+                true
+            default:
+                false
+            }
+        }
+        if safe { return token }
+        var out = ""
+        for byte in token.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"), UInt8(ascii: "|"),
+                 UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "@"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+}
+
+extension ProviderClient {
+    var fcmPathValue: String { fcmPath ?? "/" }
+}
+
+/// Receives one batch's HTTP/2 completions (on the pool's loop thread) and hands outcomes to the caller's sink.
+/// One per submitted batch: the deliveries are found by request tag (their index), not by a closure per request.
+final class BatchContext: HTTP2CompletionSink {
+    let client: ProviderClient
+    let deliveries: [ProviderDelivery]
+    let authorization: String
+    let sink: any ProviderResultSink
+
+    init(client: ProviderClient, deliveries: [ProviderDelivery], authorization: String, sink: any ProviderResultSink) {
+        self.client = client
+        self.deliveries = deliveries
+        self.authorization = authorization
+        self.sink = sink
+    }
+
+    func receive(_ completions: [HTTP2Completion]) {
+        var results: [ProviderDeliveryResult] = []
+        results.reserveCapacity(completions.count)
+        for completion in completions {
+            let index = Int(completion.tag)
+            guard deliveries.indices.contains(index) else { continue }
+            let delivery = deliveries[index]
+            results.append(ProviderDeliveryResult(
+                tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization)))
+        }
+        sink.receive(results)
+    }
+}
+
+/// The last GOAWAY a pool's server sent, kept briefly so the requests it failed are classified by its APNs
+/// `reason` (A.7: a revoked key closes every connection with a reason in the debug data).
+final class GoAwayMemo: Sendable {
+    private let last = Mutex<(goAway: HTTP2GoAway, at: Date)?>(nil)
+    let clock: @Sendable () -> Date
+
+    init(clock: @escaping @Sendable () -> Date) { self.clock = clock }
+
+    func record(_ goAway: HTTP2GoAway) {
+        guard !goAway.debugData.isEmpty else { return }
+        let now = clock()
+        last.withLock { $0 = (goAway, now) }
+    }
+
+    /// The GOAWAY seen in the last 30 seconds, if any.
+    func recent(now: Date) -> HTTP2GoAway? {
+        last.withLock { entry in
+            guard let entry, now.timeIntervalSince(entry.at) < 30 else { return nil }
+            return entry.goAway
+        }
+    }
+}
+
+extension ProviderClient {
+    /// The APNs provider-token signer this client shares with every client of the same team + key; nil for FCM/ADM.
+    public var apnsTokenSigner: APNsTokenSigner? {
+        if case .apns(let signer) = auth { return signer }
+        return nil
+    }
+
+    /// The OAuth access-token source this client shares with every client of the same account; nil for APNs.
+    public var accessTokenSource: AccessTokenSource? {
+        if case .oauth(let source) = auth { return source }
+        return nil
+    }
+}

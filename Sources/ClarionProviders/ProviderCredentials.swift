@@ -1,0 +1,249 @@
+import ClarionCore
+import ClarionCrypto
+import Foundation
+
+/// Platform-application attribute names the provider layer reads: SNS's own, and Clarion's additions.
+public enum ProviderAttribute {
+    /// APNs token: the `.p8` signing key (PEM). APNs certificate: the private key (PEM). FCM: the
+    /// service-account JSON. ADM: the client secret.
+    public static let platformCredential = "PlatformCredential"
+    /// APNs token: the key id. APNs certificate: the certificate (PEM). ADM: the client id. FCM: unused.
+    public static let platformPrincipal = "PlatformPrincipal"
+    public static let appleTeamID = "ApplePlatformTeamID"
+    public static let appleBundleID = "ApplePlatformBundleID"
+    /// Clarion: FCM project id, replacing the service account's `project_id`.
+    public static let fcmProjectID = "FCMProjectID"
+    /// Clarion: base URL of the send API (`https://host[:port]`, or `http://` for h2c), replacing
+    /// api.push.apple.com / api.sandbox.push.apple.com / fcm.googleapis.com / api.amazon.com.
+    public static let providerEndpoint = "ProviderEndpoint"
+    /// Clarion: the token URL (ADM's Login with Amazon URL; for FCM it replaces the JSON's `token_uri`).
+    public static let providerAuthEndpoint = "ProviderAuthEndpoint"
+    /// Clarion: extra trusted CA certificate(s), PEM, on top of the system store, for this application.
+    public static let providerCACertificate = "ProviderCACertificate"
+}
+
+/// APNs token-based auth (A.5): a P-256 `.p8` key, its key id, the team id and the bundle id.
+public struct APNsTokenCredentials: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let bundleID: String
+    public let signingKey: SigningKey
+    /// Hex SHA-256 of the key's public half: tells a replaced key from the old one under the same key id.
+    public let keyFingerprint: String
+}
+
+/// APNs certificate-based auth: a TLS client certificate and its private key (PEM).
+public struct APNsCertificateCredentials: Sendable {
+    public let certificatePEM: String
+    public let privateKeyPEM: String
+    /// `ApplePlatformBundleID` when given: the base of `apns-topic`.
+    public let bundleID: String?
+    /// Hex SHA-256 of the certificate's public key.
+    public let certificateFingerprint: String
+}
+
+/// A Google service account (FCM HTTP v1, B.2).
+public struct FCMServiceAccount: Sendable {
+    public let projectID: String
+    public let clientEmail: String
+    /// `private_key_id`, sent as the assertion's `kid`.
+    public let privateKeyID: String?
+    public let signingKey: SigningKey
+    public let tokenURI: String
+    public let keyFingerprint: String
+}
+
+/// ADM client credentials (D.1).
+public struct ADMClientCredentials: Sendable {
+    public let clientID: String
+    public let clientSecret: String
+}
+
+/// The credentials of one platform application, as SNS takes them in its attributes (providers.md C.7).
+public enum ProviderCredentials: Sendable {
+    case apnsToken(APNsTokenCredentials)
+    case apnsCertificate(APNsCertificateCredentials)
+    case fcm(FCMServiceAccount)
+    case adm(ADMClientCredentials)
+
+    /// Google's token endpoint, used when a service-account JSON has no `token_uri`.
+    public static let googleTokenURI = "https://oauth2.googleapis.com/token"
+
+    /// Parses and checks the credentials of a `platform` application. Errors name the attribute.
+    ///
+    /// APNs: a `PlatformPrincipal` holding a PEM certificate selects certificate auth; anything else is
+    /// token auth (key id + `.p8` key + team id + bundle id).
+    public static func parse(platform: Platform, attributes: [String: String]) throws(ProviderError) -> ProviderCredentials {
+        switch platform.provider {
+        case .apns:
+            let principal = try required(ProviderAttribute.platformPrincipal, attributes)
+            if principal.contains("-----BEGIN") {
+                return .apnsCertificate(try parseAPNsCertificate(principal, attributes))
+            }
+            return .apnsToken(try parseAPNsToken(principal, attributes))
+        case .fcm:
+            return .fcm(try parseServiceAccount(attributes))
+        case .adm:
+            let clientID = try required(ProviderAttribute.platformPrincipal, attributes)
+            let secret = try required(ProviderAttribute.platformCredential, attributes)
+            return .adm(ADMClientCredentials(clientID: clientID, clientSecret: secret))
+        }
+    }
+
+    /// What identifies these credentials to the provider, for pool keys and logs (never a secret).
+    public var identity: String {
+        switch self {
+        case .apnsToken(let c): "apns-token:\(c.teamID):\(c.keyID):\(c.keyFingerprint.prefix(16))"
+        case .apnsCertificate(let c): "apns-cert:\(c.certificateFingerprint.prefix(16))"
+        case .fcm(let c): "fcm:\(c.projectID):\(c.clientEmail):\(c.keyFingerprint.prefix(16))"
+        case .adm(let c): "adm:\(c.clientID)"
+        }
+    }
+
+    // MARK: - APNs
+
+    static func parseAPNsToken(_ keyID: String, _ attributes: [String: String]) throws(ProviderError) -> APNsTokenCredentials {
+        guard isAppleID(keyID) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
+                                "an APNs signing key id is 10 letters or digits (or give a PEM certificate for certificate auth)")
+        }
+        let pem = try required(ProviderAttribute.platformCredential, attributes)
+        let key: SigningKey
+        do {
+            key = try SigningKey(pem: pem)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "not a readable .p8 signing key: \(error.message)")
+        }
+        guard key.algorithm == .es256 else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "an APNs signing key is a P-256 (ES256) key, this is \(key.algorithm.rawValue)")
+        }
+        let teamID = try required(ProviderAttribute.appleTeamID, attributes)
+        guard isAppleID(teamID) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.appleTeamID, "a team id is 10 letters or digits")
+        }
+        let bundleID = try required(ProviderAttribute.appleBundleID, attributes)
+        guard !bundleID.contains(where: { $0.isWhitespace }) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.appleBundleID, "a bundle id has no spaces")
+        }
+        return APNsTokenCredentials(keyID: keyID, teamID: teamID, bundleID: bundleID, signingKey: key,
+                                    keyFingerprint: Digest.sha256(key.verifyingKey.subjectPublicKeyInfoDER).hexString)
+    }
+
+    static func parseAPNsCertificate(_ certificatePEM: String, _ attributes: [String: String]) throws(ProviderError) -> APNsCertificateCredentials {
+        let blocks: [PEMBlock]
+        do {
+            blocks = try PEMBlock.parseAll(certificatePEM)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal, "not PEM: \(error.message)")
+        }
+        guard blocks.first?.label == "CERTIFICATE" else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
+                                "expected a PEM CERTIFICATE first, found \(blocks.first?.label ?? "none")")
+        }
+        let certificateKey: VerifyingKey
+        do {
+            certificateKey = try VerifyingKey(pem: PEMBlock(label: "CERTIFICATE", der: blocks[0].der).text)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
+                                "not a readable certificate: \(error.message)")
+        }
+        let keyPEM = try required(ProviderAttribute.platformCredential, attributes)
+        let key: SigningKey
+        do {
+            key = try SigningKey(pem: keyPEM)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "not a readable private key: \(error.message)")
+        }
+        guard key.verifyingKey.subjectPublicKeyInfoDER == certificateKey.subjectPublicKeyInfoDER else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "the private key does not match the certificate in PlatformPrincipal")
+        }
+        let bundleID = attributes[ProviderAttribute.appleBundleID].flatMap { $0.isEmpty ? nil : $0 }
+        return APNsCertificateCredentials(
+            certificatePEM: certificatePEM, privateKeyPEM: keyPEM, bundleID: bundleID,
+            certificateFingerprint: Digest.sha256(certificateKey.subjectPublicKeyInfoDER).hexString)
+    }
+
+    /// Apple key and team ids: 10 ASCII letters or digits.
+    static func isAppleID(_ text: String) -> Bool {
+        text.utf8.count == 10 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) }
+    }
+
+    // MARK: - FCM
+
+    static func parseServiceAccount(_ attributes: [String: String]) throws(ProviderError) -> FCMServiceAccount {
+        let attribute = ProviderAttribute.platformCredential
+        let text = try required(attribute, attributes)
+        let json: JSONObject
+        do {
+            guard let object = try JSONValue.parse(text).objectValue else {
+                throw ProviderError(.invalidAttribute, attribute: attribute, "the service-account JSON is not an object")
+            }
+            json = object
+        } catch let error as ProviderError {
+            throw error
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: attribute,
+                                "not a service-account JSON (a legacy FCM server key is not supported): \(error)")
+        }
+        func field(_ name: String) throws(ProviderError) -> String {
+            guard let value = json[name]?.stringValue, !value.isEmpty else {
+                throw ProviderError(.invalidAttribute, attribute: attribute, "the service-account JSON has no \(name)")
+            }
+            return value
+        }
+        if let type = json["type"]?.stringValue, type != "service_account" {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "the JSON's type is \(type), not service_account")
+        }
+        let clientEmail = try field("client_email")
+        let keyPEM = try field("private_key")
+        let key: SigningKey
+        do {
+            key = try SigningKey(pem: keyPEM)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "private_key is not a readable key: \(error.message)")
+        }
+        guard key.algorithm == .rs256 else {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "private_key is not an RSA key (RS256)")
+        }
+        let tokenURI = json["token_uri"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? googleTokenURI
+        try checkURL(tokenURI, attribute: attribute, what: "token_uri")
+        let projectID: String
+        if let override = attributes[ProviderAttribute.fcmProjectID], !override.isEmpty {
+            projectID = override
+        } else if let fromJSON = json["project_id"]?.stringValue, !fromJSON.isEmpty {
+            projectID = fromJSON
+        } else {
+            throw ProviderError(.missingAttribute, attribute: ProviderAttribute.fcmProjectID,
+                                "the service-account JSON has no project_id: give \(ProviderAttribute.fcmProjectID)")
+        }
+        guard projectID.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "/") && $0 < 0x7f }) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.fcmProjectID, "a project id has no spaces or slashes")
+        }
+        return FCMServiceAccount(
+            projectID: projectID, clientEmail: clientEmail, privateKeyID: json["private_key_id"]?.stringValue,
+            signingKey: key, tokenURI: tokenURI,
+            keyFingerprint: Digest.sha256(key.verifyingKey.subjectPublicKeyInfoDER).hexString)
+    }
+
+    // MARK: - Helpers
+
+    static func required(_ name: String, _ attributes: [String: String]) throws(ProviderError) -> String {
+        guard let value = attributes[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else {
+            throw ProviderError(.missingAttribute, attribute: name, "required for this platform")
+        }
+        return value
+    }
+
+    /// An absolute http(s) URL with a host.
+    static func checkURL(_ text: String, attribute: String, what: String) throws(ProviderError) {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+              let host = url.host, !host.isEmpty
+        else {
+            throw ProviderError(.invalidAttribute, attribute: attribute, "\(what) must be an https:// (or http://) URL with a host")
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import ClarionCore
+import ClarionCrypto
+import ClarionHTTP2
+import Foundation
+import Synchronization
+
+/// Tunables for the provider connections.
+public struct ProviderOptions: Sendable {
+    /// HTTP/2 event-loop threads shared by every pool.
+    public var eventLoopThreads: Int
+    /// Connections per pool (per APNs team + key + environment, FCM project + account, ADM client).
+    public var connectionsPerPool: Int
+    /// Our ceiling on streams per connection, below the server's SETTINGS (FCM advertises 100, APNs more).
+    public var maxConcurrentStreamsPerConnection: Int
+    /// Requests waiting for a stream per pool; beyond it `submit` admits fewer (backpressure).
+    public var maxQueuedRequestsPerPool: Int
+    public var requestTimeout: Duration
+    public var connectTimeout: Duration
+    /// HTTP/2 PING after this long without traffic (Apple: about an hour of inactivity for APNs; we check sooner).
+    public var pingInterval: Duration?
+    /// APNs provider-token cadence (A.5).
+    public var apnsTokenRenewalAge: TimeInterval
+    public var apnsTokenMinimumAge: TimeInterval
+    /// Refresh FCM/ADM access tokens this long before they expire.
+    public var accessTokenRefreshMargin: TimeInterval
+
+    public init(eventLoopThreads: Int = 1, connectionsPerPool: Int = 2, maxConcurrentStreamsPerConnection: Int = 1000,
+                maxQueuedRequestsPerPool: Int = 10_000, requestTimeout: Duration = .seconds(30),
+                connectTimeout: Duration = .seconds(10), pingInterval: Duration? = .seconds(60),
+                apnsTokenRenewalAge: TimeInterval = 50 * 60, apnsTokenMinimumAge: TimeInterval = 20 * 60,
+                accessTokenRefreshMargin: TimeInterval = 300) {
+        self.eventLoopThreads = eventLoopThreads
+        self.connectionsPerPool = connectionsPerPool
+        self.maxConcurrentStreamsPerConnection = maxConcurrentStreamsPerConnection
+        self.maxQueuedRequestsPerPool = maxQueuedRequestsPerPool
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.pingInterval = pingInterval
+        self.apnsTokenRenewalAge = apnsTokenRenewalAge
+        self.apnsTokenMinimumAge = apnsTokenMinimumAge
+        self.accessTokenRefreshMargin = accessTokenRefreshMargin
+    }
+}
+
+/// The provider clients of every enabled platform application, and what they share: HTTP/2 pools, APNs token
+/// signers (one per team + key), OAuth token sources (one per service account / ADM client) and the token thread.
+///
+/// One owner (the dispatcher's wiring) creates it, tells it when an application changes or is disabled, and shuts
+/// it down. Shared pieces are released when the last application using them goes.
+public final class ProviderRegistry: Sendable {
+    public let options: ProviderOptions
+    let http: HTTP2Client
+    let group: EventLoopGroup
+    let worker: TokenWorker
+    let clock: @Sendable () -> Date
+    let log: ProviderLog
+
+    private struct State {
+        var clients: [String: ProviderClient] = [:]
+        var signers: [String: APNsTokenSigner] = [:]
+        var sources: [String: AccessTokenSource] = [:]
+        var goAways: [HTTP2Client.PoolKey: GoAwayMemo] = [:]
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts the event loops and the token thread.
+    /// - Parameter clock: wall clock for token ages and Retry-After dates (tests inject one).
+    public init(options: ProviderOptions = ProviderOptions(), clock: @escaping @Sendable () -> Date = { Date() },
+                log: ProviderLog = .silent) throws {
+        self.options = options
+        self.clock = clock
+        self.log = log
+        group = try EventLoopGroup(threadCount: max(1, options.eventLoopThreads))
+        http = HTTP2Client(group: group)
+        worker = TokenWorker()
+    }
+
+    /// The client of `application`: the existing one when nothing changed, else a new one (the old one keeps
+    /// working for requests already submitted; its shared pieces go at the next `releaseUnused()`).
+    ///
+    /// Throws for APNs certificate auth (no TLS client certificates in ClarionHTTP2 yet) and when the pool cannot
+    /// be configured (a bad `ProviderCACertificate`).
+    public func client(for application: ProviderApplication) throws(ProviderError) -> ProviderClient {
+        if let existing = state.withLock({ $0.clients[application.id] }), existing.application.fingerprint == application.fingerprint {
+            return existing
+        }
+        let now = clock
+        // Pieces are created outside the lock where they can be (pool creation loads a CA PEM), then published
+        // under it; a racing creator of the same key gets the first one's pieces.
+        let auth: ProviderClient.Auth
+        switch application.credentials {
+        case .apnsCertificate:
+            throw ProviderError(.unsupported, attribute: ProviderAttribute.platformPrincipal,
+                                "APNs certificate authentication needs a TLS client certificate, which Clarion's HTTP/2 transport does not offer yet; use token authentication (.p8 key)")
+        case .apnsToken(let credentials):
+            let key = "\(credentials.teamID):\(credentials.keyID):\(credentials.keyFingerprint)"
+            let fresh = APNsTokenSigner(credentials: credentials, renewalAge: options.apnsTokenRenewalAge,
+                                        minimumAge: options.apnsTokenMinimumAge, clock: now)
+            auth = .apns(state.withLock { state in
+                if let existing = state.signers[key] { return existing }
+                state.signers[key] = fresh
+                return fresh
+            })
+        case .fcm(let account):
+            let url = application.authURL ?? account.tokenURI
+            let key = "fcm:\(account.clientEmail):\(account.keyFingerprint):\(url):\(Self.digest(application.trustedCAPEM))"
+            auth = .oauth(source(key: key, grant: .jwtBearer(account), url: url, ca: application.trustedCAPEM))
+        case .adm(let client):
+            let url = application.authURL ?? ProviderApplication.admTokenURL
+            let key = "adm:\(client.clientID):\(Self.digest(client.clientSecret)):\(url):\(Self.digest(application.trustedCAPEM))"
+            auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
+        }
+
+        let identity = application.credentials.identity + (application.trustedCAPEM.map { ":ca-" + Self.digest($0) } ?? "")
+        let poolKey = HTTP2Client.PoolKey(origin: application.origin, identity: identity)
+        let memo = state.withLock { state in
+            if let existing = state.goAways[poolKey] { return existing }
+            let memo = GoAwayMemo(clock: now)
+            state.goAways[poolKey] = memo
+            return memo
+        }
+        let configuration = HTTP2PoolConfiguration(
+            origin: application.origin, identity: identity, connectionCount: max(1, options.connectionsPerPool),
+            maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
+            // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
+            initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
+            requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
+            trustedCAPEM: application.trustedCAPEM, pingInterval: options.pingInterval,
+            onGoAway: { memo.record($0) })
+        let pool: HTTP2ClientPool
+        do {
+            pool = try http.pool(for: configuration)
+        } catch {
+            throw ProviderError(.transportConfiguration, attribute: ProviderAttribute.providerCACertificate, error.description)
+        }
+        let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log)
+        return state.withLock { state in
+            if let existing = state.clients[application.id], existing.application.fingerprint == application.fingerprint {
+                return existing
+            }
+            state.clients[application.id] = client
+            return client
+        }
+    }
+
+    /// Parses the attributes and returns the application's client (see `client(for:)`).
+    public func client(applicationID: String, platform: Platform, attributes: [String: String],
+                       serverTrustedCAPEM: String? = nil) throws(ProviderError) -> ProviderClient {
+        try client(for: ProviderApplication(id: applicationID, platform: platform, attributes: attributes,
+                                            serverTrustedCAPEM: serverTrustedCAPEM))
+    }
+
+    /// The current client of an application, if one was built.
+    public func existingClient(applicationID: String) -> ProviderClient? {
+        state.withLock { $0.clients[applicationID] }
+    }
+
+    /// The application's attributes changed: builds its new client and releases what the old one no longer shares.
+    @discardableResult
+    public func applicationChanged(_ application: ProviderApplication) async throws(ProviderError) -> ProviderClient {
+        let client = try client(for: application)
+        await releaseUnused()
+        return client
+    }
+
+    /// The application was disabled or deleted: its client goes, and the pools and tokens only it used.
+    public func applicationDisabled(applicationID: String) async {
+        _ = state.withLock { $0.clients.removeValue(forKey: applicationID) }
+        await releaseUnused()
+    }
+
+    /// Shuts down the pools, signers and token sources that no current client uses.
+    public func releaseUnused() async {
+        let unusedPools = state.withLock { state -> [HTTP2Client.PoolKey] in
+            var poolKeys = Set<HTTP2Client.PoolKey>()
+            var signers = Set<ObjectIdentifier>()
+            var sources = Set<ObjectIdentifier>()
+            for client in state.clients.values {
+                poolKeys.insert(HTTP2Client.PoolKey(origin: client.pool.configuration.origin, identity: client.pool.configuration.identity))
+                switch client.auth {
+                case .apns(let signer): signers.insert(ObjectIdentifier(signer))
+                case .oauth(let source): sources.insert(ObjectIdentifier(source))
+                }
+            }
+            state.signers = state.signers.filter { signers.contains(ObjectIdentifier($0.value)) }
+            state.sources = state.sources.filter { sources.contains(ObjectIdentifier($0.value)) }
+            state.goAways = state.goAways.filter { poolKeys.contains($0.key) }
+            return http.poolKeys.filter { !poolKeys.contains($0) }
+        }
+        for key in unusedPools { await http.removePool(origin: key.origin, identity: key.identity) }
+    }
+
+    /// Closes every pool, stops the token thread and the event loops.
+    public func shutdown() async {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true; state.clients.removeAll(); state.signers.removeAll(); state.sources.removeAll() }
+            return !state.stopped
+        }
+        guard first else { return }
+        await http.shutdown()
+        await worker.shutdown()
+        let group = self.group
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                group.shutdown()  // joins the loop threads: off the cooperative pool
+                done.resume()
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func source(key: String, grant: AccessTokenSource.Grant, url: String, ca: String?) -> AccessTokenSource {
+        if let existing = state.withLock({ $0.sources[key] }) { return existing }
+        let fresh = AccessTokenSource(grant: grant, tokenURL: url, trustedCAPEM: ca, worker: worker, clock: clock,
+                                      refreshMargin: options.accessTokenRefreshMargin, log: log)
+        return state.withLock { state in
+            if let existing = state.sources[key] { return existing }
+            state.sources[key] = fresh
+            return fresh
+        }
+    }
+
+    static func digest(_ text: String?) -> String {
+        guard let text else { return "-" }
+        return String(Digest.sha256(text).hexString.prefix(16))
+    }
+}

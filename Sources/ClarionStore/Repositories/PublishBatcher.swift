@@ -1,0 +1,130 @@
+import Foundation
+import Synchronization
+
+/// Group commit for publishes (design.md, "publish intake").
+///
+/// Concurrent `publish` calls queue up; a writer thread takes what queued during a short window (1 ms by
+/// default) and writes it with one pipelined round trip and one commit through the pool, then answers every
+/// caller of that batch. A caller is answered only after the commit that holds its message, so an
+/// acknowledged publish survives a crash. Waiting callers hold no thread: they are suspended on a
+/// continuation. The queue is bounded: past `maxQueued` waiting messages, `publish` fails fast with
+/// `.unavailable` instead of buffering without bound.
+///
+/// Writer threads start with the first publish and stop in `shutdown()`, after the queue is drained.
+public final class PublishBatcher: Sendable {
+    public let window: Duration
+    public let maxBatch: Int
+    public let writers: Int
+    public let maxQueued: Int
+    private let pool: PGPool
+
+    private struct Waiter {
+        let message: NewMessage
+        let continuation: CheckedContinuation<Result<MessageID, StoreError>, Never>
+    }
+
+    private struct State {
+        var queue: [Waiter] = []
+        var started = false
+        var shutDown = false
+        var running = 0
+        /// Batches written so far (tests and metrics read it).
+        var batches = 0
+    }
+
+    private let state = Mutex(State())
+    private let wake = NSCondition()
+
+    public init(pool: PGPool, window: Duration = .milliseconds(1), maxBatch: Int = 256, writers: Int = 2,
+                maxQueued: Int = 50_000) {
+        self.pool = pool
+        self.window = window
+        self.maxBatch = max(1, maxBatch)
+        self.writers = max(1, writers)
+        self.maxQueued = maxQueued
+    }
+
+    /// Stores the message durably; returns once its batch committed.
+    public func publish(_ message: NewMessage) async throws(StoreError) -> MessageID {
+        let result: Result<MessageID, StoreError> = await withCheckedContinuation { continuation in
+            var refusal: StoreError?
+            var startWriters = false
+            wake.lock()
+            state.withLock { state in
+                if state.shutDown {
+                    refusal = StoreError(.shutDown, "the publish batcher is shut down")
+                } else if state.queue.count >= maxQueued {
+                    refusal = StoreError(.unavailable, "too many publishes waiting for a commit")
+                } else {
+                    state.queue.append(Waiter(message: message, continuation: continuation))
+                    if !state.started {
+                        state.started = true
+                        state.running = writers
+                        startWriters = true
+                    }
+                }
+            }
+            wake.signal()
+            wake.unlock()
+            if let refusal { continuation.resume(returning: .failure(refusal)); return }
+            if startWriters {
+                for index in 0..<writers {
+                    let thread = Thread { [self] in self.writerLoop() }
+                    thread.name = "clarion-publish-\(index)"
+                    thread.start()
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Batches committed so far.
+    public var batchesWritten: Int { state.withLock { $0.batches } }
+
+    /// Refuses new publishes, lets the writers finish what is queued, and waits for them to stop.
+    public func shutdown() {
+        wake.lock()
+        state.withLock { $0.shutDown = true }
+        wake.broadcast()
+        wake.unlock()
+        while state.withLock({ $0.running }) > 0 { usleep(1_000) }
+    }
+
+    private func writerLoop() {
+        let windowMicros = UInt32(max(0, window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000))
+        while true {
+            // Wait for work.
+            wake.lock()
+            var stop = false
+            while true {
+                let (hasWork, done) = state.withLock { ($0.queue.isEmpty == false, $0.shutDown) }
+                if hasWork { break }
+                if done { stop = true; break }
+                wake.wait()
+            }
+            wake.unlock()
+            if stop { break }
+            // The batch window: let concurrent publishes join unless the batch is already full.
+            if windowMicros > 0, state.withLock({ $0.queue.count }) < maxBatch { usleep(windowMicros) }
+            let batch = state.withLock { state -> [Waiter] in
+                let count = min(maxBatch, state.queue.count)
+                let taken = Array(state.queue.prefix(count))
+                state.queue.removeFirst(count)
+                return taken
+            }
+            guard !batch.isEmpty else { continue }
+            let messages = batch.map(\.message)
+            let results: [Result<MessageID, StoreError>]
+            do {
+                results = try pool.withConnectionBlocking { (c) throws(StoreError) -> [Result<MessageID, StoreError>] in
+                    MessageRepository.write(messages, on: c)
+                }
+            } catch {
+                results = messages.map { _ in .failure(error) }
+            }
+            state.withLock { $0.batches += 1 }
+            for (waiter, result) in zip(batch, results) { waiter.continuation.resume(returning: result) }
+        }
+        state.withLock { $0.running -= 1 }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// A subscription of a topic, with what its ARNs need (the topic's name; the endpoint's application).
+public struct SubscriptionRecord: Sendable, Equatable {
+    public let key: Int64
+    public let externalID: UUID
+    public let topicKey: Int64
+    public let topicName: String
+    public let accountKey: Int64
+    /// `application` for endpoint subscriptions.
+    public let `protocol`: String
+    public let endpointKey: Int64?
+    public let endpointExternalID: UUID?
+    public let endpointPlatform: String?
+    public let endpointApplicationName: String?
+    public let target: String?
+    /// The FilterPolicy JSON text, as stored.
+    public let filterPolicy: String?
+    public let attributes: [String: String]
+    public let createdAt: Date
+}
+
+/// Subscriptions. One per (topic, endpoint): constraint `subscriptions_topic_endpoint_key`.
+public struct SubscriptionRepository: Sendable {
+    public let pool: PGPool
+
+    public init(pool: PGPool) { self.pool = pool }
+
+    static let select = """
+        SELECT s.id, s.external_id, s.topic, t.name, t.account, s.protocol, s.endpoint, e.external_id, a.platform, a.name,
+               s.target, s.filter_policy::text, s.attributes::text, s.created_at
+        FROM subscriptions s JOIN topics t ON t.id = s.topic
+        LEFT JOIN endpoints e ON e.id = s.endpoint LEFT JOIN platform_applications a ON a.id = e.application
+        """
+
+    /// Subscribes an endpoint (protocol `application`). Subscribing again returns the existing subscription
+    /// (`created` false), as SNS does. A filter policy that is not valid JSON is `.queryFailed` from the server;
+    /// callers validate first.
+    public func subscribe(topicKey: Int64, endpointKey: Int64, externalID: UUID, filterPolicy: String?,
+                          attributes: [String: String]) async throws(StoreError) -> (SubscriptionRecord, created: Bool) {
+        try await pool.withConnection { (c) throws(StoreError) -> (SubscriptionRecord, created: Bool) in
+            let inserted = try c.query("""
+                INSERT INTO subscriptions (external_id, topic, protocol, endpoint, filter_policy, attributes)
+                VALUES ($1, $2, 'application', $3, $4::jsonb, $5)
+                ON CONFLICT ON CONSTRAINT subscriptions_topic_endpoint_key DO NOTHING
+                RETURNING id
+                """, [externalID, topicKey, endpointKey, filterPolicy, RepositoryJSON.encode(attributes)])
+            if let key = inserted.first?.int64(0) {
+                return (try Self.fetch(c, "s.id = $1", [key]), true)
+            }
+            return (try Self.fetch(c, "s.topic = $1 AND s.endpoint = $2", [topicKey, endpointKey]), false)
+        }
+    }
+
+    public func get(externalID: UUID) async throws(StoreError) -> SubscriptionRecord {
+        try await pool.withConnection { (c) throws(StoreError) -> SubscriptionRecord in
+            try Self.fetch(c, "s.external_id = $1", [externalID])
+        }
+    }
+
+    /// Sets one attribute. `FilterPolicy` goes to its own column (nil or "" clears it); other attributes to the
+    /// attribute map (nil removes).
+    public func setAttribute(externalID: UUID, name: String, value: String?) async throws(StoreError) -> SubscriptionRecord {
+        try await pool.withConnection { (c) throws(StoreError) -> SubscriptionRecord in
+            let result: PGResult
+            if name == "FilterPolicy" {
+                let policy = (value?.isEmpty ?? true) ? nil : value
+                result = try c.query("UPDATE subscriptions SET filter_policy = $2::jsonb WHERE external_id = $1 RETURNING id",
+                                     [externalID, policy])
+            } else if let value {
+                result = try c.query("UPDATE subscriptions SET attributes = attributes || jsonb_build_object($2::text, $3::text) WHERE external_id = $1 RETURNING id",
+                                     [externalID, name, value])
+            } else {
+                result = try c.query("UPDATE subscriptions SET attributes = attributes - $2::text WHERE external_id = $1 RETURNING id",
+                                     [externalID, name])
+            }
+            guard let key = result.first?.int64(0) else { throw StoreError(.notFound, "no subscription \(externalID)") }
+            return try Self.fetch(c, "s.id = $1", [key])
+        }
+    }
+
+    /// Removes the subscription; false when it did not exist.
+    @discardableResult
+    public func unsubscribe(externalID: UUID) async throws(StoreError) -> Bool {
+        try await pool.withConnection { (c) throws(StoreError) -> Bool in
+            try c.query("DELETE FROM subscriptions WHERE external_id = $1", [externalID]).affectedRows > 0
+        }
+    }
+
+    /// The topic's subscriptions in keyset order (the fan-out's order).
+    public func list(topicKey: Int64, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<SubscriptionRecord> {
+        try await pool.withConnection { (c) throws(StoreError) -> Page<SubscriptionRecord> in
+            try c.page(Self.select + " WHERE s.topic = $1 AND s.id > $2 ORDER BY s.id LIMIT $3",
+                       [topicKey, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
+        }
+    }
+
+    /// Every subscription of the account, in key order.
+    public func list(accountKey: Int64, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<SubscriptionRecord> {
+        try await pool.withConnection { (c) throws(StoreError) -> Page<SubscriptionRecord> in
+            try c.page(Self.select + " WHERE t.account = $1 AND s.id > $2 ORDER BY s.id LIMIT $3",
+                       [accountKey, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
+        }
+    }
+
+    static func fetch(_ c: PGConnection, _ condition: String, _ parameters: [any PGEncodable]) throws(StoreError) -> SubscriptionRecord {
+        guard let row = try c.query(select + " WHERE " + condition, parameters).first else {
+            throw StoreError(.notFound, "no such subscription")
+        }
+        return try record(row)
+    }
+
+    static func record(_ row: PGRow) throws(StoreError) -> SubscriptionRecord {
+        guard let id = row.uuid(1) else { throw StoreError(.invalidData, "subscription without external id") }
+        return SubscriptionRecord(key: try row.requireInt64(0), externalID: id, topicKey: try row.requireInt64(2),
+                                  topicName: try row.requireString(3), accountKey: try row.requireInt64(4),
+                                  protocol: try row.requireString(5), endpointKey: row.int64(6), endpointExternalID: row.uuid(7),
+                                  endpointPlatform: row.string(8), endpointApplicationName: row.string(9), target: row.string(10),
+                                  filterPolicy: row.string(11), attributes: RepositoryJSON.decode(row.string(12)),
+                                  createdAt: try row.requireDate(13))
+    }
+}

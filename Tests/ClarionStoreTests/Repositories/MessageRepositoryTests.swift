@@ -1,0 +1,94 @@
+import ClarionStore
+import ClarionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Repositories: messages and group commit")
+struct MessageRepositoryTests {
+    static func setUp() async throws -> (RepositoryFixture, AccountRecord, EndpointRecord, TopicRecord) {
+        let fixture = try RepositoryFixture()
+        let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
+        let app = try await PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
+            .createOrUpdate(accountKey: account.key, name: "app", platform: "GCM", credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
+        let endpoint = try await EndpointRepository(pool: fixture.pool).create(NewEndpoint(applicationKey: app.key, token: "tok"), externalID: UUID()).record
+        let topic = try await TopicRepository(pool: fixture.pool).create(accountKey: account.key, name: "news", attributes: [:]).0
+        return (fixture, account, endpoint, topic)
+    }
+
+    @Test("a direct publish stores the message and one planned shard (lo = e - 1, hi = e, checkpoint = lo); a topic publish stays unplanned")
+    func storeMessages() async throws {
+        let (fixture, account, endpoint, topic) = try await Self.setUp()
+        let messages = MessageRepository(pool: fixture.pool)
+        let direct = try await messages.store(NewMessage(externalID: UUID(), accountKey: account.key,
+                                                         target: .endpoint(key: endpoint.key, arn: "arn:endpoint"), message: #"{"default":"hi"}"#,
+                                                         structure: "json", subject: "s", attributesJSON: #"{"a":{"DataType":"String","StringValue":"b"}}"#))
+        let stored = try await messages.get(externalID: direct.externalID)
+        #expect(stored.id == direct && stored.targetKind == "endpoint" && stored.targetKey == endpoint.key && stored.targetARN == "arn:endpoint")
+        #expect(stored.planned && stored.state == "Enqueued" && stored.structure == "json" && stored.subject == "s")
+        #expect(stored.attributesJSON.contains("StringValue"))
+        #expect(try await messages.shards(messageKey: direct.key) == [ShardRecord(lo: endpoint.key - 1, hi: endpoint.key, checkpoint: endpoint.key - 1, state: "ready")])
+
+        let toTopic = try await messages.store(NewMessage(externalID: UUID(), accountKey: account.key, target: .topic(key: topic.key, arn: "arn:topic"), message: "hello"))
+        let topicMessage = try await messages.get(externalID: toTopic.externalID)
+        #expect(!topicMessage.planned && topicMessage.targetKind == "topic")
+        #expect(try await messages.shards(messageKey: toTopic.key).isEmpty)
+        #expect(await storeError { _ = try await messages.get(externalID: UUID()) }?.code == .notFound)
+    }
+
+    @Test("the batcher commits concurrent publishes in fewer batches than messages, answers each with its own id, and notifies clarion_work")
+    func batcher() async throws {
+        let (fixture, account, endpoint, _) = try await Self.setUp()
+        let listener = try PGConnection(conninfo: fixture.url)
+        try listener.listen(MessageRepository.workChannel)
+        let batcher = PublishBatcher(pool: fixture.pool, window: .milliseconds(5))
+        let count = 200
+        let ids = try await withThrowingTaskGroup(of: (UUID, MessageID).self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    let id = UUID()
+                    let stored = try await batcher.publish(NewMessage(externalID: id, accountKey: account.key,
+                                                                      target: .endpoint(key: endpoint.key, arn: "arn"), message: "m"))
+                    return (id, stored)
+                }
+            }
+            var out: [(UUID, MessageID)] = []
+            for try await pair in group { out.append(pair) }
+            return out
+        }
+        #expect(ids.count == count)
+        #expect(ids.allSatisfy { $0.0 == $0.1.externalID })
+        #expect(Set(ids.map(\.1.key)).count == count)
+        #expect(batcher.batchesWritten < count)
+        let check = try PGConnection(conninfo: fixture.url)
+        #expect(try check.query("SELECT count(*) FROM messages").first?.int(0) == count)
+        #expect(try check.query("SELECT count(*) FROM fanout_shards").first?.int(0) == count)
+        let notes = try listener.waitForNotifications(timeout: 2)
+        #expect(notes.contains { $0.channel == MessageRepository.workChannel })
+        batcher.shutdown()
+        let refused = await storeError { _ = try await batcher.publish(NewMessage(externalID: UUID(), accountKey: account.key, target: .endpoint(key: endpoint.key, arn: "a"), message: "m")) }
+        #expect(refused?.code == .shutDown)
+    }
+
+    @Test("one bad message in a batch fails alone; the others commit")
+    func batchIsolation() async throws {
+        let (fixture, account, endpoint, _) = try await Self.setUp()
+        let batcher = PublishBatcher(pool: fixture.pool, window: .milliseconds(20))
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for n in 0..<10 {
+                group.addTask {
+                    // Account 0 does not exist: a foreign-key violation for this message only.
+                    let message = NewMessage(externalID: UUID(), accountKey: n == 3 ? 0 : account.key,
+                                             target: .endpoint(key: endpoint.key, arn: "arn"), message: "m")
+                    return (try? await batcher.publish(message)) != nil
+                }
+            }
+            var out: [Bool] = []
+            for await ok in group { out.append(ok) }
+            return out
+        }
+        #expect(results.filter { $0 }.count == 9)
+        #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 9)
+        batcher.shutdown()
+    }
+}
