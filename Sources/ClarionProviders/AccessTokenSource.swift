@@ -133,6 +133,17 @@ public final class AccessTokenSource: Sendable {
         state.withLock { $0.failure = nil }
     }
 
+    /// Starts a background refresh when the cached token is due for one (the worker's timer calls this).
+    func refreshIfDue() {
+        let now = clock()
+        let start = state.withLock { state -> Bool in
+            guard state.token != nil, now >= state.refreshAt, !state.fetching else { return false }
+            state.fetching = true
+            return true
+        }
+        if start { startExchange() }
+    }
+
     /// Exchanges made so far (tests and metrics).
     public var exchangeCount: Int { state.withLock { $0.exchanges } }
 
@@ -171,6 +182,10 @@ public final class AccessTokenSource: Sendable {
         }
         switch result {
         case .success(let fresh):
+            // The owner refreshes ahead of expiry even when no send asks (sends asking past refreshAt start it
+            // sooner). Weak: a source the registry released is not kept alive by its timer.
+            let margin = min(refreshMargin, fresh.lifetime / 2)
+            worker.schedule(after: fresh.lifetime - margin) { [weak self] in self?.refreshIfDue() }
             log.event("access token obtained", ["token_url": tokenURL, "expires_in": String(Int(fresh.lifetime))])
             for waiter in waiters { waiter(.success(fresh.token)) }
         case .failure(let failure):

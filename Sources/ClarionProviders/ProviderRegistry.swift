@@ -51,6 +51,8 @@ public final class ProviderRegistry: Sendable {
     public let options: ProviderOptions
     let http: HTTP2Client
     let group: EventLoopGroup
+    /// False when the caller lent the group: `shutdown()` then leaves its loops running.
+    let ownsGroup: Bool
     let worker: TokenWorker
     let clock: @Sendable () -> Date
     let log: ProviderLog
@@ -65,15 +67,18 @@ public final class ProviderRegistry: Sendable {
 
     private let state = Mutex(State())
 
-    /// Starts the event loops and the token thread.
-    /// - Parameter clock: wall clock for token ages and Retry-After dates (tests inject one).
-    public init(options: ProviderOptions = ProviderOptions(), clock: @escaping @Sendable () -> Date = { Date() },
-                log: ProviderLog = .silent) throws {
+    /// Starts the event loops (unless `group` is given) and the token thread.
+    /// - Parameters:
+    ///   - group: event loops to run the pools on; nil starts `options.eventLoopThreads` loops owned by the registry.
+    ///   - clock: wall clock for token ages and Retry-After dates (tests inject one).
+    public init(options: ProviderOptions = ProviderOptions(), group: EventLoopGroup? = nil,
+                clock: @escaping @Sendable () -> Date = { Date() }, log: ProviderLog = .silent) throws {
         self.options = options
         self.clock = clock
         self.log = log
-        group = try EventLoopGroup(threadCount: max(1, options.eventLoopThreads))
-        http = HTTP2Client(group: group)
+        ownsGroup = group == nil
+        self.group = try group ?? EventLoopGroup(threadCount: max(1, options.eventLoopThreads))
+        http = HTTP2Client(group: self.group)
         worker = TokenWorker()
     }
 
@@ -113,7 +118,10 @@ public final class ProviderRegistry: Sendable {
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
         }
 
-        let identity = application.credentials.identity + (application.trustedCAPEM.map { ":ca-" + Self.digest($0) } ?? "")
+        // APNs: team + key + environment (a ProviderEndpoint may name one host for both environments).
+        let environment = application.platform.apnsEnvironment.map { ":" + $0.rawValue } ?? ""
+        let identity = application.credentials.identity + environment
+            + (application.trustedCAPEM.map { ":ca-" + Self.digest($0) } ?? "")
         let poolKey = HTTP2Client.PoolKey(origin: application.origin, identity: identity)
         let memo = state.withLock { state in
             if let existing = state.goAways[poolKey] { return existing }
@@ -201,6 +209,7 @@ public final class ProviderRegistry: Sendable {
         guard first else { return }
         await http.shutdown()
         await worker.shutdown()
+        guard ownsGroup else { return }
         let group = self.group
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {

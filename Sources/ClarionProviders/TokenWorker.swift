@@ -1,14 +1,24 @@
+import Dispatch
 import Foundation
 import Synchronization
 
 /// The thread that runs blocking token exchanges (libcurl), so they never block the cooperative pool or an
 /// event loop. One per `ProviderRegistry`; jobs run one at a time, in order (token exchanges are rare: one per
-/// credential about every 55 minutes).
+/// credential about every 55 minutes), and timed jobs (refreshes ahead of expiry) run when due.
 ///
-/// Lifecycle: starts in `init`, runs until `shutdown()`; jobs submitted after shutdown are refused.
+/// Lifecycle: starts in `init`, runs until `shutdown()`, which runs the jobs already queued and drops timers;
+/// jobs submitted after shutdown are refused.
 final class TokenWorker: Sendable {
+    typealias Job = @Sendable () -> Void
+
+    private struct Timer {
+        var deadline: DispatchTime
+        var job: Job
+    }
+
     private struct State {
-        var jobs: [@Sendable () -> Void] = []
+        var jobs: [Job] = []
+        var timers: [Timer] = []
         var stopping = false
     }
 
@@ -24,7 +34,7 @@ final class TokenWorker: Sendable {
 
     /// Queues `job`; false when the worker is shutting down (the job is dropped).
     @discardableResult
-    func execute(_ job: @escaping @Sendable () -> Void) -> Bool {
+    func execute(_ job: @escaping Job) -> Bool {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.jobs.append(job)
@@ -34,17 +44,40 @@ final class TokenWorker: Sendable {
         return accepted
     }
 
+    /// Runs `job` on the worker after `seconds` (real time). Dropped at shutdown.
+    func schedule(after seconds: TimeInterval, _ job: @escaping Job) {
+        let nanoseconds = UInt64(max(0, min(seconds, 86_400)) * 1e9)
+        let deadline = DispatchTime.now() + .nanoseconds(Int(nanoseconds))
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.timers.append(Timer(deadline: deadline, job: job))
+            return true
+        }
+        if accepted { wake.signal() }  // re-evaluates the earliest deadline
+    }
+
     private func run() {
         while true {
-            wake.wait()
-            let next = state.withLock { state -> (@Sendable () -> Void)?? in
-                if !state.jobs.isEmpty { return .some(state.jobs.removeFirst()) }
-                return state.stopping ? .some(nil) : nil
+            let earliest = state.withLock { $0.timers.map(\.deadline).min() }
+            if let earliest {
+                _ = wake.wait(timeout: earliest)
+            } else {
+                wake.wait()
             }
-            switch next {
-            case .some(.some(let job)): job()
-            case .some(.none): stopped.signal(); return
-            case .none: continue
+            let now = DispatchTime.now()
+            let (jobs, exit) = state.withLock { state -> ([Job], Bool) in
+                var due = state.jobs
+                state.jobs.removeAll()
+                if state.stopping { return (due, true) }
+                let (ready, later) = (state.timers.filter { $0.deadline <= now }, state.timers.filter { $0.deadline > now })
+                state.timers = later
+                due.append(contentsOf: ready.map(\.job))
+                return (due, false)
+            }
+            for job in jobs { job() }
+            if exit {
+                stopped.signal()
+                return
             }
         }
     }
@@ -52,7 +85,10 @@ final class TokenWorker: Sendable {
     /// Runs the jobs already queued, then stops the thread. Waits off the cooperative pool.
     func shutdown() async {
         let first = state.withLock { state -> Bool in
-            defer { state.stopping = true }
+            defer {
+                state.stopping = true
+                state.timers.removeAll()
+            }
             return !state.stopping
         }
         guard first else { return }

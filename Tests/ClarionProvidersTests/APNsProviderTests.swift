@@ -194,6 +194,23 @@ import Testing
         await harness.close()
     }
 
+    @Test("APNs A.7: GOAWAY carrying a credential reason (revoked key) -> credentials invalid; carrying Shutdown -> retryable")
+    func goAwayReasons() async throws {
+        for (reason, expected) in [("InvalidProviderToken", "credentials_invalid"), ("Shutdown", "retryable")] {
+            let harness = try Harness { configuration in
+                configuration.faults.goAwayAfterStreams = 0
+                configuration.faults.goAwayReason = reason
+                configuration.faults.providers = [.apns]
+            }
+            let client = try harness.client("app", .apns, harness.apnsAttributes())
+            let outcome = await client.send(harness.render(platform: .apns), token: apnsToken())
+            #expect(outcome.label == expected, "GOAWAY \(reason): \(outcome)")
+            #expect(outcome.reason?.contains(reason) == true)
+            #expect(harness.stats["apns"].statuses["200"] == nil)
+            await harness.close()
+        }
+    }
+
     @Test("APNs A.4: a payload over 4096 bytes fails as message invalid with no round trip (the emulator saw nothing)")
     func payloadTooLarge() async throws {
         let harness = try Harness()

@@ -51,6 +51,22 @@ import Testing
         await harness.close()
     }
 
+    @Test("FCM B.2: the background owner refreshes a due token with no send asking; not before it is due")
+    func refreshWithoutTraffic() async throws {
+        let harness = try Harness()
+        let client = try harness.client("fcm", .gcm, harness.fcmAttributes())
+        let source = try #require(client.accessTokenSource)
+        #expect(await client.send(harness.render(platform: .gcm), token: "device-a").label == "accepted")
+        source.refreshIfDue()  // what the worker's timer calls
+        #expect(source.exchangeCount == 1)
+        harness.clock.advance(3300)
+        source.refreshIfDue()
+        #expect(try await eventually { source.exchangeCount == 2 })
+        #expect(harness.stats["fcm-oauth"].statuses["200"] == 2)
+        #expect(harness.stats["fcm"].requests == 1)
+        await harness.close()
+    }
+
     @Test("FCM B.2: 401 UNAUTHENTICATED -> authTokenExpired and the token is dropped; the retry exchanges again and is accepted")
     func staleAccessToken() async throws {
         let harness = try Harness()

@@ -59,6 +59,21 @@ import Testing
         await harness.close()
     }
 
+    @Test("APNs pools keyed by team + key + environment: production and sandbox applications on one endpoint get separate pools, one shared JWT")
+    func poolPerEnvironment() async throws {
+        let harness = try Harness()
+        let production = try harness.client("prod", .apns, harness.apnsAttributes())
+        let sandbox = try harness.client("sandbox", .apnsSandbox, harness.apnsAttributes())
+        #expect(production.pool !== sandbox.pool)
+        #expect(production.apnsTokenSigner === sandbox.apnsTokenSigner)
+        #expect(harness.registry.http.poolKeys.count == 2)
+        #expect(await production.send(harness.render(platform: .apns), token: apnsToken()).label == "accepted")
+        #expect(await sandbox.send(harness.render(platform: .apnsSandbox), token: apnsToken()).label == "accepted")
+        #expect(harness.apnsAuthorizations.connections.count == 2)
+        #expect(harness.apnsAuthorizations.tokens.count == 1)
+        await harness.close()
+    }
+
     @Test("A push rendered for another provider is refused without a round trip")
     func wrongPlatform() async throws {
         let harness = try Harness()
