@@ -6,6 +6,8 @@ public struct EndpointRecord: Sendable, Equatable {
     public let key: Int64
     public let externalID: UUID
     public let applicationKey: Int64
+    /// The owning account's key (the application's).
+    public let accountKey: Int64
     public let applicationName: String
     public let platform: String
     public let applicationEnabled: Bool
@@ -88,7 +90,7 @@ public struct EndpointRepository: Sendable {
 
     static let select = """
         SELECT e.id, e.external_id, e.application, a.name, a.platform, a.enabled, e.token, e.user_id, e.custom_user_data,
-               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at
+               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at, a.account
         FROM endpoints e JOIN platform_applications a ON a.id = e.application
         """
 
@@ -202,6 +204,7 @@ public struct EndpointRepository: Sendable {
     static func record(_ row: PGRow) throws(StoreError) -> EndpointRecord {
         guard let id = row.uuid(1) else { throw StoreError(.invalidData, "endpoint without external id") }
         return EndpointRecord(key: try row.requireInt64(0), externalID: id, applicationKey: try row.requireInt64(2),
+                              accountKey: try row.requireInt64(14),
                               applicationName: try row.requireString(3), platform: try row.requireString(4),
                               applicationEnabled: row.bool(5) ?? true, token: try row.requireString(6), userID: row.string(7),
                               customUserData: row.string(8), enabled: row.bool(9) ?? true, disabledReason: row.string(10),

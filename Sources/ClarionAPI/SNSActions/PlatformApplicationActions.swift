@@ -1,0 +1,172 @@
+import ClarionStore
+import Foundation
+
+/// CreatePlatformApplication, Get/SetPlatformApplicationAttributes, ListPlatformApplications,
+/// DeletePlatformApplication (providers.md C.7).
+enum PlatformApplicationActions {
+    static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM"]
+    static let secretAttributes: Set<String> = ["PlatformCredential", "PlatformPrincipal"]
+    static let eventAttributes = ["EventEndpointCreated", "EventEndpointUpdated", "EventEndpointDeleted", "EventDeliveryFailure"]
+    static let storedAttributes: Set<String> = Set(eventAttributes).union([
+        "SuccessFeedbackRoleArn", "FailureFeedbackRoleArn", "SuccessFeedbackSampleRate", "ApplePlatformTeamID",
+        "ApplePlatformBundleID",
+    ])
+    static let settable = storedAttributes.union(secretAttributes).union(["Enabled"])
+
+    static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
+        table.register("CreatePlatformApplication") { request throws(SNSError) in
+            let name = try request.parameters.required("Name")
+            let platform = try request.parameters.required("Platform")
+            let attributes = try request.parameters.stringMap("Attributes")
+            guard name.utf8.count <= 256, !name.isEmpty,
+                  name.utf8.allSatisfy({ isNameByte($0) || $0 == UInt8(ascii: ".") }) else {
+                throw SNSError.invalidParameter("Name", reason: "must be 1 to 256 characters of A-Z, a-z, 0-9, '_', '-', '.'")
+            }
+            guard platforms.contains(platform) else {
+                throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM")
+            }
+            let split = try validate(attributes, request: request, context: context, creating: true, platform: platform)
+            let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            switch platform {
+            case "GCM":
+                guard credentials.credential?.isEmpty == false else {
+                    throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential is required for GCM (an API key or a service-account JSON)")
+                }
+            default:
+                guard credentials.credential?.isEmpty == false, credentials.principal?.isEmpty == false else {
+                    throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential and PlatformPrincipal are required for \(platform)")
+                }
+            }
+            let account = try await context.accountKey(request.caller)
+            let (record, _) = try await store {
+                () async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
+                try await context.applications.createOrUpdate(accountKey: account, name: name, platform: platform,
+                                                               credentials: credentials, attributes: split.stored)
+            }
+            if let enabled = split.enabled, enabled != record.enabled {
+                _ = try await store { () async throws(StoreError) in
+                    try await context.applications.update(applicationKey: record.key, enabled: enabled, disabledReason: "set by the API")
+                }
+            }
+            let arn = SNSARN.application(request.region, request.caller.accountID, platform: platform, name: name)
+            return XMLResponse { $0.element("PlatformApplicationArn", arn) }
+        }
+
+        table.register("GetPlatformApplicationAttributes") { request throws(SNSError) in
+            let (record, _) = try await application(request, context)
+            return XMLResponse { $0.entries("Attributes", visibleAttributes(record)) }
+        }
+
+        table.register("SetPlatformApplicationAttributes") { request throws(SNSError) in
+            let (record, _) = try await application(request, context)
+            let attributes = try request.parameters.stringMap("Attributes")
+            let split = try validate(attributes, request: request, context: context, creating: false, platform: record.platform)
+            let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            _ = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
+                                                       enabled: split.enabled, disabledReason: split.enabled == false ? "set by the API" : nil)
+            }
+            return .empty
+        }
+
+        table.register("ListPlatformApplications") { request throws(SNSError) in
+            let account = try await context.accountKey(request.caller)
+            let after = try request.nextToken()
+            let page = try await store { () async throws(StoreError) in
+                try await context.applications.list(accountKey: account, after: after, limit: 100)
+            }
+            return XMLResponse { xml in
+                xml.members("PlatformApplications", page.items) { xml, app in
+                    xml.element("PlatformApplicationArn",
+                                SNSARN.application(request.region, request.caller.accountID, platform: app.platform, name: app.name))
+                    xml.entries("Attributes", visibleAttributes(app))
+                }
+                xml.nextToken(page.next)
+            }
+        }
+
+        table.register("DeletePlatformApplication") { request throws(SNSError) in
+            let arn = try request.arn("PlatformApplicationArn")
+            guard case .application(let platform, let name) = arn.resource else {
+                throw SNSError.invalidParameter("PlatformApplicationArn", reason: "not a platform application ARN")
+            }
+            let account = try await context.accountKey(request.caller)
+            // Idempotent, as SNS: deleting what does not exist succeeds.
+            guard let record = try? await context.applications.get(accountKey: account, platform: platform, name: name) else {
+                return .empty
+            }
+            _ = try await store { () async throws(StoreError) in try await context.applications.delete(applicationKey: record.key) }
+            _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARN: arn.text) }
+            return .empty
+        }
+    }
+
+    static let notFound = SNSError.notFound("PlatformApplication does not exist")
+
+    static func isNameByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
+    }
+
+    /// The application named by `PlatformApplicationArn`, or NotFound.
+    static func application(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> (PlatformApplicationRecord, SNSARN) {
+        let arn = try request.arn("PlatformApplicationArn")
+        guard case .application(let platform, let name) = arn.resource else {
+            throw SNSError.invalidParameter("PlatformApplicationArn", reason: "not a platform application ARN")
+        }
+        let account = try await context.accountKey(request.caller)
+        let record = try await store(notFound: notFound) { () async throws(StoreError) in
+            try await context.applications.get(accountKey: account, platform: platform, name: name)
+        }
+        return (record, arn)
+    }
+
+    /// What Get/List show: stored attributes, Enabled, and the read-only AuthenticationMethod. Never the
+    /// credential pair.
+    static func visibleAttributes(_ record: PlatformApplicationRecord) -> [String: String] {
+        var out = record.attributes.filter { !secretAttributes.contains($0.key) }
+        out["Enabled"] = record.enabled ? "true" : "false"
+        switch record.platform {
+        case "APNS", "APNS_SANDBOX":
+            out["AuthenticationMethod"] = record.attributes["ApplePlatformTeamID"] != nil ? "Token" : "Certificate"
+        default:
+            break
+        }
+        return out
+    }
+
+    struct Split {
+        var stored: [String: String] = [:]
+        var enabled: Bool?
+    }
+
+    /// Checks names and values; splits the non-secret attributes (stored in clear) from Enabled.
+    static func validate(_ attributes: [String: String], request: SNSRequest, context: SNSActionContext, creating: Bool,
+                         platform: String) throws(SNSError) -> Split {
+        try SNSAttributes.requireKnown(attributes, settable)
+        var split = Split()
+        for (name, value) in attributes {
+            switch name {
+            case "Enabled":
+                split.enabled = try SNSAttributes.bool(name, value)
+            case "SuccessFeedbackSampleRate":
+                guard let rate = Int(value), (0...100).contains(rate) else {
+                    throw SNSError.invalidParameter("Attributes", reason: "SuccessFeedbackSampleRate must be an integer from 0 to 100")
+                }
+                split.stored[name] = String(rate)
+            case _ where eventAttributes.contains(name):
+                if !value.isEmpty {
+                    guard let arn = SNSARN.parse(value), case .topic = arn.resource, arn.region == request.region,
+                          arn.account == request.caller.accountID else {
+                        throw SNSError.invalidParameter("Attributes", reason: "\(name) must be a topic ARN of this account and region")
+                    }
+                }
+                split.stored[name] = value
+            case _ where secretAttributes.contains(name):
+                if value.isEmpty { throw SNSError.invalidParameter("Attributes", reason: "\(name) must not be empty") }
+            default:
+                split.stored[name] = value
+            }
+        }
+        return split
+    }
+}

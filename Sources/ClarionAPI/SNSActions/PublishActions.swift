@@ -1,0 +1,200 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+
+/// Publish and PublishBatch (providers.md C.2, C.4). A publish is validated completely, then stored through
+/// the group-commit batcher; the MessageId is returned only after the commit.
+enum PublishActions {
+    static let sizeLimit = SNSActionTable.publishPayloadLimit
+    static let batchLimit = 10
+
+    enum Target {
+        case endpoint(EndpointRecord, arn: String)
+        case topic(TopicRecord, arn: String)
+    }
+
+    static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
+        // No table-level size limit: a message over 256 KB is SNS's InvalidParameter "Message too long",
+        // answered by the handler (the router's body limit still bounds what is read).
+        table.register("Publish") { request throws(SNSError) in
+            let target = try await resolveTarget(request, context)
+            let message = try accept(request.parameters, target: target, request: request, context: context)
+            let id = try await commit(message, context)
+            return XMLResponse { $0.element("MessageId", id.externalID.uuidString.lowercased()) }
+        }
+
+        table.register("PublishBatch") { request throws(SNSError) in
+            let (topic, arn) = try await TopicActions.topic(request, context)
+            let entries = try request.parameters.structList("PublishBatchRequestEntries")
+            guard !entries.isEmpty else { throw SNSError.emptyBatchRequest() }
+            guard entries.count <= batchLimit else { throw SNSError.tooManyEntriesInBatchRequest() }
+            var ids = Set<String>()
+            for entry in entries {
+                guard let id = entry["Id"], isBatchEntryID(id) else { throw SNSError.invalidBatchEntryId() }
+                guard ids.insert(id).inserted else { throw SNSError.batchEntryIdsNotDistinct() }
+            }
+            guard entries.reduce(0, { $0 + $1.payloadBytes }) <= sizeLimit else { throw SNSError.batchRequestTooLong() }
+
+            var failed: [(id: String, error: SNSError)] = []
+            var accepted: [(id: String, message: NewMessage)] = []
+            for entry in entries {
+                let id = entry["Id"] ?? ""
+                do throws(SNSError) {
+                    accepted.append((id, try accept(entry, target: .topic(topic, arn: arn), request: request, context: context)))
+                } catch {
+                    failed.append((id, error))
+                }
+            }
+            // Every accepted entry goes to the batcher at once, so they share a commit.
+            let stored = await withTaskGroup(of: (String, Result<MessageID, StoreError>).self) { group in
+                for (id, message) in accepted {
+                    group.addTask {
+                        do throws(StoreError) {
+                            return (id, .success(try await context.batcher.publish(message)))
+                        } catch {
+                            return (id, .failure(error))
+                        }
+                    }
+                }
+                var results: [String: Result<MessageID, StoreError>] = [:]
+                for await (id, result) in group { results[id] = result }
+                return results
+            }
+            var successful: [(id: String, messageID: String)] = []
+            for (id, _) in accepted {
+                switch stored[id] {
+                case .success(let messageID)?: successful.append((id, messageID.externalID.uuidString.lowercased()))
+                default: failed.append((id, SNSError.internalError()))
+                }
+            }
+            let order = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($0.element["Id"] ?? "", $0.offset) })
+            failed.sort { (order[$0.id] ?? 0) < (order[$1.id] ?? 0) }
+            return XMLResponse { xml in
+                xml.members("Successful", successful) { xml, item in
+                    xml.element("Id", item.id)
+                    xml.element("MessageId", item.messageID)
+                }
+                xml.members("Failed", failed) { xml, item in
+                    xml.element("Id", item.id)
+                    xml.element("Code", item.error.code)
+                    xml.element("Message", item.error.message)
+                    xml.element("SenderFault", item.error.fault == .sender)
+                }
+            }
+        }
+    }
+
+    static func isBatchEntryID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 80 && id.utf8.allSatisfy(PlatformApplicationActions.isNameByte)
+    }
+
+    static func commit(_ message: NewMessage, _ context: SNSActionContext) async throws(SNSError) -> MessageID {
+        do {
+            return try await context.batcher.publish(message)
+        } catch {
+            throw error.code == .unavailable ? SNSError.throttled("Publish rate exceeded; try again") : SNSError.internalError()
+        }
+    }
+
+    /// TopicArn, or TargetArn (an endpoint or a topic); one of them, not both; no SMS.
+    static func resolveTarget(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> Target {
+        let parameters = request.parameters
+        if parameters["PhoneNumber"] != nil {
+            throw SNSError.invalidParameter("PhoneNumber", reason: "SMS is not supported by this service")
+        }
+        let topicARN = parameters["TopicArn"].flatMap { $0.isEmpty ? nil : $0 }
+        let targetARN = parameters["TargetArn"].flatMap { $0.isEmpty ? nil : $0 }
+        switch (topicARN, targetARN) {
+        case (nil, nil):
+            throw SNSError.invalidParameter(message: "Invalid parameter: TopicArn or TargetArn Reason: no value for required parameter")
+        case (.some, .some):
+            throw SNSError.invalidParameter(message: "Invalid parameter: TopicArn or TargetArn Reason: Only one of TopicArn or TargetArn may be specified")
+        case (let topic?, nil):
+            let (record, arn) = try await TopicActions.topic(request, context, parameter: "TopicArn", value: topic)
+            return .topic(record, arn: arn)
+        case (nil, let target?):
+            let arn = try request.arn("TargetArn", value: target)
+            switch arn.resource {
+            case .topic:
+                let (record, text) = try await TopicActions.topic(request, context, parameter: "TargetArn", value: target)
+                return .topic(record, arn: text)
+            case .endpoint:
+                let endpoint: EndpointRecord
+                do {
+                    endpoint = try await EndpointActions.endpoint(request, context, parameter: "TargetArn", value: target)
+                } catch where error.code == "NotFound" {
+                    throw SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
+                }
+                guard endpoint.applicationEnabled else { throw SNSError.platformApplicationDisabled() }
+                guard endpoint.enabled else { throw SNSError.endpointDisabled() }
+                return .endpoint(endpoint, arn: arn.text)
+            default:
+                throw SNSError.invalidParameter("TargetArn", reason: "not an endpoint or topic ARN")
+            }
+        }
+    }
+
+    /// Validates one message (Publish's parameters or one PublishBatch entry) for its target and builds the row.
+    static func accept(_ parameters: SNSParameters, target: Target, request: SNSRequest,
+                       context: SNSActionContext) throws(SNSError) -> NewMessage {
+        let text = try parameters.required("Message")
+        guard !text.isEmpty else { throw SNSError.invalidParameter(message: "Invalid parameter: Empty message") }
+        let attributes = try parameters.messageAttributes()
+        var size = text.utf8.count
+        for (name, value) in attributes {
+            size += name.utf8.count + value.dataType.utf8.count + (value.stringValue?.utf8.count ?? 0) + (value.binaryValue?.count ?? 0)
+        }
+        guard size <= sizeLimit else { throw SNSError.invalidParameter(message: "Invalid parameter: Message too long") }
+        if let subject = parameters["Subject"] {
+            guard !subject.isEmpty, subject.count <= 100,
+                  subject.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+                throw SNSError.invalidParameter("Subject", reason: "must be 1 to 100 printable characters without line breaks")
+            }
+        }
+        let structureText = parameters["MessageStructure"]
+        do {
+            let structure = try MessageStructure.parse(structureText)
+            var values: [String: MessageAttributeValue] = [:]
+            for (name, value) in attributes {
+                values[name] = MessageAttributeValue(dataType: value.dataType, stringValue: value.stringValue, binaryValue: value.binaryValue)
+            }
+            _ = try MobilePushAttributes.parse(values)
+            switch target {
+            case .topic:
+                _ = try SNSMessage.parse(message: text, structure: structure, requireDefault: true)
+            case .endpoint(let endpoint, _):
+                let parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: false)
+                if let platform = Platform(rawValue: endpoint.platform) { try parsed.requireEntry(for: platform) }
+            }
+        } catch {
+            throw SNSError.invalidParameter(message: error.message)
+        }
+        let messageTarget: MessageTarget
+        let account: Int64
+        switch target {
+        case .topic(let topic, let arn):
+            messageTarget = .topic(key: topic.key, arn: arn)
+            account = topic.accountKey
+        case .endpoint(let endpoint, let arn):
+            messageTarget = .endpoint(key: endpoint.key, arn: arn)
+            account = endpoint.accountKey
+        }
+        return NewMessage(externalID: context.makeID(), accountKey: account, target: messageTarget, message: text,
+                          structure: structureText.flatMap { $0.isEmpty ? nil : $0 }, subject: parameters["Subject"],
+                          attributesJSON: attributesJSON(attributes))
+    }
+
+    /// `{"Name": {"DataType": "String", "StringValue": "..."}}`, BinaryValue as base64.
+    static func attributesJSON(_ attributes: [String: SNSMessageAttribute]) -> String {
+        guard !attributes.isEmpty else { return "{}" }
+        var object: [String: [String: String]] = [:]
+        for (name, value) in attributes {
+            var entry = ["DataType": value.dataType]
+            if let string = value.stringValue { entry["StringValue"] = string }
+            if let binary = value.binaryValue { entry["BinaryValue"] = Data(binary).base64EncodedString() }
+            object[name] = entry
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// SNS's ARN forms (providers.md C; issue 5):
+///
+///     arn:aws:sns:<region>:<account>:app/<PLATFORM>/<name>
+///     arn:aws:sns:<region>:<account>:endpoint/<PLATFORM>/<app>/<uuid>
+///     arn:aws:sns:<region>:<account>:<topic>
+///     arn:aws:sns:<region>:<account>:<topic>:<uuid>
+struct SNSARN: Equatable {
+    enum Resource: Equatable {
+        case application(platform: String, name: String)
+        case endpoint(platform: String, application: String, id: UUID)
+        case topic(name: String)
+        case subscription(topic: String, id: UUID)
+    }
+
+    let region: String
+    let account: String
+    let resource: Resource
+
+    var text: String {
+        let base = "arn:aws:sns:\(region):\(account):"
+        switch resource {
+        case .application(let platform, let name): return base + "app/\(platform)/\(name)"
+        case .endpoint(let platform, let application, let id): return base + "endpoint/\(platform)/\(application)/\(id.uuidString.lowercased())"
+        case .topic(let name): return base + name
+        case .subscription(let topic, let id): return base + "\(topic):\(id.uuidString.lowercased())"
+        }
+    }
+
+    static func application(_ region: String, _ account: String, platform: String, name: String) -> String {
+        SNSARN(region: region, account: account, resource: .application(platform: platform, name: name)).text
+    }
+
+    static func endpoint(_ region: String, _ account: String, platform: String, application: String, id: UUID) -> String {
+        SNSARN(region: region, account: account, resource: .endpoint(platform: platform, application: application, id: id)).text
+    }
+
+    static func topic(_ region: String, _ account: String, name: String) -> String {
+        SNSARN(region: region, account: account, resource: .topic(name: name)).text
+    }
+
+    static func subscription(_ region: String, _ account: String, topic: String, id: UUID) -> String {
+        SNSARN(region: region, account: account, resource: .subscription(topic: topic, id: id)).text
+    }
+
+    /// Parses any of the four forms; nil for anything else.
+    static func parse(_ text: String) -> SNSARN? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 6 || parts.count == 7, parts[0] == "arn", parts[1] == "aws", parts[2] == "sns",
+              !parts[3].isEmpty, !parts[4].isEmpty, !parts[5].isEmpty else { return nil }
+        let (region, account, rest) = (parts[3], parts[4], parts[5])
+        if parts.count == 7 {
+            guard !rest.contains("/"), let id = UUID(uuidString: parts[6]) else { return nil }
+            return SNSARN(region: region, account: account, resource: .subscription(topic: rest, id: id))
+        }
+        let segments = rest.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        switch segments.first {
+        case "app" where segments.count == 3 && !segments[1].isEmpty && !segments[2].isEmpty:
+            return SNSARN(region: region, account: account, resource: .application(platform: segments[1], name: segments[2]))
+        case "endpoint" where segments.count == 4 && !segments[1].isEmpty && !segments[2].isEmpty:
+            guard let id = UUID(uuidString: segments[3]) else { return nil }
+            return SNSARN(region: region, account: account,
+                          resource: .endpoint(platform: segments[1], application: segments[2], id: id))
+        default:
+            guard segments.count == 1 else { return nil }
+            return SNSARN(region: region, account: account, resource: .topic(name: rest))
+        }
+    }
+}

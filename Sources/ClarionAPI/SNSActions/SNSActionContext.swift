@@ -1,0 +1,65 @@
+import ClarionCrypto
+import ClarionStore
+import Foundation
+import Synchronization
+
+/// What the SNS actions stand on: the repositories, the publish batcher, the region for ARNs, and the
+/// injected clock and id source (tests make them deterministic).
+public struct SNSActionContext: Sendable {
+    public let accounts: AccountRepository
+    public let applications: PlatformApplicationRepository
+    public let endpoints: EndpointRepository
+    public let topics: TopicRepository
+    public let subscriptions: SubscriptionRepository
+    public let tags: TagRepository
+    public let batcher: PublishBatcher
+    public let region: String
+    public let clock: @Sendable () -> Date
+    public let makeID: @Sendable () -> UUID
+    let accountKeys = AccountKeyCache()
+
+    public init(accounts: AccountRepository, applications: PlatformApplicationRepository, endpoints: EndpointRepository,
+                topics: TopicRepository, subscriptions: SubscriptionRepository, tags: TagRepository, batcher: PublishBatcher,
+                region: String, clock: @escaping @Sendable () -> Date = { Date() },
+                makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+        self.accounts = accounts
+        self.applications = applications
+        self.endpoints = endpoints
+        self.topics = topics
+        self.subscriptions = subscriptions
+        self.tags = tags
+        self.batcher = batcher
+        self.region = region
+        self.clock = clock
+        self.makeID = makeID
+    }
+
+    /// Every repository over one pool and master key.
+    public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+        self.init(accounts: AccountRepository(pool: pool, masterKey: masterKey),
+                  applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
+                  endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
+                  subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
+                  batcher: batcher, region: region, clock: clock, makeID: makeID)
+    }
+
+    /// The caller's internal account key. Accounts never change key, so it is cached after the first lookup
+    /// (which creates the account when authentication is disabled and it does not exist yet).
+    func accountKey(_ caller: SNSCaller) async throws(SNSError) -> Int64 {
+        if let key = accountKeys.get(caller.accountID) { return key }
+        do {
+            let account = try await accounts.ensureAccount(accountID: caller.accountID)
+            accountKeys.set(caller.accountID, account.key)
+            return account.key
+        } catch {
+            throw SNSError.internalError()
+        }
+    }
+}
+
+final class AccountKeyCache: Sendable {
+    private let keys = Mutex<[String: Int64]>([:])
+    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
+    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
+}

@@ -1,0 +1,71 @@
+import ClarionStore
+import Foundation
+
+/// Helpers shared by the action handlers.
+extension SNSRequest {
+    /// The ARN in parameter `name` (required), in this region and the caller's account.
+    func arn(_ name: String) throws(SNSError) -> SNSARN {
+        try arn(name, value: try parameters.required(name))
+    }
+
+    func arn(_ name: String, value: String) throws(SNSError) -> SNSARN {
+        guard let arn = SNSARN.parse(value) else {
+            throw SNSError.invalidParameter(name, reason: "An ARN must have the form arn:aws:sns:<region>:<account>:<resource>")
+        }
+        guard arn.region == region else {
+            throw SNSError.invalidParameter(name, reason: "The ARN is not in region \(region)")
+        }
+        guard arn.account == caller.accountID else {
+            throw SNSError.authorizationError("The caller is not authorized to access \(value)")
+        }
+        return arn
+    }
+
+    /// A NextToken as the key to continue after; tokens are the decimal key of the last item of a page.
+    func nextToken() throws(SNSError) -> Int64? {
+        guard let token = parameters["NextToken"], !token.isEmpty else { return nil }
+        guard let key = Int64(token), key > 0 else { throw SNSError.invalidParameter("NextToken") }
+        return key
+    }
+}
+
+/// Runs a store call and turns its failure into an SNS error: `.notFound` becomes `notFound` when given,
+/// everything unexpected becomes InternalError (the store's message stays out of the response).
+func store<T: Sendable>(notFound: SNSError? = nil, _ body: () async throws(StoreError) -> T) async throws(SNSError) -> T {
+    do {
+        return try await body()
+    } catch {
+        if error.code == .notFound, let notFound { throw notFound }
+        throw SNSError.internalError()
+    }
+}
+
+enum SNSAttributes {
+    static func bool(_ name: String, _ value: String) throws(SNSError) -> Bool {
+        switch value.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw SNSError.invalidParameter("Attributes", reason: "\(name) must be true or false")
+        }
+    }
+
+    static func requireKnown(_ attributes: [String: String], _ known: Set<String>) throws(SNSError) {
+        for name in attributes.keys.sorted() where !known.contains(name) {
+            throw SNSError.invalidParameter("Attributes", reason: "Unknown attribute name: \(name)")
+        }
+    }
+
+    /// A JSON object text, as FilterPolicy and Policy must be.
+    static func isJSONObject(_ text: String) -> Bool {
+        guard let data = text.data(using: .utf8),
+              let object = try? JSONSerialization.jsonObject(with: data) else { return false }
+        return object is [String: Any]
+    }
+}
+
+extension XMLWriter {
+    /// `<NextToken>` for a page that has one.
+    mutating func nextToken(_ key: Int64?) {
+        element("NextToken", ifPresent: key.map(String.init))
+    }
+}

@@ -1,0 +1,160 @@
+import ClarionStore
+import Foundation
+
+/// Subscribe (Protocol=application), Unsubscribe, ListSubscriptions, ListSubscriptionsByTopic,
+/// Get/SetSubscriptionAttributes.
+enum SubscriptionActions {
+    static let settable: Set<String> = ["FilterPolicy", "FilterPolicyScope", "RawMessageDelivery", "DeliveryPolicy",
+                                        "RedrivePolicy", "SubscriptionRoleArn"]
+    static let notFound = SNSError.notFound("Subscription does not exist")
+
+    static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
+        table.register("Subscribe") { request throws(SNSError) in
+            let (topic, topicARN) = try await TopicActions.topic(request, context)
+            let proto = try request.parameters.required("Protocol")
+            guard proto == "application" else {
+                throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints only: use the application protocol")
+            }
+            guard let target = request.parameters["Endpoint"], !target.isEmpty else {
+                throw SNSError.invalidParameter("Endpoint", reason: "An application subscription needs an endpoint ARN")
+            }
+            let endpoint = try await EndpointActions.endpoint(request, context, parameter: "Endpoint", value: target)
+            let attributes = try request.parameters.stringMap("Attributes")
+            try SNSAttributes.requireKnown(attributes, settable)
+            for (name, value) in attributes { try validate(name, value) }
+            var stored = attributes
+            let policy = stored.removeValue(forKey: "FilterPolicy").flatMap { $0.isEmpty ? nil : $0 }
+            let id = context.makeID()
+            let (subscription, _) = try await store { () async throws(StoreError) in
+                try await context.subscriptions.subscribe(topicKey: topic.key, endpointKey: endpoint.key, externalID: id,
+                                                          filterPolicy: policy, attributes: stored)
+            }
+            _ = topicARN
+            let arn = subscriptionARN(request, subscription)
+            return XMLResponse { $0.element("SubscriptionArn", arn) }
+        }
+
+        table.register("Unsubscribe") { request throws(SNSError) in
+            let arn = try request.arn("SubscriptionArn")
+            guard case .subscription(_, let id) = arn.resource else {
+                throw SNSError.invalidParameter("SubscriptionArn", reason: "not a subscription ARN")
+            }
+            let account = try await context.accountKey(request.caller)
+            if let record = try? await context.subscriptions.get(externalID: id), record.accountKey == account {
+                _ = try await store { () async throws(StoreError) in try await context.subscriptions.unsubscribe(externalID: id) }
+            }
+            return .empty
+        }
+
+        table.register("GetSubscriptionAttributes") { request throws(SNSError) in
+            let record = try await subscription(request, context)
+            var attributes = record.attributes
+            attributes["SubscriptionArn"] = subscriptionARN(request, record)
+            attributes["TopicArn"] = SNSARN.topic(request.region, request.caller.accountID, name: record.topicName)
+            attributes["Owner"] = request.caller.accountID
+            attributes["Protocol"] = record.protocol
+            attributes["Endpoint"] = endpointText(request, record)
+            attributes["ConfirmationWasAuthenticated"] = "true"
+            attributes["PendingConfirmation"] = "false"
+            attributes["RawMessageDelivery"] = record.attributes["RawMessageDelivery"] ?? "false"
+            if let policy = record.filterPolicy {
+                attributes["FilterPolicy"] = policy
+                attributes["FilterPolicyScope"] = record.attributes["FilterPolicyScope"] ?? "MessageAttributes"
+            }
+            return XMLResponse { $0.entries("Attributes", attributes) }
+        }
+
+        table.register("SetSubscriptionAttributes") { request throws(SNSError) in
+            let record = try await subscription(request, context)
+            let name = try request.parameters.required("AttributeName")
+            guard settable.contains(name) else {
+                throw SNSError.invalidParameter("AttributeName", reason: "Unknown attribute name: \(name)")
+            }
+            let value = request.parameters["AttributeValue"].flatMap { $0.isEmpty ? nil : $0 }
+            if let value { try validate(name, value) }
+            _ = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await context.subscriptions.setAttribute(externalID: record.externalID, name: name, value: value)
+            }
+            return .empty
+        }
+
+        table.register("ListSubscriptions") { request throws(SNSError) in
+            let account = try await context.accountKey(request.caller)
+            let after = try request.nextToken()
+            let page = try await store { () async throws(StoreError) in
+                try await context.subscriptions.list(accountKey: account, after: after, limit: 100)
+            }
+            return XMLResponse { xml in
+                members(&xml, request, page.items)
+                xml.nextToken(page.next)
+            }
+        }
+
+        table.register("ListSubscriptionsByTopic") { request throws(SNSError) in
+            let (topic, _) = try await TopicActions.topic(request, context)
+            let after = try request.nextToken()
+            let page = try await store { () async throws(StoreError) in
+                try await context.subscriptions.list(topicKey: topic.key, after: after, limit: 100)
+            }
+            return XMLResponse { xml in
+                members(&xml, request, page.items)
+                xml.nextToken(page.next)
+            }
+        }
+    }
+
+    static func members(_ xml: inout XMLWriter, _ request: SNSRequest, _ items: [SubscriptionRecord]) {
+        xml.members("Subscriptions", items) { xml, record in
+            xml.element("SubscriptionArn", subscriptionARN(request, record))
+            xml.element("Owner", request.caller.accountID)
+            xml.element("Protocol", record.protocol)
+            xml.element("Endpoint", endpointText(request, record))
+            xml.element("TopicArn", SNSARN.topic(request.region, request.caller.accountID, name: record.topicName))
+        }
+    }
+
+    static func subscriptionARN(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
+        SNSARN.subscription(request.region, request.caller.accountID, topic: record.topicName, id: record.externalID)
+    }
+
+    static func endpointText(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
+        if let id = record.endpointExternalID, let platform = record.endpointPlatform, let app = record.endpointApplicationName {
+            return SNSARN.endpoint(request.region, request.caller.accountID, platform: platform, application: app, id: id)
+        }
+        return record.target ?? ""
+    }
+
+    static func subscription(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> SubscriptionRecord {
+        let arn = try request.arn("SubscriptionArn")
+        guard case .subscription(let topic, let id) = arn.resource else {
+            throw SNSError.invalidParameter("SubscriptionArn", reason: "not a subscription ARN")
+        }
+        let account = try await context.accountKey(request.caller)
+        let record = try await store(notFound: notFound) { () async throws(StoreError) in
+            try await context.subscriptions.get(externalID: id)
+        }
+        guard record.accountKey == account, record.topicName == topic else { throw notFound }
+        return record
+    }
+
+    static func validate(_ name: String, _ value: String) throws(SNSError) {
+        switch name {
+        case "FilterPolicy":
+            guard value.isEmpty || SNSAttributes.isJSONObject(value) else {
+                throw SNSError.invalidParameter(message: "Invalid parameter: FilterPolicy: failed to parse JSON.")
+            }
+        case "FilterPolicyScope":
+            guard value == "MessageAttributes" || value == "MessageBody" else {
+                throw SNSError.invalidParameter(message: "Invalid parameter: FilterPolicyScope: Invalid value [\(value)]. Please use either MessageBody or MessageAttributes")
+            }
+        case "RawMessageDelivery":
+            _ = try SNSAttributes.bool(name, value)
+        case "DeliveryPolicy", "RedrivePolicy":
+            guard SNSAttributes.isJSONObject(value) else {
+                throw SNSError.invalidParameter("Attributes", reason: "\(name): failed to parse JSON")
+            }
+        default:
+            break
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// The durable fan-out dispatcher: shards, leases, workers, retries and delivery accounting.
-public enum ClarionDispatch {}

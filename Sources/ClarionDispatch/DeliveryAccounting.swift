@@ -1,0 +1,127 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+
+/// One delivery as the accounting needs it.
+struct DeliveryFacts: Sendable, Hashable {
+    var endpoint: Int64
+    var application: Int64
+    var token: String
+    /// This attempt's number (1 for the first send).
+    var attempt: Int
+    /// Retries stop here: the earlier of the rendered push's expiry and the message's.
+    var expiresAt: Date?
+    var publishedAt: Date
+    /// `SuccessFeedbackSampleRate` of the application, 0...100.
+    var successSampleRate: Int
+}
+
+/// Turns outcomes into the writes of the next checkpoint: counters, failures by reason, delivery-log rows,
+/// endpoints to disable, tokens to replace, retries, applications to disable. Pure: time and randomness come in.
+struct DeliveryAccounting {
+    /// What became of a delivery.
+    enum Disposition: Equatable {
+        /// Final: delivered, failed, skipped or expired.
+        case final
+        /// Another attempt is scheduled.
+        case retry
+    }
+
+    var policy: RetryPolicy
+    private(set) var effects = OutcomeEffects()
+    private var disabledApplications: Set<Int64> = []
+
+    init(policy: RetryPolicy) {
+        self.policy = policy
+    }
+
+    /// Moves the accumulated writes out.
+    mutating func take() -> OutcomeEffects {
+        defer { effects = OutcomeEffects() }
+        return effects
+    }
+
+    mutating func recordSkipped(targeted: Bool) {
+        if targeted { effects.counters.targeted += 1 }
+        effects.counters.skipped += 1
+    }
+
+    /// Records one outcome. `targeted`: count the delivery as a target (first attempt from a shard; retries
+    /// were counted when first streamed). `sent`: a provider got the push.
+    @discardableResult
+    mutating func record(
+        _ outcome: DeliveryOutcome, facts: DeliveryFacts, sent: Bool, targeted: Bool, now: Date, unitRandom: Double
+    ) -> Disposition {
+        if targeted { effects.counters.targeted += 1 }
+        if sent { effects.counters.sent += 1 }
+        let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
+        switch outcome {
+        case .accepted:
+            effects.counters.accepted += 1
+            sampleSuccess(facts, dwell: dwell, unitRandom: unitRandom)
+            return .final
+        case .tokenReplaced(let newToken, _):
+            effects.counters.accepted += 1
+            effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))
+            sampleSuccess(facts, dwell: dwell, unitRandom: unitRandom)
+            return .final
+        case .expired:
+            effects.counters.expired += 1
+            return .final
+        case .tokenInvalid(let reason, let at):
+            fail(outcome, reason: reason, facts: facts, dwell: dwell)
+            effects.disable.append(EndpointDisable(endpoint: facts.endpoint, token: facts.token, reason: reason, at: at ?? now))
+            return .final
+        case .credentialsInvalid(let reason):
+            fail(outcome, reason: reason, facts: facts, dwell: dwell)
+            if disabledApplications.insert(facts.application).inserted {
+                effects.disableApplications.append(ApplicationDisable(application: facts.application, reason: reason, at: now))
+            }
+            return .final
+        case .messageInvalid(let reason), .rejected(let reason):
+            fail(outcome, reason: reason, facts: facts, dwell: dwell)
+            return .final
+        case .retryable(let reason, _), .authTokenExpired(let reason):
+            switch policy.next(attempt: facts.attempt, outcome: outcome, now: now, expiresAt: facts.expiresAt,
+                               unitRandom: unitRandom) {
+            case .retry(let at):
+                effects.counters.retried += 1
+                effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt, notBefore: at, reason: reason))
+                return .retry
+            case .stop(.expired):
+                effects.counters.expired += 1
+                return .final
+            case .stop:
+                fail(outcome, reason: reason, facts: facts, dwell: dwell)
+                return .final
+            }
+        }
+    }
+
+    private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int) {
+        effects.counters.failed += 1
+        let key = Self.reasonKey(reason)
+        effects.failures[key, default: 0] += 1
+        effects.log.append(DeliveryLogEntry(
+            endpoint: facts.endpoint, status: "FAILURE", providerStatus: nil,
+            providerResponse: outcome.label + ": " + String(reason.prefix(500)), attempts: facts.attempt,
+            dwellMilliseconds: dwell))
+    }
+
+    private mutating func sampleSuccess(_ facts: DeliveryFacts, dwell: Int, unitRandom: Double) {
+        guard facts.successSampleRate > 0, unitRandom * 100 < Double(facts.successSampleRate) else { return }
+        effects.log.append(DeliveryLogEntry(
+            endpoint: facts.endpoint, status: "SUCCESS", providerStatus: nil, providerResponse: nil,
+            attempts: facts.attempt, dwellMilliseconds: dwell))
+    }
+
+    /// Failure reasons are provider reason codes (a bounded set); anything long is cut so a free-text reason
+    /// cannot grow the per-shard table without bound.
+    static func reasonKey(_ reason: String) -> String {
+        reason.count <= 80 ? reason : String(reason.prefix(80))
+    }
+
+    static func milliseconds(_ interval: TimeInterval) -> Int {
+        Int(max(0, min(interval * 1000, Double(Int32.max))))
+    }
+}

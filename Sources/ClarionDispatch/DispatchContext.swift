@@ -1,0 +1,75 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+import Synchronization
+
+/// What a dispatcher's workers share: the store, the transports, the configuration, the stop flags, and the
+/// applications this process has seen disabled (so every worker stops sending to them at once).
+final class DispatchContext: Sendable {
+    let jobs: FanOutJobs
+    let directory: any PushTransportDirectory
+    let configuration: DispatcherConfiguration
+    let observer: (any DispatcherObserver)?
+
+    private struct State {
+        var stopping = false
+        var abandoned = false
+        var disabledApplications: Set<Int64> = []
+        var inboxes: [ObjectIdentifier: CompletionInbox] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init(jobs: FanOutJobs, directory: any PushTransportDirectory, configuration: DispatcherConfiguration,
+         observer: (any DispatcherObserver)?) {
+        self.jobs = jobs
+        self.directory = directory
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    var isStopping: Bool { state.withLock { $0.stopping || $0.abandoned } }
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    func stop(abandon: Bool) {
+        let inboxes = state.withLock { state -> [CompletionInbox] in
+            state.stopping = true
+            if abandon { state.abandoned = true }
+            return Array(state.inboxes.values)
+        }
+        for inbox in inboxes { abandon ? inbox.close() : inbox.poke() }
+    }
+
+    func register(_ inbox: CompletionInbox) {
+        let stopping = state.withLock { state -> Bool in
+            state.inboxes[ObjectIdentifier(inbox)] = inbox
+            return state.stopping
+        }
+        if stopping { inbox.poke() }
+    }
+
+    func unregister(_ inbox: CompletionInbox) {
+        _ = state.withLock { $0.inboxes.removeValue(forKey: ObjectIdentifier(inbox)) }
+    }
+
+    func markApplicationDisabled(_ key: Int64) {
+        _ = state.withLock { $0.disabledApplications.insert(key) }
+    }
+
+    func isApplicationDisabled(_ key: Int64) -> Bool {
+        state.withLock { $0.disabledApplications.contains(key) }
+    }
+
+    /// The lanes of one message for one worker, resolved on first sight of each application.
+    func lanes(for keys: [Int64], content: MessageContent, into lanes: inout [Int64: ApplicationLane]) async throws(StoreError) {
+        let missing = Array(Set(keys.filter { lanes[$0] == nil }))
+        guard !missing.isEmpty else { return }
+        let applications = try await jobs.applications(missing)
+        let now = configuration.now()
+        for application in applications {
+            lanes[application.key] = await ApplicationLane.make(
+                application, content: content, directory: directory,
+                disabledInProcess: isApplicationDisabled(application.key), now: now)
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+import Synchronization
+
+/// The fan-out dispatcher of one process: plans published messages into shards, claims shards under leases,
+/// runs up to `shardWorkers` shard workers and a retry worker, and hands everything back on shutdown.
+///
+/// Wiring (the app's job): build a `PGPool` (size at least `shardWorkers + 2`: each worker uses a connection
+/// only for the duration of a query), a `PushTransportDirectory` over the provider registry, then
+///
+///     let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: .init(shardWorkers: 4))
+///     async let done: Void = dispatcher.run()
+///     ...
+///     dispatcher.shutdown()   // stop claiming, drain or hand back in-flight work, release leases
+///     await done
+///
+/// Wake-ups: a thread of its own LISTENs on `clarion_work` (the publish path NOTIFYs after commit); polling with
+/// backoff up to `maxPollInterval` is the fallback, and also finds shards whose lease expired (a node died).
+public final class Dispatcher: Sendable {
+    public let configuration: DispatcherConfiguration
+    let context: DispatchContext
+    private let listenConninfo: String
+    private let signal = WakeSignal()
+    private let retrySignal = WakeSignal()
+    private let activeWorkers = Mutex(0)
+
+    public init(
+        pool: PGPool, directory: any PushTransportDirectory, configuration: DispatcherConfiguration = DispatcherConfiguration(),
+        observer: (any DispatcherObserver)? = nil, listenConninfo: String? = nil
+    ) {
+        self.configuration = configuration
+        self.context = DispatchContext(
+            jobs: FanOutJobs(pool: pool), directory: directory, configuration: configuration, observer: observer)
+        self.listenConninfo = listenConninfo ?? pool.conninfo
+    }
+
+    public var owner: String { configuration.owner }
+
+    /// Works until `shutdown()` (then returns after every shard was finished or handed back).
+    public func run() async {
+        let listener = WorkListener(conninfo: listenConninfo, channel: FanOutJobs.workChannel) { [signal] in signal.raise() }
+        listener.start()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.retryLoop() }
+            await self.claimLoop(group: &group)
+        }
+        listener.stop()
+        if !context.isAbandoned {
+            // Anything still leased under this owner (a worker that failed on a store error) goes back now,
+            // not when the lease expires.
+            _ = try? await context.jobs.releaseAll(owner: configuration.owner)
+        }
+    }
+
+    /// Stops claiming; in-flight deliveries finish (up to `shutdownGrace`), then shards are released at their
+    /// checkpoints. `run()` returns when that is done.
+    public func shutdown() {
+        context.stop(abandon: false)
+        signal.raise()
+        retrySignal.raise()
+    }
+
+    /// Checks for work now (the publish path in the same process can call it instead of waiting for NOTIFY).
+    public func wake() {
+        signal.raise()
+        retrySignal.raise()
+    }
+
+    /// Stops at once without writing anything, as if the process were killed: leases stay until they expire
+    /// and deliveries since the last checkpoint will be sent again by whoever resumes. For tests.
+    func abandon() {
+        context.stop(abandon: true)
+        signal.raise()
+        retrySignal.raise()
+    }
+
+    private func claimLoop(group: inout DiscardingTaskGroup) async {
+        let jobs = context.jobs
+        var idle = 0.02
+        while !context.isStopping {
+            var progressed = false
+            if (try? await jobs.planPending(limit: 16, shardSize: configuration.shardSize)) ?? 0 > 0 { progressed = true }
+            let free = configuration.shardWorkers - activeWorkers.withLock { $0 }
+            if free > 0, !context.isStopping {
+                let claims = (try? await jobs.claim(
+                    owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration)) ?? []
+                for claim in claims {
+                    progressed = true
+                    activeWorkers.withLock { $0 += 1 }
+                    context.observer?.shardClaimed(
+                        shard: claim.shard, message: claim.message, owner: configuration.owner, checkpoint: claim.checkpoint)
+                    group.addTask {
+                        let exit = await ShardWorker(claim: claim, context: self.context).run()
+                        self.context.observer?.shardEnded(shard: claim.shard, owner: self.configuration.owner, how: exit)
+                        self.activeWorkers.withLock { $0 -= 1 }
+                        self.signal.raise()
+                        if exit == .finished { self.retrySignal.raise() }
+                    }
+                }
+            }
+            if progressed {
+                idle = 0.02
+                continue
+            }
+            let woken = await signal.wait(timeout: idle)
+            idle = woken ? 0.02 : min(configuration.maxPollInterval, idle * 2)
+        }
+    }
+
+    private func retryLoop() async {
+        let worker = RetryWorker(context: context)
+        var idle = 0.02
+        while !context.isStopping {
+            let handled = (try? await worker.runOnce()) ?? 0
+            if handled > 0 {
+                idle = 0.02
+                continue
+            }
+            var timeout = min(configuration.maxPollInterval, idle)
+            if let due = try? await context.jobs.nextRetryDue() {
+                timeout = max(0.01, min(configuration.maxPollInterval, due.timeIntervalSince(configuration.now())))
+            }
+            _ = await retrySignal.wait(timeout: timeout)
+            idle = min(configuration.maxPollInterval, idle * 2)
+        }
+    }
+}
+
+/// A level-triggered wake-up: a raise while nobody waits is remembered until the next wait.
+final class WakeSignal: Sendable {
+    private struct State {
+        var raised = false
+        var waiter: CheckedContinuation<Bool, Never>?
+        var generation: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    func raise() {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard let waiter = state.waiter else {
+                state.raised = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: true)
+    }
+
+    /// True when raised, false on timeout.
+    func wait(timeout: Double) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let generation = state.withLock { state -> UInt64? in
+                if state.raised {
+                    state.raised = false
+                    return nil
+                }
+                state.generation &+= 1
+                state.waiter = continuation
+                return state.generation
+            }
+            guard let generation else {
+                continuation.resume(returning: true)
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0.001, timeout)) { [self] in
+                let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                    guard state.generation == generation, let waiter = state.waiter else { return nil }
+                    state.waiter = nil
+                    return waiter
+                }
+                waiter?.resume(returning: false)
+            }
+        }
+    }
+}
+
+/// LISTENs on the work channel on a thread of its own (libpq blocks; the cooperative pool never waits on it),
+/// reconnecting after errors. Each notification batch calls `onWake`.
+final class WorkListener: Sendable {
+    private let conninfo: String
+    private let channel: String
+    private let onWake: @Sendable () -> Void
+    private let stopped = Mutex(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(conninfo: String, channel: String, onWake: @escaping @Sendable () -> Void) {
+        self.conninfo = conninfo
+        self.channel = channel
+        self.onWake = onWake
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            loop()
+            finished.signal()
+        }
+        thread.name = "clarion-dispatch-listen"
+        thread.start()
+    }
+
+    /// Returns once the thread has closed its connection (within about half a second).
+    func stop() {
+        stopped.withLock { $0 = true }
+        finished.wait()
+    }
+
+    private func loop() {
+        var connection: PGConnection?
+        while !stopped.withLock({ $0 }) {
+            do throws(StoreError) {
+                if connection == nil {
+                    let fresh = try PGConnection(conninfo: conninfo, applicationName: "clarion-dispatch-listen")
+                    try fresh.listen(channel)
+                    connection = fresh
+                    onWake()  // anything published while we were not listening
+                }
+                if let connection, !(try connection.waitForNotifications(timeout: 0.5)).isEmpty { onWake() }
+            } catch {
+                connection = nil
+                usleep(500_000)
+            }
+        }
+        connection = nil
+    }
+}

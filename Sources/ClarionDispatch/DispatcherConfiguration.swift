@@ -1,0 +1,102 @@
+import ClarionCore
+import Foundation
+
+/// Tuning and injected dependencies of a `Dispatcher`.
+public struct DispatcherConfiguration: Sendable {
+    /// Names this dispatcher in leases; unique per process (host, pid and a random part by default).
+    public var owner: String
+    /// Shards worked at once.
+    public var shardWorkers: Int
+    /// A lease not renewed for this long may be taken over by another dispatcher.
+    public var leaseDuration: Double
+    /// Checkpoint after this many deliveries reached a final outcome...
+    public var checkpointEvery: Int
+    /// ...or this many seconds after the last checkpoint when something changed (the lease is renewed at
+    /// least every `leaseDuration / 3` regardless).
+    public var checkpointInterval: Double
+    /// Deliveries of one shard between its checkpoint and the stream position (in flight or waiting).
+    public var maxInFlightPerShard: Int
+    /// Deliveries handed to a transport per submit.
+    public var submitBatchSize: Int
+    /// Targets read per keyset page.
+    public var pageSize: Int
+    /// Targets per shard when a topic message is planned.
+    public var shardSize: Int
+    /// Longest sleep between polls when no notification arrives.
+    public var maxPollInterval: Double
+    public var retryPolicy: RetryPolicy
+    /// Retries claimed per round.
+    public var retryBatchSize: Int
+    /// Endpoints whose token was not refreshed for this long are skipped; nil never skips for staleness.
+    public var staleAfter: TimeInterval?
+    /// On shutdown, how long in-flight deliveries may take before the shards are handed back anyway.
+    public var shutdownGrace: Double
+    /// A delivery whose outcome never arrives counts as retryable after this long.
+    public var deliveryTimeout: Double
+    /// Delivery ids in payloads (`RenderSettings.deliveryIDKey`); nil sends none.
+    public var deliveryIDs: DeliveryIDCodec?
+    /// The clock (tests may shift it); leases use the database's clock.
+    public var now: @Sendable () -> Date
+    /// Uniform in 0..<1: retry jitter and success sampling.
+    public var unitRandom: @Sendable () -> Double
+
+    public init(
+        owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, leaseDuration: Double = 30,
+        checkpointEvery: Int = 2_000, checkpointInterval: Double = 0.25, maxInFlightPerShard: Int = 1_000,
+        submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
+        retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
+        shutdownGrace: Double = 10, deliveryTimeout: Double = 120, deliveryIDs: DeliveryIDCodec? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.owner = owner
+        self.shardWorkers = max(1, shardWorkers)
+        self.leaseDuration = max(0.5, leaseDuration)
+        self.checkpointEvery = max(1, checkpointEvery)
+        self.checkpointInterval = checkpointInterval
+        self.maxInFlightPerShard = max(1, maxInFlightPerShard)
+        self.submitBatchSize = max(1, submitBatchSize)
+        self.pageSize = max(1, pageSize)
+        self.shardSize = max(1, shardSize)
+        self.maxPollInterval = maxPollInterval
+        self.retryPolicy = retryPolicy
+        self.retryBatchSize = max(1, retryBatchSize)
+        self.staleAfter = staleAfter
+        self.shutdownGrace = shutdownGrace
+        self.deliveryTimeout = deliveryTimeout
+        self.deliveryIDs = deliveryIDs
+        self.now = now
+        self.unitRandom = unitRandom
+    }
+
+    public static func defaultOwner() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// The most deliveries a worker killed without warning can have sent past its last checkpoint: what popped
+    /// since the checkpoint plus what was in flight, plus one submit batch of slack.
+    public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + submitBatchSize }
+}
+
+/// Lifecycle events of a dispatcher, for metrics and tests. Called on worker tasks: keep it short.
+public protocol DispatcherObserver: Sendable {
+    func shardClaimed(shard: Int64, message: Int64, owner: String, checkpoint: Int64)
+    func shardEnded(shard: Int64, owner: String, how: ShardWorkerExit)
+}
+
+/// How a shard worker stopped.
+public enum ShardWorkerExit: Sendable, Hashable {
+    /// Every target has a final outcome or a scheduled retry.
+    case finished
+    /// Handed back at shutdown (state ready at its checkpoint).
+    case released
+    /// The lease was taken over by another dispatcher.
+    case leaseLost
+    /// Stopped without writing anything (a simulated crash).
+    case abandoned
+    /// A store error; the lease will expire and the shard be resumed from its checkpoint.
+    case failed(String)
+}

@@ -1,0 +1,89 @@
+import ClarionCore
+import ClarionProviders
+import ClarionStore
+import Foundation
+
+/// `PushTransport` over a `ClarionProviders.ProviderClient` (the HTTP/2 pools of one platform application).
+public final class ProviderClientTransport: PushTransport {
+    public let client: ProviderClient
+
+    public init(client: ProviderClient) {
+        self.client = client
+    }
+
+    public func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int {
+        let converted = deliveries.map {
+            ProviderDelivery(token: $0.token, deliveryID: $0.deliveryID, tokenUpdatedAt: $0.tokenUpdatedAt, tag: $0.tag)
+        }
+        // The dispatcher's own inbox takes provider results as they are; any other sink gets them converted.
+        let providerSink: any ProviderResultSink = (sink as? CompletionInbox) ?? ProviderSinkBridge(sink)
+        return client.submit(push, deliveries: converted, sink: providerSink)
+    }
+}
+
+extension CompletionInbox: ProviderResultSink {
+    func receive(_ results: [ProviderDeliveryResult]) {
+        receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome) })
+    }
+}
+
+/// Converts provider results for a sink that is not the dispatcher's inbox.
+final class ProviderSinkBridge: ProviderResultSink {
+    let sink: any PushResultSink
+
+    init(_ sink: any PushResultSink) {
+        self.sink = sink
+    }
+
+    func receive(_ results: [ProviderDeliveryResult]) {
+        sink.receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome) })
+    }
+}
+
+/// Resolves platform applications to provider clients from a `ProviderRegistry` (which shares pools, JWT signers
+/// and OAuth token sources between applications with the same credentials).
+///
+/// The credentials are sealed in the database; `credentials` opens them (the app wiring passes
+/// `PlatformApplicationRepository.credentials(applicationKey:)`). Attributes that cannot make a client (a
+/// missing or unusable key, a refused CA) disable the application like a provider's credential refusal.
+public struct ProviderRegistryDirectory: PushTransportDirectory {
+    public let registry: ProviderRegistry
+    public let credentials: @Sendable (Int64) async throws -> PlatformCredentials
+    public let serverTrustedCAPEM: String?
+    /// Payload key for delivery ids (`RenderSettings.deliveryIDKey`); nil puts none in payloads.
+    public let deliveryIDKey: String?
+
+    public init(registry: ProviderRegistry, credentials: @escaping @Sendable (Int64) async throws -> PlatformCredentials,
+                serverTrustedCAPEM: String? = nil, deliveryIDKey: String? = nil) {
+        self.registry = registry
+        self.credentials = credentials
+        self.serverTrustedCAPEM = serverTrustedCAPEM
+        self.deliveryIDKey = deliveryIDKey
+    }
+
+    public func resolve(_ application: DispatchApplication) async -> TransportResolution {
+        guard let platform = Platform(rawValue: application.platform) else {
+            return .unavailable(.rejected(reason: "UnknownPlatform"))
+        }
+        let opened: PlatformCredentials
+        do {
+            opened = try await credentials(application.key)
+        } catch {
+            // A store problem is not the application's fault: retry later rather than disable it.
+            return .unavailable(.retryable(reason: "CredentialsUnavailable", retryAfter: 5))
+        }
+        var attributes = application.attributes
+        if let credential = opened.credential { attributes[ProviderAttribute.platformCredential] = credential }
+        if let principal = opened.principal { attributes[ProviderAttribute.platformPrincipal] = principal }
+        do {
+            let client = try registry.client(applicationID: String(application.key), platform: platform,
+                                             attributes: attributes, serverTrustedCAPEM: serverTrustedCAPEM)
+            let ttl = application.attributes["DefaultTTL"].flatMap { Int($0) }
+            return .ready(ProviderClientTransport(client: client),
+                          RenderSettings(apnsBundleID: client.application.apnsBundleID, defaultTTL: ttl,
+                                         deliveryIDKey: deliveryIDKey))
+        } catch {
+            return .unavailable(.credentialsInvalid(reason: error.description))
+        }
+    }
+}

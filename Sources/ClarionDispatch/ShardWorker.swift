@@ -1,0 +1,254 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+
+/// Works one claimed shard: streams its targets in key order from the checkpoint, renders once per application
+/// (platform) of the message, feeds the transports with a bounded number in flight, and checkpoints every few
+/// thousand outcomes or few hundred milliseconds.
+///
+/// One task runs the worker; transports report outcomes in batches through a `CompletionInbox`. Nothing here
+/// allocates a task, a continuation or a statement per push: memory is the window (`maxInFlightPerShard`
+/// entries), one keyset page and the writes of one checkpoint interval.
+///
+/// States: streaming -> draining (targets exhausted, outcomes awaited) -> finished; streaming/draining ->
+/// handing back (shutdown: no new sends, in-flight outcomes awaited up to the grace period) -> released;
+/// any -> lease lost (a checkpoint found the lease taken) or abandoned (simulated crash: nothing written).
+final class ShardWorker {
+    struct Entry {
+        var key: Int64
+        var facts: DeliveryFacts?
+        var skipped: Bool
+    }
+
+    let claim: ShardClaim
+    let context: DispatchContext
+    private let inbox = CompletionInbox()
+    private var window = DeliveryWindow<Entry>()
+    private var accounting: DeliveryAccounting
+    private var lanes: [Int64: ApplicationLane] = [:]
+    private var pending: [Int64: [PushDelivery]] = [:]
+    private var pendingCount = 0
+    private var awaiting = 0
+    private var checkpointKey: Int64
+    private var poppedSinceCheckpoint = 0
+    private var lastCheckpoint = ContinuousClock.now
+    private let clock = ContinuousClock()
+    private var configuration: DispatcherConfiguration { context.configuration }
+
+    init(claim: ShardClaim, context: DispatchContext) {
+        self.claim = claim
+        self.context = context
+        self.checkpointKey = claim.checkpoint
+        self.accounting = DeliveryAccounting(policy: context.configuration.retryPolicy)
+    }
+
+    func run() async -> ShardWorkerExit {
+        context.register(inbox)
+        defer { context.unregister(inbox) }
+        do {
+            return try await work()
+        } catch {
+            inbox.close()
+            return .failed(error.description)
+        }
+    }
+
+    private func work() async throws(StoreError) -> ShardWorkerExit {
+        let job = try await context.jobs.message(claim.message)
+        let content = MessageContent(job)
+        let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
+        var page: [ShardTarget] = []
+        var index = 0
+        var cursor = claim.checkpoint
+        var exhausted = false
+        var stoppingSince: ContinuousClock.Instant?
+
+        while true {
+            if context.isAbandoned {
+                inbox.close()
+                return .abandoned
+            }
+            if stoppingSince == nil, context.isStopping {
+                stoppingSince = clock.now
+                dropPending()
+            }
+            // Fill the window from the stream.
+            if stoppingSince == nil {
+                while window.count < configuration.maxInFlightPerShard, !exhausted {
+                    if index == page.count {
+                        page = try await context.jobs.targets(
+                            of: job, shard: claim, after: cursor, limit: configuration.pageSize, staleBefore: staleBefore)
+                        index = 0
+                        if page.isEmpty {
+                            exhausted = true
+                            break
+                        }
+                        try await context.lanes(for: page.map(\.application), content: content, into: &lanes)
+                    }
+                    let target = page[index]
+                    index += 1
+                    cursor = target.key
+                    enqueue(target, publishedAt: job.publishedAt, message: job.key)
+                }
+                if !exhausted, index == page.count, page.count < configuration.pageSize { exhausted = true }
+                submitAll()
+            }
+            let absorbed = absorb(inbox.take())
+            popCompleted()
+
+            if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
+                switch try await writeCheckpoint(.finish) {
+                case .applied: return .finished
+                case .leaseLost: return leaseLost()
+                }
+            }
+            if let since = stoppingSince {
+                if awaiting == 0 || since.duration(to: clock.now) > .seconds(configuration.shutdownGrace) {
+                    inbox.close()
+                    switch try await writeCheckpoint(.release) {
+                    case .applied: return .released
+                    case .leaseLost: return .leaseLost
+                    }
+                }
+            } else if checkpointDue() {
+                if case .leaseLost = try await writeCheckpoint(.renew(seconds: configuration.leaseDuration)) {
+                    return leaseLost()
+                }
+            }
+            let canFill = stoppingSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
+                && pendingCount == 0
+            if absorbed == 0, !canFill {
+                await inbox.wait(timeout: waitTimeout())
+            }
+        }
+    }
+
+    private func leaseLost() -> ShardWorkerExit {
+        inbox.close()
+        return .leaseLost
+    }
+
+    // MARK: Stream -> window
+
+    private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
+        guard target.enabled, !target.stale, let lane = lanes[target.application] else {
+            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
+            window.complete(sequence, .expired, sent: false)
+            return
+        }
+        let facts = DeliveryFacts(
+            endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
+            expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate)
+        let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
+        if let unsent = lane.unsent {
+            window.complete(sequence, unsent, sent: false)
+            return
+        }
+        let deliveryID = configuration.deliveryIDs?.encode(DeliveryID(messageKey: message, endpointKey: target.endpoint))
+        pending[target.application, default: []].append(
+            PushDelivery(token: target.token, deliveryID: deliveryID, tokenUpdatedAt: target.tokenUpdatedAt, tag: sequence))
+        pendingCount += 1
+        if pending[target.application]!.count >= configuration.submitBatchSize { submit(target.application) }
+    }
+
+    private func submitAll() {
+        for application in pending.keys where !(pending[application]?.isEmpty ?? true) { submit(application) }
+    }
+
+    private func submit(_ application: Int64) {
+        guard let deliveries = pending[application], !deliveries.isEmpty else { return }
+        guard let lane = lanes[application], lane.unsent == nil, let transport = lane.transport, let push = lane.push else {
+            failPending(application, with: lanes[application]?.unsent ?? ApplicationLane.applicationDisabled)
+            return
+        }
+        let admitted = min(deliveries.count, max(0, transport.submit(push, deliveries: deliveries, sink: inbox)))
+        awaiting += admitted
+        pendingCount -= admitted
+        pending[application] = admitted == deliveries.count ? [] : Array(deliveries[admitted...])
+    }
+
+    private func failPending(_ application: Int64, with outcome: DeliveryOutcome) {
+        guard let deliveries = pending[application] else { return }
+        for delivery in deliveries { window.complete(delivery.tag, outcome, sent: false) }
+        pendingCount -= deliveries.count
+        pending[application] = []
+    }
+
+    /// Shutdown: what was not handed to a transport stays past the checkpoint for the next owner.
+    private func dropPending() {
+        pending.removeAll()
+        pendingCount = 0
+    }
+
+    private func absorb(_ results: [PushResult]) -> Int {
+        for result in results {
+            guard let entry = window.entry(result.tag) else { continue }
+            guard window.complete(result.tag, result.outcome, sent: true) else { continue }
+            awaiting -= 1
+            if result.outcome.disablesApplication, let application = entry.facts?.application {
+                // Stop this application's sends now, here and in every worker of this process.
+                context.markApplicationDisabled(application)
+                lanes[application]?.unsent = ApplicationLane.applicationDisabled
+                failPending(application, with: ApplicationLane.applicationDisabled)
+            }
+        }
+        return results.count
+    }
+
+    private func popCompleted() {
+        let now = configuration.now()
+        var popped = 0
+        var lastKey = checkpointKey
+        var accounting = self.accounting
+        let random = configuration.unitRandom
+        window.popCompleted { entry, outcome, sent in
+            if entry.skipped {
+                accounting.recordSkipped(targeted: true)
+            } else if let facts = entry.facts {
+                accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, unitRandom: random())
+            }
+            lastKey = entry.key
+            popped += 1
+        }
+        self.accounting = accounting
+        checkpointKey = lastKey
+        poppedSinceCheckpoint += popped
+    }
+
+    // MARK: Checkpoints
+
+    private func checkpointDue() -> Bool {
+        let elapsed = lastCheckpoint.duration(to: clock.now)
+        if poppedSinceCheckpoint >= configuration.checkpointEvery { return true }
+        if poppedSinceCheckpoint > 0, elapsed >= .seconds(configuration.checkpointInterval) { return true }
+        return elapsed >= .seconds(configuration.leaseDuration / 3)
+    }
+
+    private func waitTimeout() -> Double {
+        let elapsed = lastCheckpoint.duration(to: clock.now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let untilRenewal = configuration.leaseDuration / 3 - seconds
+        return max(0.005, min(configuration.checkpointInterval, untilRenewal))
+    }
+
+    /// Writes the checkpoint with the popped deliveries' effects; a store error is retried a few times with the
+    /// same effects (nothing was committed), then thrown: the lease expires and the shard resumes elsewhere.
+    private func writeCheckpoint(_ lease: LeaseDisposition) async throws(StoreError) -> CheckpointResult {
+        let effects = accounting.take()
+        let key = lease == .finish ? claim.hi : checkpointKey
+        var attempt = 0
+        while true {
+            do {
+                let result = try await context.jobs.checkpoint(
+                    claim, message: claim.message, checkpoint: key, effects: effects, lease: lease)
+                poppedSinceCheckpoint = 0
+                lastCheckpoint = clock.now
+                return result
+            } catch {
+                attempt += 1
+                if attempt >= 3 || context.isAbandoned { throw error }
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+    }
+}

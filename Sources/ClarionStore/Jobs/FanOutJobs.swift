@@ -1,0 +1,536 @@
+import Foundation
+
+/// The fan-out job queue in PostgreSQL (design.md "Fan-out protocol"): plan, claim, stream targets,
+/// checkpoint, release, finish, retries, and the message status query.
+///
+/// PostgreSQL is the coordinator: shards are claimed with `FOR UPDATE SKIP LOCKED` under a lease whose
+/// fencing token (`claims`) every later write checks, so a worker that lost its lease cannot write over the
+/// one that took it. Every statement is keyed by message, topic, shard or application; the hot path writes
+/// only at checkpoints (one transaction per few thousand deliveries), never per delivery.
+public struct FanOutJobs: Sendable {
+    public let pool: PGPool
+
+    public init(pool: PGPool) {
+        self.pool = pool
+    }
+
+    /// The channel the publish path notifies after committing a message.
+    public static let workChannel = "clarion_work"
+
+    // MARK: Plan
+
+    /// Cuts unplanned messages into shards; returns how many messages were planned.
+    ///
+    /// A topic's subscriptions are walked through the `(topic, id)` index one boundary at a time
+    /// (`OFFSET shardSize - 1 LIMIT 1`), so planning a million-subscription topic reads about a hundred index
+    /// entries per shard boundary query, not the rows. Each shard holds `shardSize` subscriptions at planning
+    /// time; subscriptions added later with higher ids are not part of this publish.
+    @discardableResult
+    public func planPending(limit: Int = 16, shardSize: Int = 10_000) async throws(StoreError) -> Int {
+        let size = max(1, shardSize)
+        return try await pool.transaction { (c) throws(StoreError) -> Int in
+            let pending = try c.query("""
+                SELECT id, target_kind, target_id FROM messages
+                WHERE NOT planned ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                """, [limit])
+            var planned = 0
+            for row in pending.rows {
+                let message = try row.requireInt64(0)
+                let kind = row.string(1) ?? ""
+                let target = row.int64(2)
+                try Self.plan(c, message: message, kind: kind, target: target, shardSize: size)
+                planned += 1
+            }
+            return planned
+        }
+    }
+
+    static func plan(_ c: PGConnection, message: Int64, kind: String, target: Int64?, shardSize: Int) throws(StoreError) {
+        let existing = try c.query("SELECT count(*) FROM fanout_shards WHERE message = $1", [message])
+        if (existing.first?.int64(0) ?? 0) > 0 {
+            try c.query("UPDATE messages SET planned = true WHERE id = $1", [message])
+            return
+        }
+        var los: [Int64] = []
+        var his: [Int64] = []
+        var counts: [Int64] = []
+        switch (kind, target) {
+        case ("endpoint", let endpoint?):
+            los = [endpoint - 1]
+            his = [endpoint]
+            counts = [1]
+        case ("topic", let topic?):
+            var last: Int64 = 0
+            while true {
+                let boundary = try c.query("""
+                    SELECT id FROM subscriptions WHERE topic = $1 AND id > $2 ORDER BY id OFFSET $3 LIMIT 1
+                    """, [topic, last, shardSize - 1])
+                if let hi = boundary.first?.int64(0) {
+                    los.append(last)
+                    his.append(hi)
+                    counts.append(Int64(shardSize))
+                    last = hi
+                    continue
+                }
+                let tail = try c.query("""
+                    SELECT count(*), max(id) FROM (
+                        SELECT id FROM subscriptions WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3) t
+                    """, [topic, last, shardSize])
+                if let row = tail.first, let count = row.int64(0), count > 0, let hi = row.int64(1) {
+                    los.append(last)
+                    his.append(hi)
+                    counts.append(count)
+                }
+                break
+            }
+        default:
+            // 'user' and 'audience' targets are not planned by this dispatcher yet: fail them visibly rather
+            // than leave them Enqueued for ever.
+            try c.query("""
+                UPDATE messages SET planned = true, state = 'Failed', started_at = coalesce(started_at, now()),
+                    completed_at = now() WHERE id = $1
+                """, [message])
+            return
+        }
+        if los.isEmpty {
+            // Nothing to deliver (an empty topic): the message is complete at once.
+            try c.query("""
+                UPDATE messages SET planned = true, state = 'Completed', started_at = coalesce(started_at, now()),
+                    completed_at = now() WHERE id = $1 AND state IN ('Enqueued', 'Processing')
+                """, [message])
+            return
+        }
+        try c.query("""
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets)
+            SELECT $1, lo, hi, lo, n FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) AS t(lo, hi, n)
+            """, [message, PGArrayParameter(text: PGArrayLiteral.int64s(los)),
+                  PGArrayParameter(text: PGArrayLiteral.int64s(his)), PGArrayParameter(text: PGArrayLiteral.int64s(counts))])
+        try c.query("UPDATE messages SET planned = true WHERE id = $1", [message])
+    }
+
+    // MARK: Claim
+
+    /// Claims up to `limit` ready shards, or shards whose lease expired, for `owner`.
+    public func claim(owner: String, limit: Int = 1, leaseSeconds: Double) async throws(StoreError) -> [ShardClaim] {
+        try await pool.transaction { (c) throws(StoreError) -> [ShardClaim] in
+            let result = try c.query("""
+                WITH c AS (
+                    SELECT id FROM fanout_shards
+                    WHERE state = 'ready' OR (state = 'leased' AND lease_expires_at < now())
+                    ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                UPDATE fanout_shards s SET state = 'leased', lease_owner = $1,
+                    lease_expires_at = now() + make_interval(secs => $3), claims = s.claims + 1, updated_at = now()
+                FROM c WHERE s.id = c.id
+                RETURNING s.id, s.message, s.lo, s.hi, s.checkpoint, s.claims, s.lease_expires_at
+                """, [owner, limit, leaseSeconds])
+            var claims: [ShardClaim] = []
+            for row in result.rows {
+                claims.append(ShardClaim(
+                    shard: try row.requireInt64(0), message: try row.requireInt64(1), lo: try row.requireInt64(2),
+                    hi: try row.requireInt64(3), checkpoint: try row.requireInt64(4), claim: Int32(try row.requireInt64(5)),
+                    owner: owner, leaseExpiresAt: try row.requireDate(6)))
+            }
+            if !claims.isEmpty {
+                try c.query("""
+                    UPDATE messages SET state = 'Processing', started_at = coalesce(started_at, now())
+                    WHERE id = ANY($1::bigint[]) AND state = 'Enqueued'
+                    """, [PGArrayParameter(text: PGArrayLiteral.int64s(claims.map(\.message)))])
+            }
+            return claims
+        }
+    }
+
+    /// Hands back every shard and retry `owner` still holds (shutdown after the workers stopped, or a node
+    /// restarting under the same name). Returns the number of shards released.
+    @discardableResult
+    public func releaseAll(owner: String) async throws(StoreError) -> Int {
+        try await pool.transaction { (c) throws(StoreError) -> Int in
+            let shards = try c.query("""
+                UPDATE fanout_shards SET state = 'ready', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+                WHERE state = 'leased' AND lease_owner = $1
+                """, [owner])
+            try c.query("""
+                UPDATE delivery_retries SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1
+                """, [owner])
+            return shards.affectedRows
+        }
+    }
+
+    // MARK: Read
+
+    public func message(_ key: Int64) async throws(StoreError) -> MessageJob {
+        try await pool.withConnection { (c) throws(StoreError) -> MessageJob in
+            let result = try c.query("""
+                SELECT id, external_id, account, target_kind, target_id, message, structure, subject, attributes::text,
+                    published_at, expires_at, state
+                FROM messages WHERE id = $1
+                """, [key])
+            guard let row = result.first else { throw StoreError(.notFound, "message \(key) does not exist") }
+            guard let external = row.uuid(1), let kind = MessageJob.TargetKind(rawValue: row.string(3) ?? ""),
+                  let state = MessageState(rawValue: row.string(11) ?? "") else {
+                throw StoreError(.invalidData, "message \(key) has an unreadable row")
+            }
+            return MessageJob(
+                key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), targetKind: kind,
+                targetID: row.int64(4), message: try row.requireString(5), structure: row.string(6), subject: row.string(7),
+                attributesJSON: row.string(8) ?? "{}", publishedAt: try row.requireDate(9), expiresAt: row.date(10),
+                state: state)
+        }
+    }
+
+    /// Up to `limit` targets of a shard after key `after` (the checkpoint, then the last key read), in key
+    /// order: a keyset page, so memory stays flat whatever the shard or topic size.
+    public func targets(
+        of message: MessageJob, shard: ShardClaim, after: Int64, limit: Int, staleBefore: Date?
+    ) async throws(StoreError) -> [ShardTarget] {
+        let stale: Date = staleBefore ?? Date(timeIntervalSince1970: 0)
+        let kind = message.targetKind
+        let target = message.targetID ?? 0
+        return try await pool.withConnection { (c) throws(StoreError) -> [ShardTarget] in
+            let result: PGResult
+            switch kind {
+            case .topic:
+                result = try c.query("""
+                    SELECT s.id, e.id, e.application, e.token, e.enabled,
+                        coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at)
+                    FROM subscriptions s JOIN endpoints e ON e.id = s.endpoint
+                    WHERE s.topic = $1 AND s.id > $2 AND s.id <= $3
+                    ORDER BY s.id LIMIT $4
+                    """, [target, after, shard.hi, limit, stale])
+            case .endpoint:
+                result = try c.query("""
+                    SELECT e.id, e.id, e.application, e.token, e.enabled,
+                        coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at)
+                    FROM endpoints e WHERE e.id > $1 AND e.id <= $2
+                    ORDER BY e.id LIMIT $3
+                    """, [after, shard.hi, limit, stale])
+            case .user, .audience:
+                return []
+            }
+            var out: [ShardTarget] = []
+            out.reserveCapacity(result.rowCount)
+            for row in result.rows { out.append(try Self.target(row, offset: 0)) }
+            return out
+        }
+    }
+
+    static func target(_ row: PGRow, offset o: Int) throws(StoreError) -> ShardTarget {
+        ShardTarget(
+            key: try row.requireInt64(o), endpoint: try row.requireInt64(o + 1), application: try row.requireInt64(o + 2),
+            token: try row.requireString(o + 3), enabled: row.bool(o + 4) ?? false, stale: row.bool(o + 5) ?? false,
+            tokenUpdatedAt: row.date(o + 6))
+    }
+
+    public func applications(_ keys: [Int64]) async throws(StoreError) -> [DispatchApplication] {
+        guard !keys.isEmpty else { return [] }
+        return try await pool.withConnection { (c) throws(StoreError) -> [DispatchApplication] in
+            let result = try c.query("""
+                SELECT id, account, name, platform, enabled, disabled_reason, attributes::text
+                FROM platform_applications WHERE id = ANY($1::bigint[])
+                """, [PGArrayParameter(text: PGArrayLiteral.int64s(keys))])
+            var out: [DispatchApplication] = []
+            for row in result.rows {
+                out.append(DispatchApplication(
+                    key: try row.requireInt64(0), account: try row.requireInt64(1), name: try row.requireString(2),
+                    platform: try row.requireString(3), enabled: row.bool(4) ?? false, disabledReason: row.string(5),
+                    attributes: row.stringMap(6) ?? [:]))
+            }
+            return out
+        }
+    }
+
+    // MARK: Checkpoint
+
+    /// Writes a shard's progress in one transaction: checkpoint key, counters, failures by reason, delivery
+    /// log rows, endpoints disabled (with an event each), tokens replaced, retries, applications disabled (with
+    /// an event each), the lease renewed, released or the shard done; when done and the message has nothing
+    /// left, the message's final state.
+    ///
+    /// The first statement checks the fencing token; a lost lease rolls everything back.
+    public func checkpoint(
+        _ claim: ShardClaim, message: Int64, checkpoint key: Int64, effects: OutcomeEffects, lease: LeaseDisposition
+    ) async throws(StoreError) -> CheckpointResult {
+        do {
+            return try await withDeadlockRetry { () throws(StoreError) -> CheckpointResult in
+                try await pool.transaction { (c) throws(StoreError) -> CheckpointResult in
+                    let (state, renew): (String, Double?) = switch lease {
+                    case .renew(let seconds): ("leased", seconds)
+                    case .release: ("ready", nil)
+                    case .finish: ("done", nil)
+                    }
+                    let n = effects.counters
+                    let updated = try c.query("""
+                        UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
+                            targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
+                            retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
+                            state = $11,
+                            lease_owner = CASE WHEN $11 = 'leased' THEN lease_owner END,
+                            lease_expires_at = CASE WHEN $11 = 'leased' THEN now() + make_interval(secs => $12) END,
+                            updated_at = now()
+                        WHERE id = $1 AND claims = $2 AND state = 'leased' AND lease_owner = $13
+                        """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
+                              n.skipped, n.expired, state, renew ?? 0, claim.owner])
+                    guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
+                    try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
+                                          effects: effects, retryShard: claim.shard)
+                    if case .finish = lease { return .applied(finishedMessage: try Self.finishIfDone(c, message: message)) }
+                    return .applied(finishedMessage: nil)
+                }
+            }
+        } catch where error.code == .notFound && error.message == Self.leaseLostMessage {
+            return .leaseLost
+        }
+    }
+
+    static let leaseLostMessage = "the shard lease was taken over"
+
+    /// The writes shared by shard and retry checkpoints. Failures go to the given shards' rows.
+    static func writeEffects(
+        _ c: PGConnection, message: Int64, shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects,
+        retryShard: Int64?
+    ) throws(StoreError) {
+        var commands: [PGCommand] = []
+        for shard in shardFailures.keys.sorted() {
+            guard let failures = shardFailures[shard], !failures.isEmpty else { continue }
+            let reasons = failures.keys.sorted()
+            commands.append(PGCommand("""
+                INSERT INTO shard_failures (shard, reason, count)
+                SELECT $1, r, n FROM unnest($2::text[], $3::bigint[]) AS t(r, n)
+                ON CONFLICT (shard, reason) DO UPDATE SET count = shard_failures.count + excluded.count
+                """, [shard, PGArrayParameter(text: PGArrayLiteral.strings(reasons)),
+                      PGArrayParameter(text: PGArrayLiteral.int64s(reasons.map { failures[$0]! }))]))
+        }
+        if !effects.log.isEmpty {
+            let log = effects.log
+            commands.append(PGCommand("""
+                INSERT INTO delivery_log (message, endpoint, status, provider_status, provider_response, attempts, dwell_ms)
+                SELECT $1, e, s, ps, pr, a, d
+                FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[]) AS t(e, s, ps, pr, a, d)
+                """, [message, PGArrayParameter(text: PGArrayLiteral.int64s(log.map(\.endpoint))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(log.map(\.status))),
+                      PGArrayParameter(text: PGArrayLiteral.ints(log.map(\.providerStatus))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(log.map(\.providerResponse))),
+                      PGArrayParameter(text: PGArrayLiteral.ints(log.map { $0.attempts })),
+                      PGArrayParameter(text: PGArrayLiteral.ints(log.map { $0.dwellMilliseconds }))]))
+        }
+        if !effects.disable.isEmpty {
+            let d = effects.disable.sorted { $0.endpoint < $1.endpoint }
+            commands.append(PGCommand("""
+                WITH d AS (
+                    UPDATE endpoints e SET enabled = false, disabled_reason = t.reason, disabled_at = t.at, updated_at = now()
+                    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS t(id, token, reason, at)
+                    WHERE e.id = t.id AND e.token = t.token AND e.enabled
+                    RETURNING e.id, e.external_id, e.application, t.reason, t.at)
+                INSERT INTO events (account, kind, resource, detail)
+                SELECT a.account, 'EndpointDisabled', 'endpoint/' || d.external_id::text,
+                    jsonb_build_object('reason', d.reason, 'disabledAt', d.at, 'application', a.name,
+                                       'platform', a.platform, 'message', $5::bigint)
+                FROM d JOIN platform_applications a ON a.id = d.application
+                """, [PGArrayParameter(text: PGArrayLiteral.int64s(d.map(\.endpoint))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(d.map(\.token))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(d.map(\.reason))),
+                      PGArrayParameter(text: PGArrayLiteral.dates(d.map(\.at))), message]))
+        }
+        if !effects.replace.isEmpty {
+            let r = effects.replace.sorted { $0.endpoint < $1.endpoint }
+            // Skipped when another endpoint of the application already has the new token (unique key).
+            commands.append(PGCommand("""
+                WITH r AS (
+                    UPDATE endpoints e SET token = t.new, token_refreshed_at = now(), updated_at = now()
+                    FROM unnest($1::bigint[], $2::text[], $3::text[]) AS t(id, old, new)
+                    WHERE e.id = t.id AND e.token = t.old
+                      AND NOT EXISTS (SELECT 1 FROM endpoints o WHERE o.application = e.application AND o.token = t.new)
+                    RETURNING e.id, e.external_id, e.application)
+                INSERT INTO events (account, kind, resource, detail)
+                SELECT a.account, 'EndpointTokenReplaced', 'endpoint/' || r.external_id::text,
+                    jsonb_build_object('application', a.name, 'platform', a.platform, 'message', $4::bigint)
+                FROM r JOIN platform_applications a ON a.id = r.application
+                """, [PGArrayParameter(text: PGArrayLiteral.int64s(r.map(\.endpoint))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(r.map(\.oldToken))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(r.map(\.newToken))), message]))
+        }
+        if !effects.retries.isEmpty {
+            let r = effects.retries.sorted { $0.endpoint < $1.endpoint }
+            commands.append(PGCommand("""
+                INSERT INTO delivery_retries (message, endpoint, attempt, not_before, last_reason, shard)
+                SELECT $1, e, a, nb, r, $6 FROM unnest($2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(e, a, nb, r)
+                ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt, not_before = excluded.not_before,
+                    last_reason = excluded.last_reason, shard = coalesce(excluded.shard, delivery_retries.shard),
+                    lease_owner = NULL, lease_expires_at = NULL
+                """, [message, PGArrayParameter(text: PGArrayLiteral.int64s(r.map(\.endpoint))),
+                      PGArrayParameter(text: PGArrayLiteral.ints(r.map { $0.attempt })),
+                      PGArrayParameter(text: PGArrayLiteral.dates(r.map(\.notBefore))),
+                      PGArrayParameter(text: PGArrayLiteral.strings(r.map(\.reason))), retryShard]))
+        }
+        for app in effects.disableApplications {
+            commands.append(PGCommand("""
+                WITH a AS (
+                    UPDATE platform_applications SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = now()
+                    WHERE id = $1 AND enabled RETURNING id, account, name, platform)
+                INSERT INTO events (account, kind, resource, detail)
+                SELECT a.account, 'PlatformApplicationDisabled', 'app/' || a.platform || '/' || a.name,
+                    jsonb_build_object('reason', $2::text, 'disabledAt', $3::timestamptz, 'message', $4::bigint)
+                FROM a
+                """, [app.application, app.reason, app.at, message]))
+        }
+        if !commands.isEmpty { _ = try c.pipeline(commands) }
+    }
+
+    /// Under the message row's lock: when no shard is left and no retry waits, sets the final state from the
+    /// summed counters. The lock serialises the last two shards finishing at once, so exactly one sees
+    /// the other done (READ COMMITTED: each statement sees what committed before it).
+    static func finishIfDone(_ c: PGConnection, message: Int64) throws(StoreError) -> MessageState? {
+        let locked = try c.query("SELECT state FROM messages WHERE id = $1 FOR UPDATE", [message])
+        guard let current = locked.first.flatMap({ MessageState(rawValue: $0.string(0) ?? "") }), !current.isFinal else {
+            return nil
+        }
+        let totals = try c.query("""
+            SELECT count(*) FILTER (WHERE state <> 'done'), coalesce(sum(targeted), 0), coalesce(sum(sent), 0),
+                coalesce(sum(accepted), 0), coalesce(sum(failed), 0), coalesce(sum(retried), 0),
+                coalesce(sum(skipped), 0), coalesce(sum(expired), 0),
+                EXISTS (SELECT 1 FROM delivery_retries WHERE message = $1)
+            FROM fanout_shards WHERE message = $1
+            """, [message])
+        guard let row = totals.first, (row.int64(0) ?? 1) == 0, row.bool(8) == false else { return nil }
+        let counters = DeliveryCounters(
+            targeted: row.int64(1) ?? 0, sent: row.int64(2) ?? 0, accepted: row.int64(3) ?? 0, failed: row.int64(4) ?? 0,
+            retried: row.int64(5) ?? 0, skipped: row.int64(6) ?? 0, expired: row.int64(7) ?? 0)
+        let state = MessageState.final(for: counters)
+        try c.query("""
+            UPDATE messages SET state = $2, started_at = coalesce(started_at, now()), completed_at = now() WHERE id = $1
+            """, [message, state.rawValue])
+        return state
+    }
+
+    func withDeadlockRetry<T>(_ body: () async throws(StoreError) -> T) async throws(StoreError) -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch where error.code == .serializationFailure && attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
+    // MARK: Retries
+
+    /// Claims up to `limit` due retries for `owner`, with their endpoints (enabled or not: a disabled one is
+    /// skipped by the worker), oldest due first.
+    public func claimDueRetries(owner: String, limit: Int, leaseSeconds: Double) async throws(StoreError) -> [RetryClaim] {
+        try await pool.transaction { (c) throws(StoreError) -> [RetryClaim] in
+            let result = try c.query("""
+                WITH c AS (
+                    SELECT id FROM delivery_retries
+                    WHERE not_before <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                    ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED)
+                UPDATE delivery_retries r SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $3)
+                FROM c, endpoints e WHERE r.id = c.id AND e.id = r.endpoint
+                RETURNING r.id, r.message, r.shard, r.attempt, r.last_reason,
+                    e.id, e.id, e.application, e.token, e.enabled, false, coalesce(e.token_refreshed_at, e.created_at)
+                """, [owner, limit, leaseSeconds])
+            var out: [RetryClaim] = []
+            for row in result.rows {
+                out.append(RetryClaim(
+                    id: try row.requireInt64(0), message: try row.requireInt64(1), shard: row.int64(2),
+                    attempt: row.int(3) ?? 1, lastReason: row.string(4), target: try Self.target(row, offset: 5)))
+            }
+            return out
+        }
+    }
+
+    /// The earliest `not_before` of retries nobody holds, so an idle retry loop sleeps until then.
+    public func nextRetryDue() async throws(StoreError) -> Date? {
+        try await pool.withConnection { (c) throws(StoreError) -> Date? in
+            try c.query("SELECT min(not_before) FROM delivery_retries WHERE lease_owner IS NULL OR lease_expires_at < now()")
+                .first?.date(0)
+        }
+    }
+
+    /// Writes the outcomes of claimed retries of one message: finished retries deleted, rescheduled ones updated
+    /// (their `effects.retries` entries), counters and failures added to each retry's shard, side effects as in
+    /// a shard checkpoint; then the message finished if nothing is left.
+    public func completeRetries(
+        message: Int64, owner: String, finished: [Int64], shardCounters: [Int64: DeliveryCounters],
+        shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects
+    ) async throws(StoreError) -> MessageState? {
+        try await withDeadlockRetry { () throws(StoreError) -> MessageState? in
+            try await pool.transaction { (c) throws(StoreError) -> MessageState? in
+                var commands: [PGCommand] = []
+                if !finished.isEmpty {
+                    commands.append(PGCommand("DELETE FROM delivery_retries WHERE id = ANY($1::bigint[]) AND lease_owner = $2",
+                                              [PGArrayParameter(text: PGArrayLiteral.int64s(finished)), owner]))
+                }
+                for shard in shardCounters.keys.sorted() {
+                    let n = shardCounters[shard]!
+                    guard !n.isZero else { continue }
+                    commands.append(PGCommand("""
+                        UPDATE fanout_shards SET targeted = targeted + $2, sent = sent + $3, accepted = accepted + $4,
+                            failed = failed + $5, retried = retried + $6, skipped = skipped + $7, expired = expired + $8,
+                            updated_at = now()
+                        WHERE id = $1
+                        """, [shard, n.targeted, n.sent, n.accepted, n.failed, n.retried, n.skipped, n.expired]))
+                }
+                if !commands.isEmpty { _ = try c.pipeline(commands) }
+                // Rescheduled retries: the upsert in writeEffects updates attempt/not_before and clears the lease.
+                var rest = effects
+                rest.counters = DeliveryCounters()
+                try Self.writeEffects(c, message: message, shardFailures: shardFailures, effects: rest, retryShard: nil)
+                return try Self.finishIfDone(c, message: message)
+            }
+        }
+    }
+
+    // MARK: Status
+
+    /// The status of a message by its external id, optionally checked against the owning account; nil when
+    /// there is no such message (for that account).
+    public func messageStatus(externalID: UUID, account: Int64? = nil) async throws(StoreError) -> MessageStatus? {
+        try await pool.withConnection { (c) throws(StoreError) -> MessageStatus? in
+            let found = try c.query("SELECT id, account FROM messages WHERE external_id = $1", [externalID])
+            guard let row = found.first, let key = row.int64(0) else { return nil }
+            if let account, row.int64(1) != account { return nil }
+            return try Self.status(c, message: key)
+        }
+    }
+
+    /// The status of a message by its internal key.
+    public func messageStatus(key: Int64) async throws(StoreError) -> MessageStatus? {
+        try await pool.withConnection { (c) throws(StoreError) -> MessageStatus? in try Self.status(c, message: key) }
+    }
+
+    static func status(_ c: PGConnection, message: Int64) throws(StoreError) -> MessageStatus? {
+        let result = try c.query("""
+            SELECT m.id, m.external_id, m.account, m.state, m.target_kind, m.planned, m.published_at, m.started_at,
+                m.completed_at, m.expires_at,
+                count(s.id), count(s.id) FILTER (WHERE s.state = 'done'), coalesce(sum(s.planned_targets), 0),
+                coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
+                coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
+                coalesce(sum(s.expired), 0),
+                (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id)
+            FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
+            WHERE m.id = $1
+            GROUP BY m.id
+            """, [message])
+        guard let row = result.first else { return nil }
+        guard let external = row.uuid(1), let state = MessageState(rawValue: row.string(3) ?? "") else {
+            throw StoreError(.invalidData, "message \(message) has an unreadable row")
+        }
+        let failures = try c.query("""
+            SELECT f.reason, sum(f.count) FROM shard_failures f JOIN fanout_shards s ON s.id = f.shard
+            WHERE s.message = $1 GROUP BY f.reason
+            """, [message])
+        var byReason: [String: Int64] = [:]
+        for f in failures.rows { if let reason = f.string(0) { byReason[reason] = f.int64(1) ?? 0 } }
+        return MessageStatus(
+            key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), state: state,
+            targetKind: row.string(4) ?? "", planned: row.bool(5) ?? false, shards: row.int(10) ?? 0,
+            shardsDone: row.int(11) ?? 0, plannedTargets: row.int64(12) ?? 0,
+            counters: DeliveryCounters(
+                targeted: row.int64(13) ?? 0, sent: row.int64(14) ?? 0, accepted: row.int64(15) ?? 0,
+                failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
+                expired: row.int64(19) ?? 0),
+            failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
+            startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9))
+    }
+}

@@ -1,0 +1,291 @@
+import Foundation
+
+// Records of the fan-out job queue (design.md "Fan-out protocol"). Plain Sendable values: rows are mapped to
+// them on the connection's thread, so nothing of libpq leaves the pool.
+//
+// Shard encoding (shared with the publish path):
+// - a topic message (`target_kind = 'topic'`, `target_id` = topic key) is cut by `FanOutJobs.planPending` into
+//   shards whose keys are subscription ids, range (lo, hi];
+// - a direct publish (`target_kind = 'endpoint'`, `target_id` = endpoint key) is one shard whose key is the
+//   endpoint id: lo = endpoint - 1, hi = endpoint, checkpoint = lo. The publish path may insert it itself and set
+//   `planned = true`; if it leaves `planned = false`, the planner adds the shard (never a second one).
+
+/// Per-shard delivery counters, added at each checkpoint.
+///
+/// Invariant once a message is finished: `targeted == skipped + accepted + failed + expired`; `sent` counts
+/// provider hand-offs (retries included), `retried` the retries scheduled.
+public struct DeliveryCounters: Sendable, Hashable {
+    public var targeted: Int64 = 0
+    public var sent: Int64 = 0
+    public var accepted: Int64 = 0
+    public var failed: Int64 = 0
+    public var retried: Int64 = 0
+    public var skipped: Int64 = 0
+    public var expired: Int64 = 0
+
+    public init(targeted: Int64 = 0, sent: Int64 = 0, accepted: Int64 = 0, failed: Int64 = 0, retried: Int64 = 0,
+                skipped: Int64 = 0, expired: Int64 = 0) {
+        self.targeted = targeted
+        self.sent = sent
+        self.accepted = accepted
+        self.failed = failed
+        self.retried = retried
+        self.skipped = skipped
+        self.expired = expired
+    }
+
+    public var isZero: Bool { self == DeliveryCounters() }
+
+    /// Deliveries with a final outcome (or not attempted at all).
+    public var finished: Int64 { accepted + failed + skipped + expired }
+
+    public static func += (lhs: inout DeliveryCounters, rhs: DeliveryCounters) {
+        lhs.targeted += rhs.targeted
+        lhs.sent += rhs.sent
+        lhs.accepted += rhs.accepted
+        lhs.failed += rhs.failed
+        lhs.retried += rhs.retried
+        lhs.skipped += rhs.skipped
+        lhs.expired += rhs.expired
+    }
+}
+
+/// A message's lifecycle state (`messages.state`).
+///
+/// Transitions: Enqueued -> Processing (first shard claimed) -> Completed | Failed | Expired (last shard and last
+/// retry done). A message with nothing to deliver goes Enqueued -> Completed at planning.
+public enum MessageState: String, Sendable, Hashable {
+    case enqueued = "Enqueued"
+    case processing = "Processing"
+    case completed = "Completed"
+    case failed = "Failed"
+    case expired = "Expired"
+
+    public var isFinal: Bool { self == .completed || self == .failed || self == .expired }
+
+    /// The final state from the summed counters: Completed when anything was delivered or nothing was to be
+    /// sent; Expired when the only unsent outcome is expiry; Failed when failures and no delivery.
+    public static func final(for totals: DeliveryCounters) -> MessageState {
+        if totals.accepted > 0 { return .completed }
+        if totals.failed > 0 { return .failed }
+        if totals.expired > 0 { return .expired }
+        return .completed
+    }
+}
+
+/// A shard this worker holds under a lease. `claim` is the fencing token: every write checks it, so a worker
+/// whose lease expired and was taken over cannot write over the new holder.
+public struct ShardClaim: Sendable, Hashable {
+    public let shard: Int64
+    public let message: Int64
+    public let lo: Int64
+    public let hi: Int64
+    public let checkpoint: Int64
+    public let claim: Int32
+    public let owner: String
+    public let leaseExpiresAt: Date
+}
+
+/// What a worker needs of a message to render and send it.
+public struct MessageJob: Sendable, Hashable {
+    public enum TargetKind: String, Sendable, Hashable {
+        case endpoint, topic, user, audience
+    }
+
+    public let key: Int64
+    public let externalID: UUID
+    public let account: Int64
+    public let targetKind: TargetKind
+    public let targetID: Int64?
+    public let message: String
+    public let structure: String?
+    public let subject: String?
+    /// `messages.attributes` as JSON text (SNS `MessageAttributes`).
+    public let attributesJSON: String
+    public let publishedAt: Date
+    public let expiresAt: Date?
+    public let state: MessageState
+}
+
+/// One target of a shard, in key order.
+public struct ShardTarget: Sendable, Hashable {
+    /// The keyset key (subscription id for topics, endpoint id for direct publishes).
+    public let key: Int64
+    public let endpoint: Int64
+    public let application: Int64
+    public let token: String
+    public let enabled: Bool
+    /// Not refreshed within the staleness horizon: skipped and counted.
+    public let stale: Bool
+    /// When the token was last set (an APNs 410 older than this does not disable the endpoint).
+    public let tokenUpdatedAt: Date?
+}
+
+/// A platform application as the dispatcher sees it.
+public struct DispatchApplication: Sendable, Hashable {
+    public let key: Int64
+    public let account: Int64
+    public let name: String
+    public let platform: String
+    public let enabled: Bool
+    public let disabledReason: String?
+    /// Attributes as stored (jsonb of strings): settings such as `SuccessFeedbackSampleRate`.
+    public let attributes: [String: String]
+}
+
+/// A delivery waiting for another attempt, claimed by a retry worker.
+public struct RetryClaim: Sendable, Hashable {
+    public let id: Int64
+    public let message: Int64
+    /// The shard the delivery came from (nil for rows written before schema v4).
+    public let shard: Int64?
+    /// Attempts already made.
+    public let attempt: Int
+    public let lastReason: String?
+    public let target: ShardTarget
+}
+
+// MARK: - Checkpoint contents
+
+/// One delivery-log row (SNS delivery status): every failure, sampled successes.
+public struct DeliveryLogEntry: Sendable, Hashable {
+    public var endpoint: Int64
+    public var status: String
+    public var providerStatus: Int?
+    public var providerResponse: String?
+    public var attempts: Int
+    public var dwellMilliseconds: Int
+
+    public init(endpoint: Int64, status: String, providerStatus: Int? = nil, providerResponse: String? = nil,
+                attempts: Int, dwellMilliseconds: Int) {
+        self.endpoint = endpoint
+        self.status = status
+        self.providerStatus = providerStatus
+        self.providerResponse = providerResponse
+        self.attempts = attempts
+        self.dwellMilliseconds = dwellMilliseconds
+    }
+}
+
+/// An endpoint to disable. `token` guards against a concurrent token update: the endpoint is disabled only if
+/// it still has the token that was refused.
+public struct EndpointDisable: Sendable, Hashable {
+    public var endpoint: Int64
+    public var token: String
+    public var reason: String
+    public var at: Date
+
+    public init(endpoint: Int64, token: String, reason: String, at: Date) {
+        self.endpoint = endpoint
+        self.token = token
+        self.reason = reason
+        self.at = at
+    }
+}
+
+/// A token the provider replaced (ADM canonical registration id).
+public struct TokenReplacement: Sendable, Hashable {
+    public var endpoint: Int64
+    public var oldToken: String
+    public var newToken: String
+
+    public init(endpoint: Int64, oldToken: String, newToken: String) {
+        self.endpoint = endpoint
+        self.oldToken = oldToken
+        self.newToken = newToken
+    }
+}
+
+/// A delivery to try again, not before `notBefore`.
+public struct RetrySchedule: Sendable, Hashable {
+    public var endpoint: Int64
+    /// Attempts made so far.
+    public var attempt: Int
+    public var notBefore: Date
+    public var reason: String
+
+    public init(endpoint: Int64, attempt: Int, notBefore: Date, reason: String) {
+        self.endpoint = endpoint
+        self.attempt = attempt
+        self.notBefore = notBefore
+        self.reason = reason
+    }
+}
+
+/// A platform application whose credentials the provider refused.
+public struct ApplicationDisable: Sendable, Hashable {
+    public var application: Int64
+    public var reason: String
+    public var at: Date
+
+    public init(application: Int64, reason: String, at: Date) {
+        self.application = application
+        self.reason = reason
+        self.at = at
+    }
+}
+
+/// Side effects of a batch of outcomes, written in the checkpoint's transaction.
+public struct OutcomeEffects: Sendable, Hashable {
+    public var counters = DeliveryCounters()
+    public var failures: [String: Int64] = [:]
+    public var log: [DeliveryLogEntry] = []
+    public var disable: [EndpointDisable] = []
+    public var replace: [TokenReplacement] = []
+    public var retries: [RetrySchedule] = []
+    public var disableApplications: [ApplicationDisable] = []
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        counters.isZero && failures.isEmpty && log.isEmpty && disable.isEmpty && replace.isEmpty
+            && retries.isEmpty && disableApplications.isEmpty
+    }
+}
+
+/// What a shard checkpoint does to the lease.
+public enum LeaseDisposition: Sendable, Hashable {
+    /// Keep working: renew the lease for this many seconds.
+    case renew(seconds: Double)
+    /// Shutting down: hand the shard back (state ready) at the checkpoint.
+    case release
+    /// Every target has a final outcome or a scheduled retry: the shard is done.
+    case finish
+}
+
+/// Why a checkpoint did not apply.
+public enum CheckpointResult: Sendable, Hashable {
+    /// Written; when the shard finished and the message with it, its final state.
+    case applied(finishedMessage: MessageState?)
+    /// The lease was taken over (expired and claimed by another worker): stop, write nothing more.
+    case leaseLost
+}
+
+/// The status of a message for `GET /v1/messages/{id}`.
+public struct MessageStatus: Sendable, Hashable {
+    public let key: Int64
+    public let externalID: UUID
+    public let account: Int64
+    public let state: MessageState
+    public let targetKind: String
+    public let planned: Bool
+    public let shards: Int
+    public let shardsDone: Int
+    /// Targets counted when the shards were planned (subscriptions in the ranges), an estimate until the end.
+    public let plannedTargets: Int64
+    public let counters: DeliveryCounters
+    public let failuresByReason: [String: Int64]
+    public let pendingRetries: Int64
+    public let publishedAt: Date
+    public let startedAt: Date?
+    public let completedAt: Date?
+    public let expiresAt: Date?
+
+    /// 0...1: deliveries with a final outcome over the planned (or, when larger, counted) targets.
+    public var progress: Double {
+        if state.isFinal { return 1 }
+        let total = max(plannedTargets, counters.targeted)
+        guard total > 0 else { return 0 }
+        return min(1, Double(counters.finished) / Double(total))
+    }
+}

@@ -1,0 +1,230 @@
+import ClarionCore
+@testable import ClarionDispatch
+import ClarionStore
+import ClarionTestSupport
+import Foundation
+import Synchronization
+
+/// A transport that records every push it is handed and answers from a rule, asynchronously, in batches, as
+/// the HTTP/2 provider pools do. Stands in for ClarionProviders + the emulator, whose batch API was not
+/// committed when these tests were written.
+final class RecordingTransport: PushTransport, @unchecked Sendable {
+    struct Send: Sendable {
+        let token: String
+        let at: Date
+        let attempt: Int
+        let bodyBytes: Int
+    }
+
+    private struct State {
+        var sends: [Send] = []
+        var attempts: [String: Int] = [:]
+        var outstanding = 0
+    }
+
+    let rule: @Sendable (_ token: String, _ attempt: Int) -> DeliveryOutcome
+    let latency: Double
+    let capacity: Int
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "recording-transport", attributes: .concurrent)
+
+    init(latency: Double = 0.002, capacity: Int = 10_000,
+         rule: @escaping @Sendable (_ token: String, _ attempt: Int) -> DeliveryOutcome = { _, _ in .accepted(providerID: nil) }) {
+        self.rule = rule
+        self.latency = latency
+        self.capacity = capacity
+    }
+
+    func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int {
+        let now = Date()
+        let results = state.withLock { state -> [PushResult] in
+            let admitted = min(deliveries.count, max(0, capacity - state.outstanding))
+            state.outstanding += admitted
+            var results: [PushResult] = []
+            for delivery in deliveries.prefix(admitted) {
+                let attempt = state.attempts[delivery.token, default: 0] + 1
+                state.attempts[delivery.token] = attempt
+                let body = push.body(token: delivery.token, deliveryID: delivery.deliveryID)
+                state.sends.append(Send(token: delivery.token, at: now, attempt: attempt, bodyBytes: body.count))
+                results.append(PushResult(tag: delivery.tag, outcome: rule(delivery.token, attempt)))
+            }
+            return results
+        }
+        guard !results.isEmpty else { return 0 }
+        queue.asyncAfter(deadline: .now() + latency) { [self] in
+            state.withLock { $0.outstanding -= results.count }
+            sink.receive(results)
+        }
+        return results.count
+    }
+
+    var sends: [Send] { state.withLock { $0.sends } }
+    var sendCount: Int { state.withLock { $0.sends.count } }
+
+    /// Sends per token.
+    var counts: [String: Int] {
+        var out: [String: Int] = [:]
+        for send in sends { out[send.token, default: 0] += 1 }
+        return out
+    }
+}
+
+/// Resolves applications by name to transports.
+struct TestDirectory: PushTransportDirectory {
+    var transports: [String: RecordingTransport]
+    var unavailable: [String: DeliveryOutcome] = [:]
+
+    func resolve(_ application: DispatchApplication) async -> TransportResolution {
+        if let outcome = unavailable[application.name] { return .unavailable(outcome) }
+        guard let transport = transports[application.name] else {
+            return .unavailable(.rejected(reason: "no transport"))
+        }
+        return .ready(transport, RenderSettings(apnsBundleID: "com.example.app"))
+    }
+}
+
+/// Records who held which shard when, to prove no shard is worked by two dispatchers at once.
+final class ShardLog: DispatcherObserver, Sendable {
+    struct Interval: Sendable {
+        let shard: Int64
+        let owner: String
+        let start: Date
+        var end: Date?
+        var exit: ShardWorkerExit?
+    }
+
+    private let intervals = Mutex<[Interval]>([])
+
+    func shardClaimed(shard: Int64, message: Int64, owner: String, checkpoint: Int64) {
+        intervals.withLock { $0.append(Interval(shard: shard, owner: owner, start: Date())) }
+    }
+
+    func shardEnded(shard: Int64, owner: String, how: ShardWorkerExit) {
+        intervals.withLock { list in
+            if let i = list.lastIndex(where: { $0.shard == shard && $0.owner == owner && $0.end == nil }) {
+                list[i].end = Date()
+                list[i].exit = how
+            }
+        }
+    }
+
+    var all: [Interval] { intervals.withLock { $0 } }
+}
+
+/// A migrated database with an account, applications, endpoints and a topic.
+struct FanOutFixture {
+    let url: String
+    let pool: PGPool
+    let account: Int64
+    var applications: [String: Int64] = [:]
+    var topic: Int64 = 0
+
+    init(poolSize: Int = 8) throws {
+        url = try TestPostgres.migratedDatabase(prefix: "disp")
+        pool = PGPool(conninfo: url, size: poolSize)
+        let c = try PGConnection(conninfo: url)
+        account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
+        topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'news') RETURNING id", [account]).first!.int64(0)!
+    }
+
+    func connection() throws -> PGConnection { try PGConnection(conninfo: url) }
+
+    mutating func addApplication(_ name: String, platform: String, attributes: String = "{}") throws {
+        let c = try connection()
+        applications[name] = try c.query("""
+            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, $2, $3, $4::jsonb) RETURNING id
+            """, [account, name, platform, attributes]).first!.int64(0)!
+    }
+
+    /// Adds `count` endpoints with tokens `<prefix><n>` to an application, subscribed to the topic.
+    func addEndpoints(_ application: String, prefix: String, count: Int, subscribe: Bool = true) throws {
+        let c = try connection()
+        try c.query("""
+            INSERT INTO endpoints (external_id, application, token)
+            SELECT gen_random_uuid(), $1, $2 || g FROM generate_series(1, $3) g
+            """, [applications[application]!, prefix, count])
+        if subscribe {
+            try c.query("""
+                INSERT INTO subscriptions (external_id, topic, protocol, endpoint)
+                SELECT gen_random_uuid(), $1, 'application', e.id FROM endpoints e
+                WHERE e.application = $2 AND e.token LIKE $3 || '%'
+                  AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic = $1 AND s.endpoint = e.id)
+                ORDER BY random()
+                """, [topic, applications[application]!, prefix])
+        }
+    }
+
+    /// Inserts a topic message (unplanned, as the publish path leaves it) and notifies; returns its key.
+    @discardableResult
+    func publishToTopic(_ text: String = "hello", attributes: String = "{}", publishedSecondsAgo: Double = 0) throws -> Int64 {
+        let c = try connection()
+        let key = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, attributes, published_at)
+            VALUES (gen_random_uuid(), $1, 'topic', $2, $3, $4::jsonb, now() - make_interval(secs => $5)) RETURNING id
+            """, [account, topic, text, attributes, publishedSecondsAgo]).first!.int64(0)!
+        try c.notify(FanOutJobs.workChannel)
+        return key
+    }
+
+    /// A direct publish as the publish path encodes it: the message planned, one shard (endpoint - 1, endpoint].
+    @discardableResult
+    func publishToEndpoint(token: String, text: String = "direct") throws -> Int64 {
+        let c = try connection()
+        let endpoint = try c.query("SELECT id FROM endpoints WHERE token = $1", [token]).first!.int64(0)!
+        let key = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+            VALUES (gen_random_uuid(), $1, 'endpoint', $2, $3, true) RETURNING id
+            """, [account, endpoint, text]).first!.int64(0)!
+        try c.query("""
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1)
+            """, [key, endpoint])
+        try c.notify(FanOutJobs.workChannel)
+        return key
+    }
+
+    func status(_ message: Int64) async throws -> MessageStatus {
+        try await FanOutJobs(pool: pool).messageStatus(key: message)!
+    }
+
+    /// Polls until the message reaches a final state (or the timeout passes); returns its status.
+    func waitForFinal(_ message: Int64, timeout: Double = 60) async throws -> MessageStatus {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let status = try await self.status(message)
+            if status.state.isFinal || Date() > deadline { return status }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+func testConfiguration(
+    owner: String, workers: Int = 2, lease: Double = 5, checkpointEvery: Int = 500, inFlight: Int = 200,
+    shardSize: Int = 2_500, retry: RetryPolicy = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 1, jitter: 0.5)
+) -> DispatcherConfiguration {
+    DispatcherConfiguration(
+        owner: owner, shardWorkers: workers, leaseDuration: lease, checkpointEvery: checkpointEvery,
+        checkpointInterval: 0.1, maxInFlightPerShard: inFlight, submitBatchSize: 64, pageSize: 500,
+        shardSize: shardSize, maxPollInterval: 0.2, retryPolicy: retry, retryBatchSize: 500, shutdownGrace: 5,
+        deliveryTimeout: 10)
+}
+
+/// Runs a dispatcher in a task; `stop` shuts it down and waits for `run()` to return.
+final class RunningDispatcher: Sendable {
+    let dispatcher: Dispatcher
+    private let task: Task<Void, Never>
+
+    init(_ dispatcher: Dispatcher) {
+        self.dispatcher = dispatcher
+        task = Task { await dispatcher.run() }
+    }
+
+    func stop() async {
+        dispatcher.shutdown()
+        await task.value
+    }
+
+    func crash() async {
+        dispatcher.abandon()
+        await task.value
+    }
+}
