@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 import ClarionAPI
 import ClarionCrypto
+import ClarionDispatch
 import ClarionEmulator
+import ClarionProviders
 import ClarionStore
 
 /// One running `clarion serve`: the database (embedded or external), migrations, the API server and,
@@ -15,6 +17,10 @@ public final class ClarionNode: @unchecked Sendable {
     public private(set) var pool: PGPool?
     private(set) var masterKey: AESGCMKey?
     private var server: HTTPServer?
+    private var batcher: PublishBatcher?
+    private var dispatcher: Dispatcher?
+    private var dispatcherDone: DispatchSemaphore?
+    private var providers: ProviderRegistry?
     private var emulator: EmulatorHandle?
     private let migrationsApplied = Atomic<Bool>(false)
 
@@ -33,6 +39,7 @@ public final class ClarionNode: @unchecked Sendable {
             try loadMasterKey()
             try bootstrapAccount()
             if configuration.withEmulator { try startEmulator() }
+            if configuration.role.dispatches { try startDispatcher() }
             if configuration.role.servesAPI { try startAPI() }
         } catch {
             stop()
@@ -117,7 +124,16 @@ public final class ClarionNode: @unchecked Sendable {
     }
 
     func startAPI() throws(NodeError) {
+        guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
+        let batcher = PublishBatcher(pool: pool)
+        self.batcher = batcher
         var router = Router()
+        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region)
+        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
+        SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),
+                        authentication: .sigV4(SigV4Verifier(region: configuration.region,
+                                                             resolver: StoreAccessKeyResolver(accounts: accounts))))
+            .register(on: &router)
         APIRoutes.register(on: &router, node: self)
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
@@ -130,6 +146,43 @@ public final class ClarionNode: @unchecked Sendable {
         }
         self.server = server
         log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue])
+    }
+
+    /// The fan-out dispatcher: shard workers over provider clients that share pools, JWT signers and
+    /// OAuth token sources between applications with the same credentials.
+    func startDispatcher() throws(NodeError) {
+        guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
+        let caPEM: String?
+        do { caPEM = try ProviderApplication.serverTrustedCAPEM(environment: providerEnvironment) } catch {
+            throw NodeError(.configuration, "CLARION_PROVIDER_CA_FILE: \(error)")
+        }
+        let registry: ProviderRegistry
+        do { registry = try ProviderRegistry() } catch {
+            throw NodeError(.internalError, "provider registry: \(error)")
+        }
+        providers = registry
+        let applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
+        let directory = ProviderRegistryDirectory(
+            registry: registry,
+            credentials: { key in try await applications.credentials(applicationKey: key) },
+            serverTrustedCAPEM: caPEM)
+        let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: DispatcherConfiguration(),
+                                    listenConninfo: databaseURL)
+        self.dispatcher = dispatcher
+        let done = DispatchSemaphore(value: 0)
+        dispatcherDone = done
+        Task.detached {
+            await dispatcher.run()
+            done.signal()
+        }
+        log.info("dispatcher running")
+    }
+
+    /// The environment the provider layer reads server-wide settings from (the configured CA file).
+    var providerEnvironment: [String: String] {
+        var environment: [String: String] = [:]
+        if let file = configuration.providerCAFile { environment["CLARION_PROVIDER_CA_FILE"] = file }
+        return environment
     }
 
     /// The provider emulator with freshly generated demo credentials written under `<data dir>/demo`.
@@ -163,6 +216,20 @@ public final class ClarionNode: @unchecked Sendable {
             Task.detached { await server.shutdown(); done.signal() }
             done.wait()
             self.server = nil
+        }
+        batcher?.shutdown()
+        batcher = nil
+        if let dispatcher {
+            // Stop claiming, finish or hand back in-flight shards (leases released), then go on.
+            dispatcher.shutdown()
+            dispatcherDone?.wait()
+            self.dispatcher = nil
+        }
+        if let providers {
+            let done = DispatchSemaphore(value: 0)
+            Task.detached { await providers.shutdown(); done.signal() }
+            done.wait()
+            self.providers = nil
         }
         emulator?.shutdownAndWait()
         emulator = nil

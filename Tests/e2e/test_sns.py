@@ -1,0 +1,69 @@
+"""Issue 5 end to end: the real boto3 client and aws CLI against a running `clarion serve`."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import Node
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEY = "AKIACLARIONE2ETEST01"
+SECRET = "e2e-secret-0123456789abcdefghijklmnopqrstuv"
+
+
+@pytest.fixture(scope="module")
+def node():
+    data = tempfile.mkdtemp(prefix="clarion-e2e-sns-")
+    # An API-only node: the action script's applications carry credentials no provider would accept, and a
+    # dispatcher would (rightly) disable them mid-script. Delivery is covered by test_delivery.py.
+    n = Node(["--data-dir", data, "--role", "api"], env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET})
+    n.wait_ready()
+    yield n
+    assert n.stop() == 0
+
+
+def aws(node, *args, secret=SECRET):
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=secret, AWS_DEFAULT_REGION="us-east-1",
+               AWS_PAGER="", AWS_MAX_ATTEMPTS="1")
+    env.pop("AWS_PROFILE", None)
+    return subprocess.run(["aws", "--endpoint-url", node.url, "--output", "json", "sns", *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_boto3_drives_every_action_against_the_running_node(node):
+    env = dict(os.environ, CLARION_SNS_ENDPOINT=node.url, CLARION_SNS_KEY=KEY, CLARION_SNS_SECRET=SECRET)
+    r = subprocess.run([sys.executable, os.path.join(HERE, "sns", "sns_actions.py")], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0 and "ALL OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_aws_cli_topics_subscriptions_and_publish(node):
+    created = aws(node, "create-topic", "--name", "cli-news")
+    assert created.returncode == 0, created.stderr
+    topic = json.loads(created.stdout)["TopicArn"]
+    assert topic == "arn:aws:sns:us-east-1:123456789012:cli-news"
+    listed = json.loads(aws(node, "list-topics").stdout)
+    assert topic in [t["TopicArn"] for t in listed["Topics"]]
+    app = aws(node, "create-platform-application", "--name", "cli-app", "--platform", "ADM",
+              "--attributes", "PlatformPrincipal=amzn1.application-oa2-client.cli,PlatformCredential=cli-secret")
+    assert app.returncode == 0, app.stderr
+    app_arn = json.loads(app.stdout)["PlatformApplicationArn"]
+    endpoint = aws(node, "create-platform-endpoint", "--platform-application-arn", app_arn, "--token", "amzn1.adm-registration.v3.cli-token")
+    assert endpoint.returncode == 0, endpoint.stderr
+    endpoint_arn = json.loads(endpoint.stdout)["EndpointArn"]
+    sub = aws(node, "subscribe", "--topic-arn", topic, "--protocol", "application", "--notification-endpoint", endpoint_arn)
+    assert sub.returncode == 0, sub.stderr
+    published = aws(node, "publish", "--target-arn", endpoint_arn, "--message", "hello from the CLI")
+    assert published.returncode == 0, published.stderr
+    assert len(json.loads(published.stdout)["MessageId"]) == 36
+    no_default = aws(node, "publish", "--topic-arn", topic, "--message-structure", "json", "--message", '{"ADM": "{}"}')
+    assert no_default.returncode != 0 and "InvalidParameter" in no_default.stderr
+
+
+def test_aws_cli_with_a_wrong_secret_is_refused(node):
+    r = aws(node, "list-topics", secret="not-the-secret")
+    assert r.returncode != 0
+    assert "SignatureDoesNotMatch" in r.stderr
