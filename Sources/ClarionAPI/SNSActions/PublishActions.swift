@@ -148,10 +148,15 @@ enum PublishActions {
         }
         guard size <= sizeLimit else { throw SNSError.invalidParameter(message: "Invalid parameter: Message too long") }
         if let subject = parameters["Subject"] {
-            guard !subject.isEmpty, subject.count <= 100,
-                  subject.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
-                throw SNSError.invalidParameter("Subject", reason: "must be 1 to 100 printable characters without line breaks")
+            // SNS: ASCII text, no line breaks or control characters, under 100 characters.
+            guard !subject.isEmpty, subject.unicodeScalars.count < 100,
+                  subject.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7f }) else {
+                throw SNSError.invalidParameter("Subject", reason: "must be ASCII text without line breaks or control characters, less than 100 characters long")
             }
+        }
+        // Standard topics and endpoints only: FIFO parameters are refused as SNS refuses them there.
+        for name in ["MessageGroupId", "MessageDeduplicationId"] where parameters[name] != nil {
+            throw SNSError.invalidParameter(message: "Invalid parameter: The request includes \(name) parameter that is not valid for this topic type")
         }
         let structureText = parameters["MessageStructure"]
         do {
