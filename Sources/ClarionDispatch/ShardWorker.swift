@@ -62,6 +62,7 @@ final class ShardWorker {
         var cursor = claim.checkpoint
         var exhausted = false
         var stoppingSince: ContinuousClock.Instant?
+        var nextPage: Task<Result<[ShardTarget], StoreError>, Never>?
 
         while true {
             if context.isAbandoned {
@@ -76,12 +77,21 @@ final class ShardWorker {
             if stoppingSince == nil {
                 while window.count < configuration.maxInFlightPerShard, !exhausted {
                     if index == page.count {
-                        page = try await context.jobs.targets(
-                            of: job, shard: claim, after: cursor, limit: configuration.pageSize, staleBefore: staleBefore)
+                        if let prefetch = nextPage {
+                            page = try await prefetch.value.get()
+                            nextPage = nil
+                        } else {
+                            page = try await context.jobs.targets(
+                                of: job, shard: claim, after: cursor, limit: configuration.pageSize, staleBefore: staleBefore)
+                        }
                         index = 0
                         if page.isEmpty {
                             exhausted = true
                             break
+                        }
+                        // Read the next page while this one is sent: the stream never waits on the database.
+                        if page.count == configuration.pageSize, let last = page.last?.key {
+                            nextPage = prefetch(job: job, after: last, staleBefore: staleBefore)
                         }
                         try await context.lanes(for: page.map(\.application), content: content, into: &lanes)
                     }
@@ -119,6 +129,20 @@ final class ShardWorker {
                 && pendingCount == 0
             if absorbed == 0, !canFill {
                 await inbox.wait(timeout: waitTimeout())
+            }
+        }
+    }
+
+    /// One task per keyset page (thousands of targets), never per push.
+    private func prefetch(job: MessageJob, after: Int64, staleBefore: Date?) -> Task<Result<[ShardTarget], StoreError>, Never> {
+        let jobs = context.jobs
+        let claim = self.claim
+        let limit = configuration.pageSize
+        return Task {
+            do throws(StoreError) {
+                return .success(try await jobs.targets(of: job, shard: claim, after: after, limit: limit, staleBefore: staleBefore))
+            } catch {
+                return .failure(error)
             }
         }
     }

@@ -75,6 +75,7 @@ enum EndpointActions {
             let account = try await context.accountKey(request.caller)
             if let record = try? await context.endpoints.get(externalID: id), record.accountKey == account {
                 _ = try await store { () async throws(StoreError) in try await context.endpoints.delete(externalID: id) }
+                _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARN: arn.text) }
             }
             return .empty
         }

@@ -97,6 +97,9 @@ enum PlatformApplicationActions {
             }
             _ = try await store { () async throws(StoreError) in try await context.applications.delete(applicationKey: record.key) }
             _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARN: arn.text) }
+            let endpoints = SNSARN.endpoint(request.region, request.caller.accountID, platform: platform, application: name, id: UUID())
+            let endpointPrefix = String(endpoints.dropLast(36))
+            _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARNPrefix: endpointPrefix) }
             return .empty
         }
     }

@@ -9,7 +9,9 @@ enum PublishActions {
     static let batchLimit = 10
 
     enum Target {
-        case endpoint(EndpointRecord, arn: String)
+        /// A direct publish: the endpoint is checked (exists, enabled, application enabled) by the statement
+        /// that stores the message, not by a lookup before it.
+        case endpoint(id: UUID, platform: String, application: String, arn: String, account: Int64)
         case topic(TopicRecord, arn: String)
     }
 
@@ -92,7 +94,14 @@ enum PublishActions {
         do {
             return try await context.batcher.publish(message)
         } catch {
-            throw error.code == .unavailable ? SNSError.throttled("Publish rate exceeded; try again") : SNSError.internalError()
+            switch (error.code, error.constraint) {
+            case (.notFound, _):
+                throw SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
+            case (.checkViolation, "platform_applications_enabled"?): throw SNSError.platformApplicationDisabled()
+            case (.checkViolation, "endpoints_enabled"?): throw SNSError.endpointDisabled()
+            case (.unavailable, _): throw SNSError.throttled("Publish rate exceeded; try again")
+            default: throw SNSError.internalError()
+            }
         }
     }
 
@@ -118,16 +127,9 @@ enum PublishActions {
             case .topic:
                 let (record, text) = try await TopicActions.topic(request, context, parameter: "TargetArn", value: target)
                 return .topic(record, arn: text)
-            case .endpoint:
-                let endpoint: EndpointRecord
-                do {
-                    endpoint = try await EndpointActions.endpoint(request, context, parameter: "TargetArn", value: target)
-                } catch where error.code == "NotFound" {
-                    throw SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
-                }
-                guard endpoint.applicationEnabled else { throw SNSError.platformApplicationDisabled() }
-                guard endpoint.enabled else { throw SNSError.endpointDisabled() }
-                return .endpoint(endpoint, arn: arn.text)
+            case .endpoint(let platform, let application, let id):
+                let account = try await context.accountKey(request.caller)
+                return .endpoint(id: id, platform: platform, application: application, arn: arn.text, account: account)
             default:
                 throw SNSError.invalidParameter("TargetArn", reason: "not an endpoint or topic ARN")
             }
@@ -146,10 +148,15 @@ enum PublishActions {
         }
         guard size <= sizeLimit else { throw SNSError.invalidParameter(message: "Invalid parameter: Message too long") }
         if let subject = parameters["Subject"] {
-            guard !subject.isEmpty, subject.count <= 100,
-                  subject.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
-                throw SNSError.invalidParameter("Subject", reason: "must be 1 to 100 printable characters without line breaks")
+            // SNS: ASCII text, no line breaks or control characters, under 100 characters.
+            guard !subject.isEmpty, subject.unicodeScalars.count < 100,
+                  subject.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7f }) else {
+                throw SNSError.invalidParameter("Subject", reason: "must be ASCII text without line breaks or control characters, less than 100 characters long")
             }
+        }
+        // Standard topics and endpoints only: FIFO parameters are refused as SNS refuses them there.
+        for name in ["MessageGroupId", "MessageDeduplicationId"] where parameters[name] != nil {
+            throw SNSError.invalidParameter(message: "Invalid parameter: The request includes \(name) parameter that is not valid for this topic type")
         }
         let structureText = parameters["MessageStructure"]
         do {
@@ -162,9 +169,9 @@ enum PublishActions {
             switch target {
             case .topic:
                 _ = try SNSMessage.parse(message: text, structure: structure, requireDefault: true)
-            case .endpoint(let endpoint, _):
+            case .endpoint(_, let platform, _, _, _):
                 let parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: false)
-                if let platform = Platform(rawValue: endpoint.platform) { try parsed.requireEntry(for: platform) }
+                if let platform = Platform(rawValue: platform) { try parsed.requireEntry(for: platform) }
             }
         } catch {
             throw SNSError.invalidParameter(message: error.message)
@@ -175,9 +182,9 @@ enum PublishActions {
         case .topic(let topic, let arn):
             messageTarget = .topic(key: topic.key, arn: arn)
             account = topic.accountKey
-        case .endpoint(let endpoint, let arn):
-            messageTarget = .endpoint(key: endpoint.key, arn: arn)
-            account = endpoint.accountKey
+        case .endpoint(let id, let platform, let application, let arn, let accountKey):
+            messageTarget = .endpointReference(id: id, platform: platform, application: application, arn: arn)
+            account = accountKey
         }
         return NewMessage(externalID: context.makeID(), accountKey: account, target: messageTarget, message: text,
                           structure: structureText.flatMap { $0.isEmpty ? nil : $0 }, subject: parameters["Subject"],

@@ -17,6 +17,12 @@ public enum MessageTarget: Sendable, Equatable {
     case endpoint(key: Int64, arn: String)
     /// A topic publish: the dispatcher's planner cuts shards later (`planned = false`).
     case topic(key: Int64, arn: String)
+    /// A direct publish named by the endpoint's external id, checked by the statement that stores it (no
+    /// lookup round trip before the publish, and no gap between check and insert): the endpoint must belong to
+    /// the message's account under this platform and application name, and both must be enabled. Otherwise
+    /// the publish fails with `.notFound`, or `.checkViolation` with constraint `platform_applications_enabled`
+    /// or `endpoints_enabled`.
+    case endpointReference(id: UUID, platform: String, application: String, arn: String)
 }
 
 /// An accepted publish, ready to store.
@@ -120,65 +126,58 @@ public struct MessageRepository: Sendable {
 
     // MARK: Writing (shared with PublishBatcher)
 
-    /// A direct publish writes the message and its one shard in one statement. The shard is (lo, hi] with an
-    /// exclusive lower bound, so one endpoint `e` is lo = e - 1, hi = e, checkpoint = lo ("nothing done yet"),
-    /// which satisfies the table's `lo <= checkpoint <= hi`; `planned_targets` is 1, as the planner would write.
-    static let insertDirect = """
-        WITH m AS (
-            INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
-                                  attributes, expires_at, planned)
-            VALUES ($1, $2, 'endpoint', $3, jsonb_build_object('arn', $4::text), $5, $6, $7, $8, $9, true)
-            RETURNING id
-        ), s AS (
-            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets)
-            SELECT id, $3::bigint - 1, $3, $3::bigint - 1, 1 FROM m
-        )
-        SELECT id FROM m
-        """
-
-    static let insertTopic = """
-        INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
-                              attributes, expires_at, planned)
-        VALUES ($1, $2, 'topic', $3, jsonb_build_object('arn', $4::text), $5, $6, $7, $8, $9, false)
-        RETURNING id
-        """
-
-    static func command(_ message: NewMessage) -> PGCommand {
-        let (sql, key, arn): (String, Int64, String)
-        switch message.target {
-        case .endpoint(let k, let a): (sql, key, arn) = (insertDirect, k, a)
-        case .topic(let k, let a): (sql, key, arn) = (insertTopic, k, a)
-        }
-        return PGCommand(sql, [message.externalID, message.accountKey, key, arn, message.message, message.structure,
-                               message.subject, PGJSON(text: message.attributesJSON), message.expiresAt])
-    }
-
     /// A batch as one statement: every column as an array parameter, `unnest`ed into one INSERT, and the
     /// direct publishes' shards from its RETURNING rows. PostgreSQL parses and plans one statement per batch
-    /// instead of one per message, which is most of a batch's cost.
+    /// instead of one per message, which is most of a batch's cost. Endpoint references are resolved and
+    /// checked in the same statement; each input row comes back with its status. A direct publish's shard is
+    /// (lo, hi] with an exclusive lower bound: endpoint `e` is lo = e - 1, hi = e, checkpoint = lo ("nothing done
+    /// yet"), which satisfies the table's `lo <= checkpoint <= hi`; `planned_targets` is 1, as the planner writes.
     static let insertBatch = """
-        WITH m AS (
+        WITH input AS (
+            SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                                 $8::text[], $9::jsonb[], $10::timestamptz[], $11::uuid[], $12::text[], $13::text[])
+                AS t(external_id, account, kind, target_id, arn, message, structure, subject, attributes, expires_at,
+                     ref, ref_platform, ref_application)
+        ), resolved AS (
+            SELECT i.external_id, i.account, i.kind, coalesce(i.target_id, e.id) AS target_id, i.arn, i.message, i.structure,
+                   i.subject, i.attributes, i.expires_at,
+                   CASE WHEN i.ref IS NULL THEN 'ok'
+                        WHEN a.id IS NULL THEN 'notFound'
+                        WHEN NOT a.enabled THEN 'applicationDisabled'
+                        WHEN NOT e.enabled THEN 'endpointDisabled'
+                        ELSE 'ok' END AS status
+            FROM input i
+            LEFT JOIN endpoints e ON e.external_id = i.ref
+            LEFT JOIN platform_applications a ON a.id = e.application AND a.account = i.account
+                AND a.platform = i.ref_platform AND a.name = i.ref_application
+        ), m AS (
             INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
                                   attributes, expires_at, planned)
             SELECT external_id, account, kind, target_id, jsonb_build_object('arn', arn), message, structure, subject,
                    attributes, expires_at, kind = 'endpoint'
-            FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
-                        $9::jsonb[], $10::timestamptz[])
-                AS t(external_id, account, kind, target_id, arn, message, structure, subject, attributes, expires_at)
+            FROM resolved WHERE status = 'ok'
             RETURNING id, external_id, target_kind, target_id
         ), s AS (
             INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets)
             SELECT id, target_id - 1, target_id, target_id - 1, 1 FROM m WHERE target_kind = 'endpoint'
         )
-        SELECT id, external_id FROM m
+        SELECT r.external_id, r.status, m.id FROM resolved r LEFT JOIN m ON m.external_id = r.external_id
         """
 
     static func batchCommand(_ messages: [NewMessage]) -> PGCommand {
         var kinds: [String?] = [], keys: [String?] = [], arns: [String?] = []
+        var references: [String?] = [], platforms: [String?] = [], applications: [String?] = []
         for message in messages {
             switch message.target {
-            case .endpoint(let key, let arn): kinds.append("endpoint"); keys.append(String(key)); arns.append(arn)
-            case .topic(let key, let arn): kinds.append("topic"); keys.append(String(key)); arns.append(arn)
+            case .endpoint(let key, let arn):
+                kinds.append("endpoint"); keys.append(String(key)); arns.append(arn)
+                references.append(nil); platforms.append(nil); applications.append(nil)
+            case .topic(let key, let arn):
+                kinds.append("topic"); keys.append(String(key)); arns.append(arn)
+                references.append(nil); platforms.append(nil); applications.append(nil)
+            case .endpointReference(let id, let platform, let application, let arn):
+                kinds.append("endpoint"); keys.append(nil); arns.append(arn)
+                references.append(id.uuidString.lowercased()); platforms.append(platform); applications.append(application)
             }
         }
         return PGCommand(insertBatch, [
@@ -188,6 +187,7 @@ public struct MessageRepository: Sendable {
             PGArrayText(messages.map { $0.message }), PGArrayText(messages.map { $0.structure }),
             PGArrayText(messages.map { $0.subject }), PGArrayText(messages.map { $0.attributesJSON }),
             PGArrayText(messages.map { $0.expiresAt?.pgText }),
+            PGArrayText(references), PGArrayText(platforms), PGArrayText(applications),
         ])
     }
 
@@ -197,34 +197,37 @@ public struct MessageRepository: Sendable {
     static func write(_ messages: [NewMessage], on c: PGConnection) -> [Result<MessageID, StoreError>] {
         guard !messages.isEmpty else { return [] }
         let notify = PGCommand("SELECT pg_notify($1, '')", [workChannel])
-        do {
-            var keys: [UUID: Int64] = [:]
-            if messages.count == 1 {
-                let results = try c.pipeline([command(messages[0]), notify])
-                keys[messages[0].externalID] = results.first?.first?.int64(0)
-            } else {
-                let results = try c.pipeline([batchCommand(messages), notify])
-                for row in results.first?.rows ?? [] {
-                    if let key = row.int64(0), let id = row.uuid(1) { keys[id] = key }
-                }
+        func outcomes(_ batch: [NewMessage]) throws(StoreError) -> [Result<MessageID, StoreError>] {
+            let results = try c.pipeline([batchCommand(batch), notify])
+            var rows: [UUID: (status: String, key: Int64?)] = [:]
+            for row in results.first?.rows ?? [] {
+                if let id = row.uuid(0) { rows[id] = (row.string(1) ?? "", row.int64(2)) }
             }
-            return messages.map { message -> Result<MessageID, StoreError> in
-                guard let key = keys[message.externalID] else {
+            return batch.map { message -> Result<MessageID, StoreError> in
+                switch rows[message.externalID] {
+                case let (status, key?)? where status == "ok":
+                    return .success(MessageID(key: key, externalID: message.externalID))
+                case ("notFound", _)?:
+                    return .failure(StoreError(.notFound, "no such endpoint in this account"))
+                case ("applicationDisabled", _)?:
+                    return .failure(StoreError(.checkViolation, "the platform application is disabled",
+                                               constraint: "platform_applications_enabled"))
+                case ("endpointDisabled", _)?:
+                    return .failure(StoreError(.checkViolation, "the endpoint is disabled", constraint: "endpoints_enabled"))
+                default:
                     return .failure(StoreError(.invalidData, "the insert returned no id"))
                 }
-                return .success(MessageID(key: key, externalID: message.externalID))
             }
+        }
+        do {
+            return try outcomes(messages)
         } catch {
             if error.code == .connectionLost || error.code == .unavailable || messages.count == 1 {
                 return messages.map { _ in .failure(error) }
             }
             return messages.map { message -> Result<MessageID, StoreError> in
                 do throws(StoreError) {
-                    let results = try c.pipeline([command(message), notify])
-                    guard let key = results.first?.first?.int64(0) else {
-                        return .failure(StoreError(.invalidData, "the insert returned no id"))
-                    }
-                    return .success(MessageID(key: key, externalID: message.externalID))
+                    return try outcomes([message])[0]
                 } catch {
                     return .failure(error)
                 }

@@ -58,4 +58,14 @@ public struct TagRepository: Sendable {
             _ = try c.query("DELETE FROM tags WHERE resource_arn = $1", [resourceARN])
         }
     }
+
+    /// Drops the tags of every resource whose ARN starts with `prefix` (an application's endpoints when the
+    /// application is deleted). LIKE wildcards in the prefix are escaped.
+    public func removeAll(resourceARNPrefix prefix: String) async throws(StoreError) {
+        let pattern = prefix.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+        try await pool.withConnection { (c) throws(StoreError) in
+            _ = try c.query("DELETE FROM tags WHERE resource_arn LIKE $1", [pattern])
+        }
+    }
 }

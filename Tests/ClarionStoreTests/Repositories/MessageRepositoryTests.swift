@@ -91,4 +91,34 @@ struct MessageRepositoryTests {
         #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 9)
         batcher.shutdown()
     }
+
+    @Test("an endpoint reference is checked by the storing statement: SNS EndpointDisabled / PlatformApplicationDisabled / NotFound come back as typed errors")
+    func endpointReference() async throws {
+        let (fixture, account, endpoint, _) = try await Self.setUp()
+        let batcher = PublishBatcher(pool: fixture.pool)
+        defer { batcher.shutdown() }
+        func publish(_ id: UUID, platform: String = "GCM", application: String = "app", account accountKey: Int64? = nil) async throws -> MessageID {
+            try await batcher.publish(NewMessage(externalID: UUID(), accountKey: accountKey ?? account.key,
+                                                 target: .endpointReference(id: id, platform: platform, application: application, arn: "arn"),
+                                                 message: "m"))
+        }
+        let stored = try await publish(endpoint.externalID)
+        let messages = MessageRepository(pool: fixture.pool)
+        let row = try await messages.get(externalID: stored.externalID)
+        #expect(row.targetKind == "endpoint" && row.targetKey == endpoint.key && row.planned)
+        #expect(try await messages.shards(messageKey: stored.key) == [ShardRecord(lo: endpoint.key - 1, hi: endpoint.key, checkpoint: endpoint.key - 1, state: "ready")])
+
+        #expect(await storeError { _ = try await publish(UUID()) }?.code == .notFound)
+        #expect(await storeError { _ = try await publish(endpoint.externalID, platform: "ADM") }?.code == .notFound)
+        #expect(await storeError { _ = try await publish(endpoint.externalID, application: "other") }?.code == .notFound)
+        let stranger = try await fixture.accounts.ensureAccount(accountID: "210987654321")
+        #expect(await storeError { _ = try await publish(endpoint.externalID, account: stranger.key) }?.code == .notFound)
+
+        _ = try await EndpointRepository(pool: fixture.pool).update(externalID: endpoint.externalID, EndpointChanges(enabled: false, disabledReason: "x"))
+        #expect(await storeError { _ = try await publish(endpoint.externalID) }?.constraint == "endpoints_enabled")
+        _ = try await PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
+            .update(applicationKey: endpoint.applicationKey, enabled: false, disabledReason: "y")
+        #expect(await storeError { _ = try await publish(endpoint.externalID) }?.constraint == "platform_applications_enabled")
+        #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 1)
+    }
 }

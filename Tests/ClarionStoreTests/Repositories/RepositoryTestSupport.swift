@@ -3,8 +3,9 @@ import ClarionStore
 import ClarionTestSupport
 import Foundation
 
-/// A fresh migrated database with a pool and a master key, for one test.
-struct RepositoryFixture: Sendable {
+/// A fresh migrated database with a pool and a master key, for one test. The pool's threads and connections
+/// end with the fixture, so a long test run does not pile up idle sessions on the shared cluster.
+final class RepositoryFixture: Sendable {
     let url: String
     let pool: PGPool
     let masterKey: AESGCMKey
@@ -14,6 +15,8 @@ struct RepositoryFixture: Sendable {
         pool = PGPool(conninfo: url, size: 3)
         masterKey = AESGCMKey.generate()
     }
+
+    deinit { pool.shutdown() }
 
     var accounts: AccountRepository { AccountRepository(pool: pool, masterKey: masterKey) }
 

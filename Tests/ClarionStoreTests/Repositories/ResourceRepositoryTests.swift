@@ -225,5 +225,13 @@ struct ResourceRepositoryTests {
         #expect(try await world.tags.list(accountKey: world.account.key, resourceARN: arn).count == 1)
         try await world.tags.removeAll(resourceARN: arn)
         #expect(try await world.tags.list(accountKey: world.account.key, resourceARN: arn).isEmpty)
+
+        // By prefix (an application's endpoints); '_' in the prefix is a character, not a LIKE wildcard.
+        let mine = "arn:aws:sns:us-east-1:123456789012:endpoint/GCM/my_app/1", other = "arn:aws:sns:us-east-1:123456789012:endpoint/GCM/myXapp/2"
+        try await world.tags.tag(accountKey: world.account.key, resourceARN: mine, [TagRecord(key: "k", value: "v")])
+        try await world.tags.tag(accountKey: world.account.key, resourceARN: other, [TagRecord(key: "k", value: "v")])
+        try await world.tags.removeAll(resourceARNPrefix: "arn:aws:sns:us-east-1:123456789012:endpoint/GCM/my_app/")
+        #expect(try await world.tags.list(accountKey: world.account.key, resourceARN: mine).isEmpty)
+        #expect(try await world.tags.list(accountKey: world.account.key, resourceARN: other).count == 1)
     }
 }

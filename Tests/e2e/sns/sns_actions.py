@@ -260,6 +260,8 @@ expect_error("InvalidParameter", sns.publish, TargetArn=endpoint, Message="m",
 expect_error("NotFound", sns.publish, TargetArn=missing, Message="m", status=404)
 expect_error("NotFound", sns.publish, TopicArn=f"arn:aws:sns:{REGION}:{ACCOUNT}:absent", Message="m", status=404)
 expect_error("InvalidParameter", sns.publish, Message="m")
+expect_error("InvalidParameter", sns.publish, TopicArn=topic, Message="m", MessageGroupId="g", contains="MessageGroupId")
+expect_error("InvalidParameter", sns.publish, TopicArn=topic, Message="m", Subject="line\nbreak")
 expect_error("InvalidParameter", sns.publish, TargetArn=endpoint, TopicArn=topic, Message="m")
 sns.set_endpoint_attributes(EndpointArn=endpoint, Attributes={"Enabled": "false"})
 expect_error("EndpointDisabled", sns.publish, TargetArn=endpoint, Message="m", status=400)

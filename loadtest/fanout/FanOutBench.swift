@@ -1,0 +1,214 @@
+// Fan-out load test (issue 6). Two subcommands, run as two processes by run.sh so each one's CPU and peak RSS
+// are its own:
+//
+//   fanoutbench emulator DIR        generates demo credentials into DIR, serves the APNs/FCM emulator (h2c) on an
+//                                   ephemeral port written to DIR/port, until killed
+//   fanoutbench run DIR N           starts a private PostgreSQL (or uses DATABASE_URL), seeds N endpoints by COPY
+//                                   (half APNs, half FCM, both pointed at the emulator), subscribes them to a topic,
+//                                   publishes once and runs the dispatcher until the message completes; prints
+//                                   deliveries/s from publish to completion, CPU and peak RSS of this process
+import ClarionCore
+import ClarionDispatch
+import ClarionEmulator
+import ClarionProviders
+import ClarionStore
+import Foundation
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(1)
+}
+
+/// Peak resident set (VmHWM) of this process in MB.
+func peakRSSMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kb = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return 0 }
+    return kb / 1024
+}
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+}
+
+func readJSON(_ path: String) -> [String: Any] {
+    guard let data = FileManager.default.contents(atPath: path),
+          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { fail("cannot read \(path)") }
+    return object
+}
+
+func runEmulatorCommand(directory: String) -> Never {
+    do {
+        let credentials = try EmulatorDemoCredentials.generate()
+        try credentials.write(to: directory)
+        var configuration = credentials.configuration()
+        configuration.recordInMemory = false
+        configuration.eventLoops = 1
+        let handle = try runEmulator(configuration: configuration)
+        try String(handle.port).write(toFile: directory + "/port", atomically: true, encoding: .utf8)
+    } catch {
+        fail("emulator: \(error)")
+    }
+    while true { sleep(3600) }
+}
+
+func runBench(directory: String, count: Int) async {
+    let portText = (try? String(contentsOfFile: directory + "/port", encoding: .utf8)) ?? ""
+    guard let port = Int(portText.trimmingCharacters(in: .whitespacesAndNewlines)) else { fail("no emulator port in \(directory)") }
+    let base = "http://127.0.0.1:\(port)"
+    let apns = readJSON(directory + "/" + EmulatorDemoCredentials.FileName.apns)
+    let keyID = apns["keyID"] as! String, teamID = apns["teamID"] as! String, bundleID = apns["bundleID"] as! String
+    let keyPEM = (try? String(contentsOfFile: directory + "/" + (apns["keyFile"] as! String), encoding: .utf8)) ?? ""
+    var serviceAccount = readJSON(directory + "/" + EmulatorDemoCredentials.FileName.fcmServiceAccount)
+    serviceAccount["token_uri"] = base + "/token"
+    let serviceAccountJSON = String(decoding: try! JSONSerialization.data(withJSONObject: serviceAccount), as: UTF8.self)
+
+    // PostgreSQL: DATABASE_URL, or a private cluster that goes away with the process.
+    var cluster: EmbeddedPostgres?
+    let url: String
+    if let given = ProcessInfo.processInfo.environment["DATABASE_URL"], !given.isEmpty {
+        url = given
+    } else {
+        do {
+            let dataDirectory = URL(fileURLWithPath: directory).appendingPathComponent("pg")
+            let embedded = try EmbeddedPostgres(dataDirectory: dataDirectory, databaseName: "fanoutbench")
+            try embedded.start()
+            cluster = embedded
+            url = embedded.url()
+        } catch {
+            fail("postgres: \(error)")
+        }
+    }
+    defer { cluster?.stop() }
+
+    let seedStart = Date()
+    var apnsApp: Int64 = 0
+    var fcmApp: Int64 = 0
+    var topic: Int64 = 0
+    var account: Int64 = 0
+    do {
+        let c = try PGConnection(conninfo: url)
+        try Migrator().migrate(c)
+        try c.execute("TRUNCATE accounts CASCADE")
+        account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
+        let apnsAttributes = PGJSON([ProviderAttribute.appleTeamID: teamID, ProviderAttribute.appleBundleID: bundleID,
+                                     ProviderAttribute.providerEndpoint: base])
+        apnsApp = try c.query("""
+            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, 'ios', 'APNS', $2) RETURNING id
+            """, [account, apnsAttributes]).first!.int64(0)!
+        fcmApp = try c.query("""
+            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, 'android', 'GCM', $2) RETURNING id
+            """, [account, PGJSON([ProviderAttribute.providerEndpoint: base])]).first!.int64(0)!
+        topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'bench') RETURNING id", [account]).first!.int64(0)!
+        var next = 0
+        try c.copyIn("COPY endpoints (external_id, application, token) FROM STDIN") { () -> [UInt8]? in
+            guard next < count else { return nil }
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(1 << 20)
+            let end = min(count, next + 10_000)
+            while next < end {
+                let isAPNs = next % 2 == 0
+                let token = isAPNs ? String(format: "%016llx", UInt64(next)) + String(repeating: "a", count: 48) : "fcm-\(next)"
+                PGCopy.append(UUID().uuidString.lowercased(), to: &chunk)
+                chunk.append(0x09)
+                PGCopy.append(String(isAPNs ? apnsApp : fcmApp), to: &chunk)
+                chunk.append(0x09)
+                PGCopy.append(token, to: &chunk)
+                chunk.append(0x0a)
+                next += 1
+            }
+            return chunk
+        }
+        try c.query("""
+            INSERT INTO subscriptions (external_id, topic, protocol, endpoint)
+            SELECT gen_random_uuid(), $1, 'application', id FROM endpoints ORDER BY id
+            """, [topic])
+        try c.execute("ANALYZE endpoints; ANALYZE subscriptions")
+    } catch {
+        fail("seed: \(error)")
+    }
+    let seedSeconds = Date().timeIntervalSince(seedStart)
+
+    let pool = PGPool(conninfo: url, size: 8, applicationName: "fanoutbench")
+    let registry: ProviderRegistry
+    do {
+        registry = try ProviderRegistry(options: ProviderOptions(
+            eventLoopThreads: 1, connectionsPerPool: 2, maxConcurrentStreamsPerConnection: 1000,
+            maxQueuedRequestsPerPool: 10_000, requestTimeout: .seconds(30), pingInterval: nil))
+    } catch {
+        fail("registry: \(error)")
+    }
+    let apnsKey = apnsApp
+    let directoryImpl = ProviderRegistryDirectory(registry: registry, credentials: { key in
+        key == apnsKey ? PlatformCredentials(credential: keyPEM, principal: keyID) : PlatformCredentials(credential: serviceAccountJSON)
+    })
+    let workers = Int(ProcessInfo.processInfo.environment["WORKERS"] ?? "") ?? 4
+    let configuration = DispatcherConfiguration(
+        owner: "bench", shardWorkers: workers, leaseDuration: 30, checkpointEvery: 5_000, checkpointInterval: 0.25,
+        maxInFlightPerShard: 2_000, submitBatchSize: 256, pageSize: 5_000, shardSize: 10_000, maxPollInterval: 0.1)
+    let dispatcher = Dispatcher(pool: pool, directory: directoryImpl, configuration: configuration)
+    let running = Task { await dispatcher.run() }
+    try? await Task.sleep(for: .milliseconds(300))  // LISTEN is up
+
+    let jobs = FanOutJobs(pool: pool)
+    let cpuBefore = cpuSeconds()
+    let publishedAt = Date()
+    let message: Int64
+    do {
+        let c = try PGConnection(conninfo: url)
+        message = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, structure)
+            VALUES (gen_random_uuid(), $1, 'topic', $2, $3, 'json') RETURNING id
+            """, [account, topic, #"{"default":"hello","APNS":"{\"aps\":{\"alert\":\"bench\"}}"}"#]).first!.int64(0)!
+        try c.notify(FanOutJobs.workChannel)
+    } catch {
+        fail("publish: \(error)")
+    }
+    var lastReport = Date()
+    var final: MessageStatus?
+    while true {
+        try? await Task.sleep(for: .milliseconds(20))
+        guard let status = try? await jobs.messageStatus(key: message) else { continue }
+        if status.state.isFinal {
+            final = status
+            break
+        }
+        if Date().timeIntervalSince(lastReport) >= 1 {
+            lastReport = Date()
+            let elapsed = lastReport.timeIntervalSince(publishedAt)
+            print(String(format: "  %5.1fs  %8lld done  %6.1f%%", elapsed, status.counters.finished, status.progress * 100))
+        }
+    }
+    let elapsed = Date().timeIntervalSince(publishedAt)
+    let cpu = cpuSeconds() - cpuBefore
+    dispatcher.shutdown()
+    await running.value
+    await registry.shutdown()
+    pool.shutdown()
+    guard let status = final else { fail("no status") }
+    let delivered = status.counters.accepted
+    print("""
+        endpoints            \(count) (APNs \(count - count / 2), FCM \(count / 2)); seeded in \(String(format: "%.1f", seedSeconds)) s
+        state                \(status.state.rawValue); accepted \(delivered), failed \(status.counters.failed), \
+        skipped \(status.counters.skipped), retried \(status.counters.retried), shards \(status.shards)
+        publish -> completed \(String(format: "%.2f", elapsed)) s
+        deliveries/s         \(String(format: "%.0f", Double(delivered) / elapsed))
+        gateway CPU          \(String(format: "%.1f", cpu)) s (\(String(format: "%.0f", cpu / elapsed * 100))% of one core)
+        gateway peak RSS     \(String(format: "%.0f", peakRSSMegabytes())) MB
+        """)
+    if status.failuresByReason.count > 0 { print("failures             \(status.failuresByReason)") }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: fanoutbench emulator DIR | fanoutbench run DIR N") }
+switch arguments[1] {
+case "emulator":
+    runEmulatorCommand(directory: arguments[2])
+case "run":
+    await runBench(directory: arguments[2], count: Int(arguments.count > 3 ? arguments[3] : "") ?? 100_000)
+default:
+    fail("unknown command \(arguments[1])")
+}
