@@ -193,6 +193,8 @@ public final class ClarionNode: @unchecked Sendable {
             var base = EmulatorConfiguration()
             base.host = host
             base.port = port
+            // Keep the last 100k records in memory (GET /_emulator/records) so a first try can see what arrived.
+            base.recordInMemory = true
             // The demo credentials point FCM's token_uri at the emulator, so its port must be known
             // first: bind, then write credentials naming the bound port.
             let probe = port == 0 ? EmbeddedPostgres.freePort() : port

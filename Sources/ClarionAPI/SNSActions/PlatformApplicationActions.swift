@@ -10,7 +10,12 @@ enum PlatformApplicationActions {
     static let storedAttributes: Set<String> = Set(eventAttributes).union([
         "SuccessFeedbackRoleArn", "FailureFeedbackRoleArn", "SuccessFeedbackSampleRate", "ApplePlatformTeamID",
         "ApplePlatformBundleID",
-    ])
+    ]).union(clarionAttributes)
+    /// Clarion's own attributes: where the provider is (every provider base URL is configurable, so the same
+    /// code talks to Apple, Google and Amazon in production and to the emulator in tests), extra trust, and
+    /// the FCM project-id override.
+    static let clarionAttributes: Set<String> = ["ProviderEndpoint", "ProviderAuthEndpoint", "ProviderCACertificate",
+                                                 "FCMProjectID"]
     static let settable = storedAttributes.union(secretAttributes).union(["Enabled"])
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
@@ -162,6 +167,17 @@ enum PlatformApplicationActions {
                           arn.account == request.caller.accountID else {
                         throw SNSError.invalidParameter("Attributes", reason: "\(name) must be a topic ARN of this account and region")
                     }
+                }
+                split.stored[name] = value
+            case "ProviderEndpoint", "ProviderAuthEndpoint":
+                guard let url = URL(string: value), let scheme = url.scheme, scheme == "https" || scheme == "http",
+                      url.host?.isEmpty == false else {
+                    throw SNSError.invalidParameter("Attributes", reason: "\(name) must be an https:// (or http:// for h2c) URL")
+                }
+                split.stored[name] = value
+            case "ProviderCACertificate":
+                guard value.contains("-----BEGIN CERTIFICATE-----") else {
+                    throw SNSError.invalidParameter("Attributes", reason: "ProviderCACertificate must be a PEM certificate")
                 }
                 split.stored[name] = value
             case _ where secretAttributes.contains(name):
