@@ -112,7 +112,14 @@ public final class Dispatcher: Sendable {
     private func retryLoop() async {
         let worker = RetryWorker(context: context)
         var idle = 0.02
+        var lastMaintenance: ContinuousClock.Instant?
         while !context.isStopping {
+            if let retention = configuration.deliveryLogRetentionDays,
+               lastMaintenance.map({ $0.duration(to: .now) > .seconds(3_600) }) ?? true {
+                // Hourly (and at start): the coming days' partitions exist before their rows arrive.
+                _ = try? await context.jobs.maintainDeliveryLog(retentionDays: retention, now: configuration.now())
+                lastMaintenance = .now
+            }
             let handled = (try? await worker.runOnce()) ?? 0
             if handled > 0 {
                 idle = 0.02
