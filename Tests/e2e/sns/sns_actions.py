@@ -61,6 +61,9 @@ def attributes(pairs):
 
 # --- Authentication ------------------------------------------------------------------------------------------
 expect_error("SignatureDoesNotMatch", client("wrong-secret").list_topics, status=403)
+unknown = boto3.client("sns", endpoint_url=ENDPOINT, region_name=REGION, aws_access_key_id="AKIAUNKNOWNKEY00000",
+                       aws_secret_access_key="x", config=Config(retries={"max_attempts": 1}))
+expect_error("InvalidClientTokenId", unknown.list_topics, status=403)
 print("PASS wrong secret refused", flush=True)
 
 # --- Platform applications (C.7) ------------------------------------------------------------------------------
