@@ -42,11 +42,13 @@ public struct NativeAPIContext: Sendable {
         self.makeID = makeID
     }
 
-    /// Every repository over one pool and master key; API keys checked against the accounts' stored hashes.
+    /// Every repository over one pool and master key; API keys checked against the accounts' stored hashes,
+    /// remembered for a few seconds (`CachingAPIKeyResolver`).
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
-        self.init(authenticator: BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: accounts)), accounts: accounts,
+        self.init(authenticator: BearerAuthenticator(resolver: CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: accounts))),
+                  accounts: accounts,
                   applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
                   endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
                   subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
@@ -57,7 +59,8 @@ public struct NativeAPIContext: Sendable {
     /// The SNS actions' repositories, batcher, region, clock and id source, so both APIs share every call.
     public init(sharing sns: SNSActionContext, authenticator: BearerAuthenticator? = nil) {
         let pool = sns.accounts.pool
-        self.init(authenticator: authenticator ?? BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: sns.accounts)),
+        let keys = CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: sns.accounts))
+        self.init(authenticator: authenticator ?? BearerAuthenticator(resolver: keys),
                   accounts: sns.accounts, applications: sns.applications, endpoints: sns.endpoints, topics: sns.topics,
                   subscriptions: sns.subscriptions, tags: sns.tags, messages: MessageRepository(pool: pool),
                   jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, clock: sns.clock, makeID: sns.makeID)

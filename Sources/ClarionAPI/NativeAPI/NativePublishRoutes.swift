@@ -63,7 +63,20 @@ enum NativePublishRoutes {
                     NewMessage(externalID: c.makeID(), accountKey: caller.accountKey, target: target, message: text,
                                structure: structure?.rawValue, attributesJSON: attributesJSON, expiresAt: expiresAt)
                 }
-                if let id = try target.string("endpoint") {
+                if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
+                    // An ARN names the endpoint's platform and application: no lookup before the store, whose
+                    // statement checks existence, account and both enabled flags (SNS's Publish path).
+                    let field = target.name("endpoint")
+                    guard let arn = SNSARN.parse(id), arn.region == caller.region, arn.account == caller.accountID,
+                          case .endpoint(let platform, let application, let uuid) = arn.resource else {
+                        throw JSONAPIError.notFound("No endpoint '\(id)'.", field: field)
+                    }
+                    if let platform = Platform(rawValue: platform) {
+                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                    }
+                    let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
+                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
+                } else if let id = try target.string("endpoint") {
                     let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
                     try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
                     // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that

@@ -270,6 +270,23 @@ struct NativeAPITests {
             #expect(try await f.error("GET", "/v1/messages/\(firstID)", key: f.otherKey) == (404, "not_found", "id"))
             #expect(try await f.error("GET", "/v1/messages/\(UUID())") == (404, "not_found", "id"))
 
+            // By ARN: no lookup first; the storing statement checks the endpoint (SNS's path), errors keep the field.
+            let e1ARN = "arn:aws:sns:us-east-1:123456789012:endpoint/APNS/chat/\(e1)"
+            let byARN = try await f.json("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1ARN)"}],"message":"hi"}"#, expect: 202)
+            let byARNText = try #require((byARN["messages"] as? [[String: Any]])?.first?["id"] as? String)
+            #expect(try await f.context.messages.get(externalID: try #require(UUID(uuidString: byARNText))).targetKind == "endpoint")
+            #expect((byARN["messages"] as? [[String: Any]])?.first?["endpoint"] as? String == e1)
+            let disabledARN = try #require(try await f.json("GET", "/v1/applications/APNS:chat/endpoints", expect: 200)["items"] as? [[String: Any]])
+                .first { $0["enabled"] as? Bool == false }?["arn"] as? String
+            let refused = try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(try #require(disabledARN))"}],"message":"hi"}"#)
+            #expect(refused == (400, "endpoint_disabled", "targets[0].endpoint"))
+            let missingARN = "arn:aws:sns:us-east-1:123456789012:endpoint/APNS/chat/\(UUID().uuidString.lowercased())"
+            #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(missingARN)"}],"message":"hi"}"#)
+                    == (404, "not_found", "targets[0].endpoint"))
+            let otherAccount = "arn:aws:sns:us-east-1:210987654321:endpoint/APNS/chat/\(e1)"
+            #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(otherAccount)"}],"message":"hi"}"#)
+                    == (404, "not_found", "targets[0].endpoint"))
+
             let plain = try await f.json("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1)"}],"message":"plain text"}"#, expect: 202)
             let plainText = try #require((plain["messages"] as? [[String: Any]])?.first?["id"] as? String)
             let plainID = try #require(UUID(uuidString: plainText))
