@@ -30,7 +30,7 @@ enum PlatformApplicationActions {
             guard platforms.contains(platform) else {
                 throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM")
             }
-            let split = try validate(attributes, request: request, context: context, creating: true, platform: platform)
+            let split = try validate(attributes, request: request, platform: platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             switch platform {
             case "GCM":
@@ -65,7 +65,7 @@ enum PlatformApplicationActions {
         table.register("SetPlatformApplicationAttributes") { request throws(SNSError) in
             let (record, _) = try await application(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
-            let split = try validate(attributes, request: request, context: context, creating: false, platform: record.platform)
+            let split = try validate(attributes, request: request, platform: record.platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
@@ -148,8 +148,7 @@ enum PlatformApplicationActions {
     }
 
     /// Checks names and values; splits the non-secret attributes (stored in clear) from Enabled.
-    static func validate(_ attributes: [String: String], request: SNSRequest, context: SNSActionContext, creating: Bool,
-                         platform: String) throws(SNSError) -> Split {
+    static func validate(_ attributes: [String: String], request: SNSRequest, platform: String) throws(SNSError) -> Split {
         try SNSAttributes.requireKnown(attributes, settable)
         var split = Split()
         for (name, value) in attributes {

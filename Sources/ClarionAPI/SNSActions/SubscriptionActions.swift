@@ -10,7 +10,7 @@ enum SubscriptionActions {
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
         table.register("Subscribe") { request throws(SNSError) in
-            let (topic, topicARN) = try await TopicActions.topic(request, context)
+            let (topic, _) = try await TopicActions.topic(request, context)
             let proto = try request.parameters.required("Protocol")
             guard proto == "application" else {
                 throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints only: use the application protocol")
@@ -29,7 +29,6 @@ enum SubscriptionActions {
                 try await context.subscriptions.subscribe(topicKey: topic.key, endpointKey: endpoint.key, externalID: id,
                                                           filterPolicy: policy, attributes: stored)
             }
-            _ = topicARN
             let arn = subscriptionARN(request, subscription)
             return XMLResponse { $0.element("SubscriptionArn", arn) }
         }
