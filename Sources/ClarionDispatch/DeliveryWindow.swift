@@ -59,6 +59,21 @@ struct DeliveryWindow<Entry> {
         return true
     }
 
+    /// Gives every entry still without an outcome `outcome` (as sent), except the sequences in `skipping`; returns
+    /// how many. For deliveries whose outcome never came back within the delivery timeout.
+    mutating func completeIncomplete(_ outcome: DeliveryOutcome, skipping: Set<UInt64>) -> Int {
+        var count = 0
+        for index in head..<slots.count where slots[index] != nil && slots[index]!.outcome == nil {
+            let sequence = firstSequence + UInt64(index - head)
+            guard !skipping.contains(sequence) else { continue }
+            slots[index]!.outcome = outcome
+            slots[index]!.sent = true
+            completedCount += 1
+            count += 1
+        }
+        return count
+    }
+
     /// Removes and returns the completed prefix, in order.
     mutating func popCompleted(_ body: (Entry, DeliveryOutcome, Bool) -> Void) {
         while head < slots.count, let slot = slots[head], let outcome = slot.outcome {

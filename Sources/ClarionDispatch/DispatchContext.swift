@@ -52,8 +52,10 @@ final class DispatchContext: Sendable {
         _ = state.withLock { $0.inboxes.removeValue(forKey: ObjectIdentifier(inbox)) }
     }
 
-    func markApplicationDisabled(_ key: Int64) {
-        _ = state.withLock { $0.disabledApplications.insert(key) }
+    /// True the first time this process sees the application disabled.
+    @discardableResult
+    func markApplicationDisabled(_ key: Int64) -> Bool {
+        state.withLock { $0.disabledApplications.insert(key).inserted }
     }
 
     func isApplicationDisabled(_ key: Int64) -> Bool {

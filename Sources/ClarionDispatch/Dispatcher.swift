@@ -6,8 +6,9 @@ import Synchronization
 /// The fan-out dispatcher of one process: plans published messages into shards, claims shards under leases,
 /// runs up to `shardWorkers` shard workers and a retry worker, and hands everything back on shutdown.
 ///
-/// Wiring (the app's job): build a `PGPool` (size at least `shardWorkers + 2`: each worker uses a connection
-/// only for the duration of a query), a `PushTransportDirectory` over the provider registry, then
+/// Wiring (the app's job): build a `PGPool` (about `2 * shardWorkers + 2` connections: a worker may read its next
+/// page while it checkpoints, and the planner/claimer and retry worker need one each), a `PushTransportDirectory`
+/// (`ProviderRegistryDirectory` over the provider registry and `PlatformApplicationRepository.credentials`), then
 ///
 ///     let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: .init(shardWorkers: 4))
 ///     async let done: Void = dispatcher.run()
@@ -111,7 +112,14 @@ public final class Dispatcher: Sendable {
     private func retryLoop() async {
         let worker = RetryWorker(context: context)
         var idle = 0.02
+        var lastMaintenance: ContinuousClock.Instant?
         while !context.isStopping {
+            if let retention = configuration.deliveryLogRetentionDays,
+               lastMaintenance.map({ $0.duration(to: .now) > .seconds(3_600) }) ?? true {
+                // Hourly (and at start): the coming days' partitions exist before their rows arrive.
+                _ = try? await context.jobs.maintainDeliveryLog(retentionDays: retention, now: configuration.now())
+                lastMaintenance = .now
+            }
             let handled = (try? await worker.runOnce()) ?? 0
             if handled > 0 {
                 idle = 0.02

@@ -33,6 +33,9 @@ public struct DispatcherConfiguration: Sendable {
     public var shutdownGrace: Double
     /// A delivery whose outcome never arrives counts as retryable after this long.
     public var deliveryTimeout: Double
+    /// Delivery-log rows older than this many days are dropped (by whole day partitions); nil keeps them and
+    /// makes no partitions (the default partition takes every row).
+    public var deliveryLogRetentionDays: Int?
     /// Delivery ids in payloads (`RenderSettings.deliveryIDKey`); nil sends none.
     public var deliveryIDs: DeliveryIDCodec?
     /// The clock (tests may shift it); leases use the database's clock.
@@ -45,7 +48,8 @@ public struct DispatcherConfiguration: Sendable {
         checkpointEvery: Int = 2_000, checkpointInterval: Double = 0.25, maxInFlightPerShard: Int = 1_000,
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
         retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
-        shutdownGrace: Double = 10, deliveryTimeout: Double = 120, deliveryIDs: DeliveryIDCodec? = nil,
+        shutdownGrace: Double = 10, deliveryTimeout: Double = 120, deliveryLogRetentionDays: Int? = 30,
+        deliveryIDs: DeliveryIDCodec? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -64,6 +68,7 @@ public struct DispatcherConfiguration: Sendable {
         self.staleAfter = staleAfter
         self.shutdownGrace = shutdownGrace
         self.deliveryTimeout = deliveryTimeout
+        self.deliveryLogRetentionDays = deliveryLogRetentionDays
         self.deliveryIDs = deliveryIDs
         self.now = now
         self.unitRandom = unitRandom

@@ -61,6 +61,10 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
         self.deliveryIDKey = deliveryIDKey
     }
 
+    public func applicationDisabled(_ application: Int64) async {
+        await registry.applicationDisabled(applicationID: String(application))
+    }
+
     public func resolve(_ application: DispatchApplication) async -> TransportResolution {
         guard let platform = Platform(rawValue: application.platform) else {
             return .unavailable(.rejected(reason: "UnknownPlatform"))

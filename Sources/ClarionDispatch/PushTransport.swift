@@ -50,6 +50,13 @@ public protocol PushTransport: AnyObject, Sendable {
 /// implements it with the provider registry (credentials opened with the master key, pools shared).
 public protocol PushTransportDirectory: Sendable {
     func resolve(_ application: DispatchApplication) async -> TransportResolution
+    /// The dispatcher disabled the application (credentials refused) and no worker of this process sends to it
+    /// any more: release what served it.
+    func applicationDisabled(_ application: Int64) async
+}
+
+extension PushTransportDirectory {
+    public func applicationDisabled(_ application: Int64) async {}
 }
 
 public enum TransportResolution: Sendable {

@@ -100,7 +100,9 @@ struct RetryWorker {
                 let outcome = outcomes[i] ?? .retryable(reason: "NoProviderAnswer", retryAfter: nil)
                 if outcome.disablesApplication, !disabled.contains(claim.target.application) {
                     disabled.insert(claim.target.application)
-                    context.markApplicationDisabled(claim.target.application)
+                    if context.markApplicationDisabled(claim.target.application) {
+                        await context.directory.applicationDisabled(claim.target.application)
+                    }
                 }
                 disposition = accounting.record(outcome, facts: facts, sent: sent[i], targeted: false, now: now,
                                                 unitRandom: configuration.unitRandom())

@@ -32,6 +32,10 @@ final class ShardWorker {
     private var checkpointKey: Int64
     private var poppedSinceCheckpoint = 0
     private var lastCheckpoint = ContinuousClock.now
+    /// Last time an outcome arrived (or the first send), for the delivery timeout.
+    private var lastOutcome = ContinuousClock.now
+    /// Applications this worker disabled: their pools are released once the worker is done with them.
+    private var disabledHere: [Int64] = []
     private let clock = ContinuousClock()
     private var configuration: DispatcherConfiguration { context.configuration }
 
@@ -44,13 +48,27 @@ final class ShardWorker {
 
     func run() async -> ShardWorkerExit {
         context.register(inbox)
-        defer { context.unregister(inbox) }
+        let exit: ShardWorkerExit
         do {
-            return try await work()
+            exit = try await work()
         } catch {
             inbox.close()
-            return .failed(error.description)
+            exit = .failed(error.description)
         }
+        context.unregister(inbox)
+        // Only now: releasing a pool while this worker still waited on it could strand outcomes.
+        for application in disabledHere { await context.directory.applicationDisabled(application) }
+        return exit
+    }
+
+    /// Outcomes a transport never reported (it broke its contract, or a pool went away) are given up after the
+    /// delivery timeout as retryable, so the window and the checkpoint never stall behind them.
+    private func giveUpOnSilentDeliveries() {
+        guard awaiting > 0, lastOutcome.duration(to: clock.now) > .seconds(configuration.deliveryTimeout) else { return }
+        let waiting = Set(pending.values.flatMap { $0.map(\.tag) })
+        let given = window.completeIncomplete(.retryable(reason: "NoProviderAnswer", retryAfter: nil), skipping: waiting)
+        awaiting = max(0, awaiting - given)
+        lastOutcome = clock.now
     }
 
     private func work() async throws(StoreError) -> ShardWorkerExit {
@@ -104,6 +122,11 @@ final class ShardWorker {
                 submitAll()
             }
             let absorbed = absorb(inbox.take())
+            if absorbed > 0 || awaiting == 0 {
+                lastOutcome = clock.now
+            } else if stoppingSince == nil {
+                giveUpOnSilentDeliveries()
+            }
             popCompleted()
 
             if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
@@ -211,7 +234,7 @@ final class ShardWorker {
             awaiting -= 1
             if result.outcome.disablesApplication, let application = entry.facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                context.markApplicationDisabled(application)
+                if context.markApplicationDisabled(application) { disabledHere.append(application) }
                 lanes[application]?.unsent = ApplicationLane.applicationDisabled
                 failPending(application, with: ApplicationLane.applicationDisabled)
             }

@@ -9,6 +9,9 @@ import Synchronization
 /// the HTTP/2 provider pools do. Stands in for ClarionProviders + the emulator, whose batch API was not
 /// committed when these tests were written.
 final class RecordingTransport: PushTransport, @unchecked Sendable {
+    /// Tokens with this prefix are admitted and recorded but never answered (a transport breaking its contract).
+    static let blackHolePrefix = "blackhole-"
+
     struct Send: Sendable {
         let token: String
         let at: Date
@@ -51,11 +54,16 @@ final class RecordingTransport: PushTransport, @unchecked Sendable {
             return results
         }
         guard !results.isEmpty else { return 0 }
-        queue.asyncAfter(deadline: .now() + latency) { [self] in
-            state.withLock { $0.outstanding -= results.count }
-            sink.receive(results)
+        let answered = results.filter { result in
+            !deliveries.contains { $0.tag == result.tag && $0.token.hasPrefix(Self.blackHolePrefix) }
         }
-        return results.count
+        let admitted = results.count
+        state.withLock { $0.outstanding -= admitted - answered.count }
+        queue.asyncAfter(deadline: .now() + latency) { [self] in
+            state.withLock { $0.outstanding -= answered.count }
+            sink.receive(answered)
+        }
+        return admitted
     }
 
     var sends: [Send] { state.withLock { $0.sends } }
@@ -199,13 +207,14 @@ struct FanOutFixture {
 
 func testConfiguration(
     owner: String, workers: Int = 2, lease: Double = 5, checkpointEvery: Int = 500, inFlight: Int = 200,
-    shardSize: Int = 2_500, retry: RetryPolicy = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 1, jitter: 0.5)
+    shardSize: Int = 2_500, retry: RetryPolicy = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 1, jitter: 0.5),
+    deliveryTimeout: Double = 10
 ) -> DispatcherConfiguration {
     DispatcherConfiguration(
         owner: owner, shardWorkers: workers, leaseDuration: lease, checkpointEvery: checkpointEvery,
         checkpointInterval: 0.1, maxInFlightPerShard: inFlight, submitBatchSize: 64, pageSize: 500,
         shardSize: shardSize, maxPollInterval: 0.2, retryPolicy: retry, retryBatchSize: 500, shutdownGrace: 5,
-        deliveryTimeout: 10)
+        deliveryTimeout: deliveryTimeout)
 }
 
 /// Runs a dispatcher in a task; `stop` shuts it down and waits for `run()` to return.

@@ -351,4 +351,26 @@ struct FanOutTests {
         #expect(emptyStatus.state == .completed)
         #expect(emptyStatus.shards == 0)
     }
+
+    @Test("deliveries a transport never answers are given up after the delivery timeout; the shard does not stall")
+    func silentTransport() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "and-", count: 300)
+        try fixture.addEndpoints("android", prefix: RecordingTransport.blackHolePrefix, count: 5)
+        let transport = RecordingTransport()
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]),
+            configuration: testConfiguration(
+                owner: "node-a", retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.05, maxDelay: 1, jitter: 0),
+                deliveryTimeout: 0.5)))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message, timeout: 30)
+        await dispatcher.stop()
+        #expect(status.state == .completed)
+        #expect(status.counters.accepted == 300)
+        #expect(status.counters.failed == 5)
+        #expect(status.failuresByReason == ["NoProviderAnswer": 5])
+        #expect(transport.counts.filter { $0.key.hasPrefix(RecordingTransport.blackHolePrefix) }.values.allSatisfy { $0 == 2 })
+    }
 }

@@ -186,6 +186,11 @@ enum PlatformApplicationActions {
                 split.stored[name] = value
             }
         }
+        // C.3: a GCM application authenticates with a legacy API key or a service-account JSON (token); the
+        // read-only AuthenticationMethod says which, without revealing the credential.
+        if platform == "GCM", let credential = attributes["PlatformCredential"], !credential.isEmpty {
+            split.stored["AuthenticationMethod"] = credential.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") ? "Token" : "Key"
+        }
         return split
     }
 }

@@ -83,9 +83,11 @@ public struct FanOutJobs: Sendable {
                 }
                 break
             }
+        case ("user", _), ("audience", _):
+            // AudienceTargets.swift: ranges of the applications' endpoint ids.
+            (los, his, counts) = try planAudience(c, message: message, shardSize: shardSize)
         default:
-            // 'user' and 'audience' targets are not planned by this dispatcher yet: fail them visibly rather
-            // than leave them Enqueued for ever.
+            // An unknown target kind: fail it visibly rather than leave it Enqueued for ever.
             try c.query("""
                 UPDATE messages SET planned = true, state = 'Failed', started_at = coalesce(started_at, now()),
                     completed_at = now() WHERE id = $1
@@ -205,7 +207,8 @@ public struct FanOutJobs: Sendable {
                     ORDER BY e.id LIMIT $3
                     """, [after, shard.hi, limit, stale])
             case .user, .audience:
-                return []
+                result = try Self.audienceTargets(c, message: message.key, after: after, hi: shard.hi, limit: limit,
+                                                  staleBefore: stale)
             }
             var out: [ShardTarget] = []
             out.reserveCapacity(result.rowCount)

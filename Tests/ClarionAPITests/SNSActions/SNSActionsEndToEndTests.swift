@@ -85,7 +85,7 @@ struct SNSActionsEndToEndTests {
         }
     }
 
-    @Test("the aws CLI creates and lists topics, publishes, and is refused with a wrong secret (SignatureDoesNotMatch)")
+    @Test("the aws CLI creates and lists topics, publishes, and is refused with a wrong secret (SignatureDoesNotMatch); four CLI runs, as each costs about a second of CPU")
     func awsCLI() async throws {
         let live = try await LiveSNS()
         defer { live.stop() }
@@ -105,15 +105,8 @@ struct SNSActionsEndToEndTests {
             let published = try await aws(["publish", "--topic-arn", "arn:aws:sns:us-east-1:123456789012:cli-topic", "--message", "hello"],
                                           environment: env)
             #expect(published.0 == 0 && published.1.contains("MessageId"), "\(published)")
-            let attributes = try await aws(["get-topic-attributes", "--topic-arn", "arn:aws:sns:us-east-1:123456789012:cli-topic"],
-                                           environment: env)
-            #expect(attributes.0 == 0 && attributes.1.contains("\"SubscriptionsConfirmed\": \"0\""), "\(attributes)")
-            let missing = try await aws(["get-topic-attributes", "--topic-arn", "arn:aws:sns:us-east-1:123456789012:absent"], environment: env)
-            #expect(missing.0 != 0 && missing.2.contains("NotFound"), "\(missing)")
             let refused = try await aws(["list-topics"], environment: LiveSNS.environment(port: server.port, secret: "not-the-secret"))
             #expect(refused.0 != 0 && refused.2.contains("SignatureDoesNotMatch"), "\(refused)")
-            let unknown = try await aws(["list-topics"], environment: env.merging(["AWS_ACCESS_KEY_ID": "AKIAUNKNOWNKEY00000"]) { $1 })
-            #expect(unknown.0 != 0 && unknown.2.contains("InvalidClientTokenId"), "\(unknown)")
         }
     }
 }

@@ -125,4 +125,27 @@ struct FanOutJobsTests {
         #expect(status.completedAt != nil)
         #expect(status.progress == 1)
     }
+
+    @Test("delivery-log maintenance makes the coming days' partitions and drops the expired ones")
+    func deliveryLogPartitions() async throws {
+        let seed = try Seed(subscriptions: 1)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027-01-15 08:00 UTC
+        let c = try PGConnection(conninfo: seed.url)
+        try c.execute("""
+            CREATE TABLE delivery_log_20261201 PARTITION OF delivery_log FOR VALUES FROM ('2026-12-01') TO ('2026-12-02')
+            """)
+        try c.query("INSERT INTO delivery_log (logged_at, message, endpoint, status) VALUES ($1, 1, 1, 'FAILURE')",
+                    [now.addingTimeInterval(-40 * 86_400)])
+        try c.query("INSERT INTO delivery_log (logged_at, message, endpoint, status) VALUES ($1, 1, 1, 'FAILURE')",
+                    [now.addingTimeInterval(-2 * 86_400)])
+        let first = try await seed.jobs.maintainDeliveryLog(retentionDays: 30, daysAhead: 2, now: now)
+        #expect(first.partitionsCreated == ["delivery_log_20270115", "delivery_log_20270116", "delivery_log_20270117"])
+        #expect(first.partitionsDropped == ["delivery_log_20261201"])
+        #expect(first.defaultRowsDeleted == 1)
+        let again = try await seed.jobs.maintainDeliveryLog(retentionDays: 30, daysAhead: 2, now: now)
+        #expect(again.partitionsCreated.isEmpty && again.partitionsDropped.isEmpty && again.defaultRowsDeleted == 0)
+        try c.query("INSERT INTO delivery_log (logged_at, message, endpoint, status) VALUES ($1, 1, 1, 'SUCCESS')", [now])
+        #expect(try c.query("SELECT count(*) FROM delivery_log_20270115").first?.int64(0) == 1)
+        #expect(try c.query("SELECT count(*) FROM delivery_log").first?.int64(0) == 2)
+    }
 }

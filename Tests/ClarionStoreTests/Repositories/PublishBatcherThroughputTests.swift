@@ -7,7 +7,7 @@ import Testing
 struct PublishBatcherThroughputTests {
     /// Not a benchmark (docs/benchmarks.md has those): a floor that one commit per publish could not reach on
     /// this machine, so a batcher that stopped grouping fails here.
-    @Test("20,000 concurrent direct publishes commit in batches averaging more than 10 messages")
+    @Test("10,000 concurrent direct publishes commit in batches averaging more than 10 messages")
     func groupsCommits() async throws {
         let fixture = try RepositoryFixture()
         let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
@@ -16,8 +16,8 @@ struct PublishBatcherThroughputTests {
         let endpoint = try await EndpointRepository(pool: fixture.pool).create(NewEndpoint(applicationKey: app.key, token: "t"), externalID: UUID()).record
         let batcher = PublishBatcher(pool: fixture.pool)
         defer { batcher.shutdown() }
-        let total = 20_000
-        let concurrency = 500
+        let total = 10_000
+        let concurrency = 250
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<concurrency {

@@ -61,6 +61,9 @@ def attributes(pairs):
 
 # --- Authentication ------------------------------------------------------------------------------------------
 expect_error("SignatureDoesNotMatch", client("wrong-secret").list_topics, status=403)
+unknown = boto3.client("sns", endpoint_url=ENDPOINT, region_name=REGION, aws_access_key_id="AKIAUNKNOWNKEY00000",
+                       aws_secret_access_key="x", config=Config(retries={"max_attempts": 1}))
+expect_error("InvalidClientTokenId", unknown.list_topics, status=403)
 print("PASS wrong secret refused", flush=True)
 
 # --- Platform applications (C.7) ------------------------------------------------------------------------------
@@ -81,6 +84,12 @@ check(again["PlatformApplicationArn"] == gcm, "repeated create returns the same 
 got = sns.get_platform_application_attributes(PlatformApplicationArn=gcm)["Attributes"]
 check("PlatformCredential" not in got and "PlatformPrincipal" not in got, f"credential leaked: {got}")
 check(got.get("Enabled") == "true" and got.get("SuccessFeedbackSampleRate") == "30", f"attributes {got}")
+check(got.get("AuthenticationMethod") == "Key", f"GCM with an API key: {got}")
+fcm_v1 = sns.create_platform_application(Name="news-fcm-v1", Platform="GCM", Attributes={
+    "PlatformCredential": json.dumps({"type": "service_account", "project_id": "p", "private_key": "secret-key"})})["PlatformApplicationArn"]
+got = sns.get_platform_application_attributes(PlatformApplicationArn=fcm_v1)["Attributes"]
+check(got.get("AuthenticationMethod") == "Token" and "secret-key" not in json.dumps(got), f"GCM with a service account: {got}")
+sns.delete_platform_application(PlatformApplicationArn=fcm_v1)
 got = sns.get_platform_application_attributes(PlatformApplicationArn=apns)["Attributes"]
 check(got.get("AuthenticationMethod") == "Token" and "PlatformCredential" not in got, f"apns attributes {got}")
 expect_error("InvalidParameter", sns.create_platform_application, Name="bad name!", Platform="GCM",

@@ -1,0 +1,97 @@
+import ClarionCrypto
+import ClarionStore
+import Foundation
+import Synchronization
+
+/// What the native JSON API under `/v1` stands on: the same repositories and publish batcher as the SNS
+/// actions (so a resource made through one API is the other's too), the API-key authenticator, the region
+/// for ARNs, and an injected clock and id source.
+public struct NativeAPIContext: Sendable {
+    public let authenticator: BearerAuthenticator
+    public let accounts: AccountRepository
+    public let applications: PlatformApplicationRepository
+    public let endpoints: EndpointRepository
+    public let topics: TopicRepository
+    public let subscriptions: SubscriptionRepository
+    public let tags: TagRepository
+    public let messages: MessageRepository
+    /// The dispatcher's job queue, for message status.
+    public let jobs: FanOutJobs
+    public let batcher: PublishBatcher
+    public let region: String
+    public let clock: @Sendable () -> Date
+    public let makeID: @Sendable () -> UUID
+    private let accountKeys = NativeAccountKeys()
+
+    public init(authenticator: BearerAuthenticator, accounts: AccountRepository, applications: PlatformApplicationRepository,
+                endpoints: EndpointRepository, topics: TopicRepository, subscriptions: SubscriptionRepository,
+                tags: TagRepository, messages: MessageRepository, jobs: FanOutJobs, batcher: PublishBatcher, region: String,
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+        self.authenticator = authenticator
+        self.accounts = accounts
+        self.applications = applications
+        self.endpoints = endpoints
+        self.topics = topics
+        self.subscriptions = subscriptions
+        self.tags = tags
+        self.messages = messages
+        self.jobs = jobs
+        self.batcher = batcher
+        self.region = region
+        self.clock = clock
+        self.makeID = makeID
+    }
+
+    /// Every repository over one pool and master key; API keys checked against the accounts' stored hashes,
+    /// remembered for a few seconds (`CachingAPIKeyResolver`).
+    public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
+        self.init(authenticator: BearerAuthenticator(resolver: CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: accounts))),
+                  accounts: accounts,
+                  applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
+                  endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
+                  subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
+                  messages: MessageRepository(pool: pool), jobs: FanOutJobs(pool: pool),
+                  batcher: batcher, region: region, clock: clock, makeID: makeID)
+    }
+
+    /// The SNS actions' repositories, batcher, region, clock and id source, so both APIs share every call.
+    public init(sharing sns: SNSActionContext, authenticator: BearerAuthenticator? = nil) {
+        let pool = sns.accounts.pool
+        let keys = CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: sns.accounts))
+        self.init(authenticator: authenticator ?? BearerAuthenticator(resolver: keys),
+                  accounts: sns.accounts, applications: sns.applications, endpoints: sns.endpoints, topics: sns.topics,
+                  subscriptions: sns.subscriptions, tags: sns.tags, messages: MessageRepository(pool: pool),
+                  jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, clock: sns.clock, makeID: sns.makeID)
+    }
+
+    /// Authenticates the request and finds the account it acts for.
+    func caller(_ request: HTTPRequest) async throws(JSONAPIError) -> NativeCaller {
+        let principal = try await authenticator.authenticate(request)
+        if let key = accountKeys.get(principal.accountID) {
+            return NativeCaller(accountID: principal.accountID, accountKey: key, region: region)
+        }
+        do throws(StoreError) {
+            // An API key exists only for an existing account, and accounts never change key: cache it.
+            let account = try await accounts.account(accountID: principal.accountID)
+            accountKeys.set(principal.accountID, account.key)
+            return NativeCaller(accountID: principal.accountID, accountKey: account.key, region: region)
+        } catch {
+            throw error.code == .notFound ? JSONAPIError.invalidAPIKey : JSONAPIError.store(error)
+        }
+    }
+}
+
+/// The authenticated account of one request.
+struct NativeCaller: Sendable {
+    let accountID: String
+    let accountKey: Int64
+    let region: String
+}
+
+final class NativeAccountKeys: Sendable {
+    private let keys = Mutex<[String: Int64]>([:])
+    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
+    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
+}

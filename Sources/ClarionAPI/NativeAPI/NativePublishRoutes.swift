@@ -1,0 +1,337 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+
+/// `POST /v1/publish` and `GET /v1/messages/{id}`.
+///
+/// A publish is validated whole before anything is stored (the same core rules as SNS's Publish:
+/// `SNSMessage.parse`, `requireEntry(for:)`, `MobilePushAttributes.parse`), then every resulting message goes
+/// through the publish batcher and the request is answered after their commits: a 202 means stored durably.
+enum NativePublishRoutes {
+    /// SNS's limit for a message and its attributes; also the route's body limit.
+    static let publishLimit = SNSActionTable.publishPayloadLimit
+    static let maximumTargets = 100
+    /// Endpoints of one user one publish reaches (the repository's lookup bound).
+    static let maximumUserEndpoints = 1000
+
+    /// One message to store, and which target of the request it came from.
+    struct Planned: Sendable {
+        let targetIndex: Int
+        let message: NewMessage
+        let endpointID: UUID?
+        let topicName: String?
+        /// The request field that named this message's target, for errors found when it is stored.
+        let field: String
+    }
+
+    static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
+        routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let caller = try await c.caller(request)
+            let body = try NativeFields.body(request)
+            try body.allowOnly(["targets", "message", "attributes", "ttl"])
+            guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
+            let (text, structure) = try messageText(message)
+            var attributes = try messageAttributes(body)
+            let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
+            if let ttl {
+                // `ttl` is every platform's TTL attribute at once; an explicit attribute still wins.
+                for platform in Platform.allCases {
+                    let name = platform.ttlAttributeNames[0]
+                    if attributes[name] == nil { attributes[name] = .number(String(ttl)) }
+                }
+            }
+            do throws(MessageValidationError) {
+                _ = try MobilePushAttributes.parse(attributes)
+            } catch {
+                throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
+            }
+            let targets = try targetList(body)
+            let now = c.clock()
+            let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
+            let attributesJSON = storedAttributes(attributes)
+
+            var planned: [Planned] = []
+            for (index, target) in targets.enumerated() {
+                let requireDefault = target.object["topic"] != nil
+                let parsed: SNSMessage
+                do throws(MessageValidationError) {
+                    parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: requireDefault)
+                } catch {
+                    throw messageError(error)
+                }
+                func new(_ target: MessageTarget) -> NewMessage {
+                    NewMessage(externalID: c.makeID(), accountKey: caller.accountKey, target: target, message: text,
+                               structure: structure?.rawValue, attributesJSON: attributesJSON, expiresAt: expiresAt)
+                }
+                if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
+                    // An ARN names the endpoint's platform and application: no lookup before the store, whose
+                    // statement checks existence, account and both enabled flags (SNS's Publish path).
+                    let field = target.name("endpoint")
+                    guard let arn = SNSARN.parse(id), arn.region == caller.region, arn.account == caller.accountID,
+                          case .endpoint(let platform, let application, let uuid) = arn.resource else {
+                        throw JSONAPIError.notFound("No endpoint '\(id)'.", field: field)
+                    }
+                    if let platform = Platform(rawValue: platform) {
+                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                    }
+                    let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
+                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
+                } else if let id = try target.string("endpoint") {
+                    let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
+                    try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
+                    // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
+                    // the endpoint exists and both it and its application are enabled (no gap between check and insert).
+                    let reference = MessageTarget.endpointReference(id: endpoint.externalID, platform: endpoint.platform,
+                                                                    application: endpoint.applicationName, arn: NativeID.arn(endpoint, caller))
+                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: endpoint.externalID, topicName: nil,
+                                           field: target.name("endpoint")))
+                } else if let id = try target.string("topic") {
+                    let topic = try await c.topic(id, caller, field: target.name("topic"))
+                    planned.append(Planned(targetIndex: index, message: new(.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))),
+                                           endpointID: nil, topicName: topic.name, field: target.name("topic")))
+                } else if let user = try target.object("user") {
+                    try user.allowOnly(["app", "user_id"])
+                    let application = try await c.application(try user.requiredString("app"), caller, field: user.name("app"))
+                    let userID = try user.requiredString("user_id", maxBytes: NativeEndpointRoutes.userIDLimit)
+                    guard application.enabled else {
+                        throw JSONAPIError(status: 400, code: "application_disabled",
+                                           message: "The platform application is disabled.", field: user.name("app"))
+                    }
+                    if let platform = Platform(rawValue: application.platform) {
+                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                    }
+                    let found: [EndpointRecord]
+                    do throws(StoreError) {
+                        found = try await c.endpoints.find(applicationKey: application.key, userID: userID, limit: maximumUserEndpoints)
+                    } catch {
+                        throw JSONAPIError.store(error)
+                    }
+                    // A user's disabled devices are skipped: publishing to a user reaches the devices that can receive.
+                    for endpoint in found where endpoint.enabled {
+                        planned.append(Planned(targetIndex: index, message: new(.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))),
+                                               endpointID: endpoint.externalID, topicName: nil, field: user.path))
+                    }
+                } else {
+                    throw JSONAPIError.invalidField(target.path, "A target is one of {\"endpoint\": id}, {\"topic\": id}, {\"user\": {\"app\": id, \"user_id\": id}}.")
+                }
+            }
+
+            let stored = await store(planned, batcher: c.batcher)
+            for (plan, result) in zip(planned, stored) {
+                guard case .failure(let error) = result else { continue }
+                var refusal = storeRefusal(error, field: plan.field)
+                if stored.contains(where: { if case .success = $0 { true } else { false } }) {
+                    refusal.message += " Other messages of this request were stored and will be delivered: see GET /v1/messages."
+                }
+                throw refusal
+            }
+            var items: [JSONValue] = []
+            for (plan, result) in zip(planned, stored) {
+                guard case .success(let id) = result else { continue }
+                var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
+                if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
+                if let topic = plan.topicName { item["topic"] = .string(topic) }
+                items.append(.object(item))
+            }
+            return NativeResponse.json(["messages": .array(items)], status: 202)
+        })
+
+        routes.add(.get, "/v1/messages/{id}", errorFormat: .json, .json { request throws(JSONAPIError) in
+            let caller = try await c.caller(request)
+            let text = request.pathParameters["id"] ?? ""
+            let notFound = JSONAPIError.notFound("No message '\(text)'.", field: "id")
+            guard let id = UUID(uuidString: text) else { throw notFound }
+            let found: MessageStatus?
+            do throws(StoreError) {
+                found = try await c.jobs.messageStatus(externalID: id, account: caller.accountKey)
+            } catch {
+                throw JSONAPIError.store(error, notFound: notFound)
+            }
+            guard let status = found else { throw notFound }
+            return NativeResponse.json(render(status))
+        })
+    }
+
+    static func render(_ status: MessageStatus) -> JSONValue {
+        func number(_ value: Int64) -> JSONValue { .number(JSONNumber(literal: String(value))!) }
+        let counters = status.counters
+        var failures = JSONObject()
+        for reason in status.failuresByReason.keys.sorted() { failures[reason] = number(status.failuresByReason[reason]!) }
+        return [
+            "id": .string(NativeID.uuidText(status.externalID)),
+            "state": .string(status.state.rawValue),
+            "target_kind": .string(status.targetKind),
+            "planned": .bool(status.planned),
+            "shards": .number(JSONNumber(status.shards)),
+            "shards_done": .number(JSONNumber(status.shardsDone)),
+            "planned_targets": number(status.plannedTargets),
+            "progress": .number(JSONNumber(literal: String(format: "%.4f", status.progress))!),
+            "deliveries": [
+                "targeted": number(counters.targeted), "sent": number(counters.sent), "accepted": number(counters.accepted),
+                "failed": number(counters.failed), "retried": number(counters.retried), "skipped": number(counters.skipped),
+                "expired": number(counters.expired),
+            ],
+            "failures_by_reason": .object(failures),
+            "pending_retries": number(status.pendingRetries),
+            "published_at": NativeResponse.time(status.publishedAt),
+            "started_at": NativeResponse.time(status.startedAt),
+            "completed_at": NativeResponse.time(status.completedAt),
+            "expires_at": NativeResponse.time(status.expiresAt),
+        ]
+    }
+
+    /// A store refusal of one message, as the SNS actions map it, on the field that named the target.
+    static func storeRefusal(_ error: StoreError, field: String) -> JSONAPIError {
+        switch (error.code, error.constraint) {
+        case (.notFound, _):
+            return JSONAPIError.notFound("The endpoint no longer exists.", field: field)
+        case (.checkViolation, "platform_applications_enabled"?):
+            return JSONAPIError(status: 400, code: "application_disabled", message: "The endpoint's platform application is disabled.",
+                                field: field)
+        case (.checkViolation, "endpoints_enabled"?):
+            return JSONAPIError(status: 400, code: "endpoint_disabled", message: "The endpoint is disabled.", field: field)
+        case (.unavailable, _):
+            // The batcher's queue is full (or the store is down): back off, as SNS answers Throttled.
+            return JSONAPIError(status: 503, code: "service_unavailable", message: "Too many publishes are waiting; retry later.",
+                                headers: ["Retry-After": "1"])
+        default:
+            return JSONAPIError.store(error)
+        }
+    }
+
+    /// The stored message text and structure: a string is SNS's plain message; an object is the message map,
+    /// whose values may be strings (as in SNS) or objects (encoded to the string SNS expects).
+    static func messageText(_ message: JSONValue) throws(JSONAPIError) -> (String, MessageStructure?) {
+        switch message {
+        case .string(let text):
+            guard !text.isEmpty else { throw JSONAPIError.invalidField("message", "The field 'message' must not be empty.") }
+            guard text.utf8.count <= publishLimit else {
+                throw JSONAPIError.invalidField("message", "The message must be at most \(publishLimit) bytes.")
+            }
+            return (text, nil)
+        case .object(let map):
+            var out = JSONObject()
+            for member in map {
+                switch member.value {
+                case .string: out[member.key] = member.value
+                case .object: out[member.key] = .string(member.value.jsonText)
+                default:
+                    throw JSONAPIError.invalidField("message.\(member.key)",
+                                                    "The field 'message.\(member.key)' must be a string or an object.")
+                }
+            }
+            return (JSONValue.object(out).jsonText, .json)
+        default:
+            throw JSONAPIError.invalidField("message", "The field 'message' must be a string or an object (a message map).")
+        }
+    }
+
+    /// `attributes`: name -> string, number, or `{"type": "String"|"Number"|"Binary"|"String.Array", "value": string}`.
+    static func messageAttributes(_ body: NativeFields) throws(JSONAPIError) -> [String: MessageAttributeValue] {
+        guard let map = try body.object("attributes") else { return [:] }
+        var out: [String: MessageAttributeValue] = [:]
+        for member in map.object {
+            let field = map.name(member.key)
+            guard (1...256).contains(member.key.utf8.count) else {
+                throw JSONAPIError.invalidField(field, "An attribute name is 1 to 256 characters.")
+            }
+            switch member.value {
+            case .string(let text): out[member.key] = .string(text)
+            case .number(let number): out[member.key] = .number(number.literal)
+            case .object(let object):
+                let entry = NativeFields(object, path: field)
+                try entry.allowOnly(["type", "value"])
+                let type = try entry.requiredString("type")
+                let base = type.split(separator: ".", maxSplits: 1).first.map(String.init) ?? ""
+                guard ["String", "Number", "Binary"].contains(base) else {
+                    throw JSONAPIError.invalidField(entry.name("type"), "The field '\(entry.name("type"))' must be String, Number, Binary or String.Array (optionally with a custom suffix).")
+                }
+                let value = try entry.requiredString("value")
+                if base == "Binary" {
+                    guard let data = Data(base64Encoded: value) else {
+                        throw JSONAPIError.invalidField(entry.name("value"), "A Binary attribute's value is base64.")
+                    }
+                    out[member.key] = MessageAttributeValue(dataType: type, binaryValue: [UInt8](data))
+                } else {
+                    out[member.key] = MessageAttributeValue(dataType: type, stringValue: value)
+                }
+            default:
+                throw JSONAPIError.invalidField(field, "The field '\(field)' must be a string, a number or {\"type\", \"value\"}.")
+            }
+        }
+        return out
+    }
+
+    /// SNS's stored form: `{"Name": {"DataType": ..., "StringValue" | "BinaryValue": ...}}`, names sorted.
+    static func storedAttributes(_ attributes: [String: MessageAttributeValue]) -> String {
+        var out = JSONObject()
+        for name in attributes.keys.sorted() {
+            let value = attributes[name]!
+            var entry = JSONObject([("DataType", .string(value.dataType))])
+            if let text = value.stringValue { entry["StringValue"] = .string(text) }
+            if let bytes = value.binaryValue { entry["BinaryValue"] = .string(Data(bytes).base64EncodedString()) }
+            out[name] = .object(entry)
+        }
+        return JSONValue.object(out).jsonText
+    }
+
+    static func targetList(_ body: NativeFields) throws(JSONAPIError) -> [NativeFields] {
+        guard let value = body.object["targets"], value != .null else { throw JSONAPIError.missingField("targets") }
+        guard let array = value.arrayValue else { throw body.typeError("targets", "an array") }
+        guard (1...maximumTargets).contains(array.count) else {
+            throw JSONAPIError.invalidField("targets", "The field 'targets' must hold 1 to \(maximumTargets) targets.")
+        }
+        var out: [NativeFields] = []
+        for (index, element) in array.enumerated() {
+            let path = "targets[\(index)]"
+            guard let object = element.objectValue else {
+                throw JSONAPIError.invalidField(path, "The field '\(path)' must be an object.")
+            }
+            let target = NativeFields(object, path: path)
+            try target.allowOnly(["endpoint", "topic", "user"])
+            guard object.count == 1 else {
+                throw JSONAPIError.invalidField(path, "A target names exactly one of 'endpoint', 'topic', 'user'.")
+            }
+            out.append(target)
+        }
+        return out
+    }
+
+    /// SNS refuses a direct publish to a disabled endpoint or application, or whose map has no entry for it.
+    static func checkDeliverable(_ endpoint: EndpointRecord, _ message: SNSMessage, field: String) throws(JSONAPIError) {
+        guard endpoint.enabled else {
+            throw JSONAPIError(status: 400, code: "endpoint_disabled", message: "The endpoint is disabled.", field: field)
+        }
+        guard endpoint.applicationEnabled else {
+            throw JSONAPIError(status: 400, code: "application_disabled", message: "The endpoint's platform application is disabled.",
+                               field: field)
+        }
+        if let platform = Platform(rawValue: endpoint.platform) {
+            do throws(MessageValidationError) { try message.requireEntry(for: platform) } catch { throw messageError(error) }
+        }
+    }
+
+    /// A core validation error, with the message-map key it names as the field.
+    static func messageError(_ error: MessageValidationError) -> JSONAPIError {
+        let field = error.key.map { $0 == "MessageStructure" ? "message" : "message.\($0)" } ?? "message"
+        return JSONAPIError.invalidField(field, error.message)
+    }
+
+    /// Hands every message to the batcher at once, so one request's messages share a commit.
+    static func store(_ planned: [Planned], batcher: PublishBatcher) async -> [Result<MessageID, StoreError>] {
+        await withTaskGroup(of: (Int, Result<MessageID, StoreError>).self) { group in
+            for (index, plan) in planned.enumerated() {
+                group.addTask {
+                    do throws(StoreError) {
+                        return (index, .success(try await batcher.publish(plan.message)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results = [Result<MessageID, StoreError>](repeating: .failure(StoreError(.invalidData, "not stored")), count: planned.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import ClarionStore
+import Foundation
+
+/// The SNS actions' input rules applied to native requests, so a resource is valid through one API exactly when
+/// it is valid through the other. Where an SNS rule is a function of SNS's request types, it is called and its
+/// error text kept; where it needs an `SNSRequest` (platform-application attributes), the same rule is written
+/// here against the same attribute sets.
+enum NativeRules {
+    /// Runs an SNS validator; its refusal becomes `invalid_field` on `field` with SNS's wording.
+    static func sns<T>(field: String, _ body: () throws(SNSError) -> T) throws(JSONAPIError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw JSONAPIError.invalidField(field, error.message)
+        }
+    }
+
+    /// A device token as SNS stores it (APNs: hexadecimal, at most 400, lower-cased; others at most 4096 bytes).
+    static func token(_ token: String, platform: String) throws(JSONAPIError) -> String {
+        try sns(field: "token") { () throws(SNSError) in try EndpointActions.normalizedToken(token, platform: platform) }
+    }
+
+    static func customUserData(_ data: String?) throws(JSONAPIError) {
+        try sns(field: "custom_user_data") { () throws(SNSError) in try EndpointActions.checkCustomUserData(data) }
+    }
+
+    /// Topic attributes: SNS's settable names and value checks; FIFO topics are refused as SNS's CreateTopic does here.
+    static func topicAttributes(_ attributes: [String: String]) throws(JSONAPIError) {
+        for name in attributes.keys.sorted() where !TopicActions.settable.contains(name) {
+            throw JSONAPIError.invalidField("attributes.\(name)", "Unknown topic attribute '\(name)'.")
+        }
+        for name in attributes.keys.sorted() {
+            try sns(field: "attributes.\(name)") { () throws(SNSError) in try TopicActions.validate([name: attributes[name]!]) }
+        }
+    }
+
+    /// Platform-application attributes (the rules of `PlatformApplicationActions.validate`): known names only,
+    /// SuccessFeedbackSampleRate 0-100, event attributes are topic ARNs of this account and region. The
+    /// credential pair is not an attribute here (`credential`, `principal`), nor is Enabled (`enabled`).
+    static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller) throws(JSONAPIError) -> [String: String] {
+        var stored: [String: String] = [:]
+        for name in attributes.keys.sorted() {
+            let value = attributes[name]!
+            let field = "attributes.\(name)"
+            if PlatformApplicationActions.secretAttributes.contains(name) {
+                let native = name == "PlatformCredential" ? "credential" : "principal"
+                throw JSONAPIError.invalidField(field, "Give '\(name)' as the field '\(native)', not as an attribute.")
+            }
+            if name == "Enabled" { throw JSONAPIError.invalidField(field, "Use the field 'enabled'.") }
+            guard PlatformApplicationActions.storedAttributes.contains(name) else {
+                throw JSONAPIError.invalidField(field, "Unknown platform application attribute '\(name)'.")
+            }
+            switch name {
+            case "SuccessFeedbackSampleRate":
+                guard let rate = Int(value), (0...100).contains(rate) else {
+                    throw JSONAPIError.invalidField(field, "SuccessFeedbackSampleRate must be an integer from 0 to 100.")
+                }
+                stored[name] = String(rate)
+            case _ where PlatformApplicationActions.eventAttributes.contains(name):
+                if !value.isEmpty {
+                    guard let arn = SNSARN.parse(value), case .topic = arn.resource, arn.region == caller.region,
+                          arn.account == caller.accountID else {
+                        throw JSONAPIError.invalidField(field, "\(name) must be a topic ARN of this account and region.")
+                    }
+                }
+                stored[name] = value
+            default:
+                stored[name] = value
+            }
+        }
+        return stored
+    }
+
+    /// SNS's CreatePlatformApplication: GCM needs a credential; APNs and ADM need a credential and a principal.
+    static func requireCredentials(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
+        if credentials.credential?.isEmpty ?? true {
+            throw JSONAPIError.missingField("credential")
+        }
+        if platform != "GCM", credentials.principal?.isEmpty ?? true {
+            throw JSONAPIError.missingField("principal")
+        }
+    }
+
+    /// A given credential or principal must not be empty (SNS refuses empty secrets).
+    static func credentials(_ body: NativeFields) throws(JSONAPIError) -> PlatformCredentials {
+        let credential = try body.string("credential"), principal = try body.string("principal")
+        if credential?.isEmpty == true { throw JSONAPIError.invalidField("credential", "The field 'credential' must not be empty.") }
+        if principal?.isEmpty == true { throw JSONAPIError.invalidField("principal", "The field 'principal' must not be empty.") }
+        return PlatformCredentials(credential: credential, principal: principal)
+    }
+}
