@@ -134,6 +134,7 @@ public final class ClarionNode: @unchecked Sendable {
                         authentication: .sigV4(SigV4Verifier(region: configuration.region,
                                                              resolver: StoreAccessKeyResolver(accounts: accounts))))
             .register(on: &router)
+        registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
         APIRoutes.register(on: &router, node: self)
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,

@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from conftest import Node
+from conftest import CLARION, Node
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "AKIACLARIONE2ETEST01"
@@ -20,6 +20,7 @@ def node():
     # An API-only node: the action script's applications carry credentials no provider would accept, and a
     # dispatcher would (rightly) disable them mid-script. Delivery is covered by test_delivery.py.
     n = Node(["--data-dir", data, "--role", "api"], env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET})
+    n.data_dir = data
     n.wait_ready()
     yield n
     assert n.stop() == 0
@@ -67,3 +68,31 @@ def test_aws_cli_with_a_wrong_secret_is_refused(node):
     r = aws(node, "list-topics", secret="not-the-secret")
     assert r.returncode != 0
     assert "SignatureDoesNotMatch" in r.stderr
+
+
+def test_native_api_with_a_bearer_key_shares_resources_with_the_sns_api(node):
+    import urllib.request
+    key = subprocess.run([CLARION, "accounts", "create-api-key", "--name", "e2e",
+                          "--data-dir", node.data_dir], capture_output=True, text=True, timeout=60)
+    assert key.returncode == 0, key.stderr
+    token = key.stdout.split("key: ")[1].strip()
+
+    def call(method, path, body=None, bearer=token):
+        request = urllib.request.Request(node.url + path, method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json",
+                                                  **({"Authorization": "Bearer " + bearer} if bearer else {})})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    assert call("GET", "/v1/topics", bearer=None)[0] == 401
+    created = aws(node, "create-topic", "--name", "shared-topic")
+    assert created.returncode == 0, created.stderr
+    status, topics = call("GET", "/v1/topics")
+    assert status == 200, topics
+    assert "shared-topic" in json.dumps(topics)
+    status, spec = call("GET", "/v1/openapi.json", bearer=None)
+    assert status == 200 and spec["openapi"].startswith("3.")
