@@ -81,9 +81,12 @@ final class RecordingTransport: PushTransport, @unchecked Sendable {
 struct TestDirectory: PushTransportDirectory {
     var transports: [String: RecordingTransport]
     var unavailable: [String: DeliveryOutcome] = [:]
+    /// When set, every application sends through it.
+    var fileTransport: FileRecordingTransport?
 
     func resolve(_ application: DispatchApplication) async -> TransportResolution {
         if let outcome = unavailable[application.name] { return .unavailable(outcome) }
+        if let fileTransport { return .ready(fileTransport, RenderSettings(apnsBundleID: "com.example.app")) }
         guard let transport = transports[application.name] else {
             return .unavailable(.rejected(reason: "no transport"))
         }
