@@ -1254,10 +1254,37 @@ enum NativeOpenAPIDocument {
           },
           "attributes": {
             "type": "object",
-            "additionalProperties": {
-              "type": "string"
+            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled.",
+            "properties": {
+              "ApplePlatformTeamID": {
+                "type": "string"
+              },
+              "ApplePlatformBundleID": {
+                "type": "string"
+              },
+              "SuccessFeedbackRoleArn": {
+                "type": "string"
+              },
+              "FailureFeedbackRoleArn": {
+                "type": "string"
+              },
+              "SuccessFeedbackSampleRate": {
+                "type": "string"
+              },
+              "EventEndpointCreated": {
+                "type": "string"
+              },
+              "EventEndpointUpdated": {
+                "type": "string"
+              },
+              "EventEndpointDeleted": {
+                "type": "string"
+              },
+              "EventDeliveryFailure": {
+                "type": "string"
+              }
             },
-            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled."
+            "additionalProperties": false
           },
           "enabled": {
             "type": "boolean",
@@ -1279,10 +1306,37 @@ enum NativeOpenAPIDocument {
           },
           "attributes": {
             "type": "object",
-            "additionalProperties": {
-              "type": "string"
+            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled. Merged into the existing ones.",
+            "properties": {
+              "ApplePlatformTeamID": {
+                "type": "string"
+              },
+              "ApplePlatformBundleID": {
+                "type": "string"
+              },
+              "SuccessFeedbackRoleArn": {
+                "type": "string"
+              },
+              "FailureFeedbackRoleArn": {
+                "type": "string"
+              },
+              "SuccessFeedbackSampleRate": {
+                "type": "string"
+              },
+              "EventEndpointCreated": {
+                "type": "string"
+              },
+              "EventEndpointUpdated": {
+                "type": "string"
+              },
+              "EventEndpointDeleted": {
+                "type": "string"
+              },
+              "EventDeliveryFailure": {
+                "type": "string"
+              }
             },
-            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled. Merged into the existing ones."
+            "additionalProperties": false
           },
           "enabled": {
             "type": "boolean"
@@ -1572,10 +1626,43 @@ enum NativeOpenAPIDocument {
           },
           "attributes": {
             "type": "object",
-            "additionalProperties": {
-              "type": "string"
+            "description": "SNS topic attributes, the names SetTopicAttributes accepts, with SNS's value checks (policies are JSON objects, DisplayName at most 100 characters, sample rates 0-100).",
+            "properties": {
+              "DisplayName": {
+                "type": "string"
+              },
+              "Policy": {
+                "type": "string"
+              },
+              "DeliveryPolicy": {
+                "type": "string"
+              },
+              "KmsMasterKeyId": {
+                "type": "string"
+              },
+              "TracingConfig": {
+                "type": "string"
+              },
+              "SignatureVersion": {
+                "type": "string"
+              },
+              "ApplicationSuccessFeedbackRoleArn": {
+                "type": "string"
+              },
+              "ApplicationSuccessFeedbackSampleRate": {
+                "type": "string"
+              },
+              "ApplicationFailureFeedbackRoleArn": {
+                "type": "string"
+              },
+              "DataProtectionPolicy": {
+                "type": "string"
+              },
+              "ArchivePolicy": {
+                "type": "string"
+              }
             },
-            "description": "SNS topic attributes, the names SetTopicAttributes accepts (DisplayName, Policy, DeliveryPolicy, ApplicationSuccessFeedbackSampleRate, ...) with SNS's value checks."
+            "additionalProperties": false
           }
         },
         "additionalProperties": false

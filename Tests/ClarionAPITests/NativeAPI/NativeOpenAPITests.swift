@@ -65,4 +65,20 @@ struct NativeOpenAPITests {
             }
         }
     }
+
+    @Test("the document's attribute names and platforms are the ones the code accepts")
+    func vocabularies() throws {
+        let schemas = try #require((try Self.document()["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        func properties(_ schema: String, _ field: String) -> Set<String> {
+            let object = (schemas[schema]?["properties"] as? [String: Any])?[field] as? [String: Any]
+            return Set((object?["properties"] as? [String: Any])?.keys.map { $0 } ?? [])
+        }
+        #expect(properties("ApplicationCreate", "attributes") == PlatformApplicationActions.storedAttributes)
+        #expect(properties("ApplicationPatch", "attributes") == PlatformApplicationActions.storedAttributes)
+        #expect(properties("TopicCreate", "attributes") == TopicActions.settable)
+        let platform = (schemas["ApplicationCreate"]?["properties"] as? [String: Any])?["platform"] as? [String: Any]
+        #expect(Set(platform?["enum"] as? [String] ?? []) == PlatformApplicationActions.platforms)
+        let create = Set((schemas["EndpointCreate"]?["properties"] as? [String: Any])?.keys.map { $0 } ?? [])
+        #expect(create == Set(["token", "enabled", "custom_user_data", "user_id"] + NativeEndpointRoutes.deviceFields.map(\.field)))
+    }
 }
