@@ -134,8 +134,12 @@ enum NativeEndpointRoutes {
             try NativeRules.customUserData(new.customUserData)
             new.enabled = try body.bool("enabled")
             new.userID = try checkedUserID(try body.string("user_id", maxBytes: userIDLimit))
+            // Device facts are the latest report, not part of the endpoint's identity: they do not take part in
+            // SNS's same-token rule (an app update re-registering with a new app_version is the same endpoint),
+            // and are written after the create decided.
+            var facts: [String: String] = [:]
             for (field, attribute) in deviceFields {
-                if let value = try body.string(field, maxBytes: 256) { new.attributes[attribute] = value }
+                if let value = try body.string(field, maxBytes: 256) { facts[attribute] = value }
             }
             let creation: EndpointCreation
             do throws(StoreError) {
@@ -143,14 +147,23 @@ enum NativeEndpointRoutes {
             } catch {
                 throw JSONAPIError.store(error)
             }
+            var (record, status): (EndpointRecord, Int)
             switch creation {
-            case .created(let record): return NativeResponse.json(render(record, caller), status: 201)
-            case .existing(let record): return NativeResponse.json(render(record, caller), status: 200)
-            case .conflict(let record):
+            case .created(let created): (record, status) = (created, 201)
+            case .existing(let existing): (record, status) = (existing, 200)
+            case .conflict(let existing):
                 throw JSONAPIError.conflict(
-                    "Endpoint \(NativeID.uuidText(record.externalID)) already exists with the same token, but different attributes.",
+                    "Endpoint \(NativeID.uuidText(existing.externalID)) already exists with the same token, but different attributes.",
                     field: "token")
             }
+            if facts.contains(where: { record.attributes[$0.key] != $0.value }) {
+                do throws(StoreError) {
+                    record = try await c.endpoints.update(externalID: record.externalID, EndpointChanges(attributes: facts))
+                } catch {
+                    throw JSONAPIError.store(error)
+                }
+            }
+            return NativeResponse.json(render(record, caller), status: status)
         })
 
         routes.add(.get, "/v1/applications/{id}/endpoints", errorFormat: .json, .json { request throws(JSONAPIError) in

@@ -305,7 +305,7 @@ enum NativeOpenAPIDocument {
             }
           },
           "200": {
-            "description": "The application has this token with the same attributes: the existing endpoint (not re-enabled).",
+            "description": "The application has this token with the same enabled, custom_user_data and user_id (those given): the existing endpoint, not re-enabled; device facts given are updated.",
             "content": {
               "application/json": {
                 "schema": {

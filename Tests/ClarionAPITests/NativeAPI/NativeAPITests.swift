@@ -101,6 +101,10 @@ struct NativeAPITests {
             #expect(first["application"] as? String == "APNS:chat")
             let same = try await f.json("POST", "/v1/applications/APNS:chat/endpoints", create, expect: 200)
             #expect(same["id"] as? String == id)
+            // Device facts are not identity: a new app version re-registers as the same endpoint and updates them.
+            let upgraded = try await f.json("POST", "/v1/applications/APNS:chat/endpoints",
+                                            #"{"token":"aa01","custom_user_data":"alice","user_id":"u1","app_version":"1.3"}"#, expect: 200)
+            #expect(upgraded["id"] as? String == id && upgraded["app_version"] as? String == "1.3")
             let conflict = try await f.error("POST", "/v1/applications/APNS:chat/endpoints", #"{"token":"aa01","custom_user_data":"bob"}"#)
             #expect(conflict == (409, "conflict", "token"))
 
@@ -113,7 +117,7 @@ struct NativeAPITests {
             #expect(patched["custom_user_data"] is NSNull)
             #expect(patched["user_id"] as? String == "u2")
             #expect(patched["os_type"] as? String == "iOS")
-            #expect(patched["app_version"] as? String == "1.2")
+            #expect(patched["app_version"] as? String == "1.3")
             let reenabled = try await f.json("PATCH", "/v1/endpoints/\(id)", #"{"enabled":true}"#, expect: 200)
             #expect(reenabled["enabled"] as? Bool == true && reenabled["disabled_reason"] is NSNull)
 
