@@ -62,16 +62,49 @@ final class DispatchContext: Sendable {
         state.withLock { $0.disabledApplications.contains(key) }
     }
 
+    private struct LaneKey: Hashable {
+        let message: Int64
+        let application: Int64
+    }
+
+    /// Lanes rendered recently, shared by the workers of one message's shards: a message is rendered once per
+    /// application every few seconds, not once per shard. Entries are young (the remaining TTL a render computes
+    /// stays true) and the cache is bounded.
+    private let laneCache = Mutex<[LaneKey: (lane: ApplicationLane, at: ContinuousClock.Instant)]>([:])
+    private static let laneCacheLimit = 512
+    private static let laneMaxAge = Duration.seconds(5)
+
     /// The lanes of one message for one worker, resolved on first sight of each application.
     func lanes(for keys: [Int64], content: MessageContent, into lanes: inout [Int64: ApplicationLane]) async throws(StoreError) {
-        let missing = Array(Set(keys.filter { lanes[$0] == nil }))
+        var missing = Set(keys.filter { lanes[$0] == nil })
         guard !missing.isEmpty else { return }
-        let applications = try await jobs.applications(missing)
-        let now = configuration.now()
+        let now = ContinuousClock.now
+        let message = content.job.key
+        let cached = laneCache.withLock { cache in
+            missing.compactMap { key -> ApplicationLane? in
+                guard let entry = cache[LaneKey(message: message, application: key)],
+                      entry.at.duration(to: now) < Self.laneMaxAge else { return nil }
+                return entry.lane
+            }
+        }
+        for lane in cached where !isApplicationDisabled(lane.application.key) {
+            lanes[lane.application.key] = lane
+            missing.remove(lane.application.key)
+        }
+        guard !missing.isEmpty else { return }
+        let applications = try await jobs.applications(Array(missing))
+        let wall = configuration.now()
+        var made: [ApplicationLane] = []
         for application in applications {
-            lanes[application.key] = await ApplicationLane.make(
+            let lane = await ApplicationLane.make(
                 application, content: content, directory: directory,
-                disabledInProcess: isApplicationDisabled(application.key), now: now)
+                disabledInProcess: isApplicationDisabled(application.key), now: wall)
+            lanes[application.key] = lane
+            made.append(lane)
+        }
+        laneCache.withLock { cache in
+            if cache.count + made.count > Self.laneCacheLimit { cache.removeAll(keepingCapacity: true) }
+            for lane in made { cache[LaneKey(message: message, application: lane.application.key)] = (lane, now) }
         }
     }
 }

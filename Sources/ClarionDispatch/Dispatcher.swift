@@ -24,7 +24,7 @@ public final class Dispatcher: Sendable {
     private let listenConninfo: String
     private let signal = WakeSignal()
     private let retrySignal = WakeSignal()
-    private let activeWorkers = Mutex(0)
+    private let activeWorkers = Mutex((general: 0, express: 0))
 
     public init(
         pool: PGPool, directory: any PushTransportDirectory, configuration: DispatcherConfiguration = DispatcherConfiguration(),
@@ -82,19 +82,23 @@ public final class Dispatcher: Sendable {
         while !context.isStopping {
             var progressed = false
             if (try? await jobs.planPending(limit: 16, shardSize: configuration.shardSize)) ?? 0 > 0 { progressed = true }
-            let free = configuration.shardWorkers - activeWorkers.withLock { $0 }
-            if free > 0, !context.isStopping {
+            // Express slots first (small shards only), then the general ones (any shard).
+            for express in [true, false] where !context.isStopping {
+                let capacity = express ? configuration.expressWorkers : configuration.shardWorkers
+                let free = capacity - activeWorkers.withLock { express ? $0.express : $0.general }
+                guard free > 0 else { continue }
                 let claims = (try? await jobs.claim(
-                    owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration)) ?? []
+                    owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration,
+                    maxPlannedTargets: express ? configuration.expressShardTargets : nil)) ?? []
                 for claim in claims {
                     progressed = true
-                    activeWorkers.withLock { $0 += 1 }
+                    activeWorkers.withLock { if express { $0.express += 1 } else { $0.general += 1 } }
                     context.observer?.shardClaimed(
                         shard: claim.shard, message: claim.message, owner: configuration.owner, checkpoint: claim.checkpoint)
                     group.addTask {
                         let exit = await ShardWorker(claim: claim, context: self.context).run()
                         self.context.observer?.shardEnded(shard: claim.shard, owner: self.configuration.owner, how: exit)
-                        self.activeWorkers.withLock { $0 -= 1 }
+                        self.activeWorkers.withLock { if express { $0.express -= 1 } else { $0.general -= 1 } }
                         self.signal.raise()
                         if exit == .finished { self.retrySignal.raise() }
                     }

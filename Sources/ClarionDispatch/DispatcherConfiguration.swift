@@ -7,6 +7,10 @@ public struct DispatcherConfiguration: Sendable {
     public var owner: String
     /// Shards worked at once.
     public var shardWorkers: Int
+    /// Extra workers only for small shards (at most `expressShardTargets` planned targets: direct publishes,
+    /// small topics), so a direct publish is not queued behind a million-endpoint fan-out.
+    public var expressWorkers: Int
+    public var expressShardTargets: Int
     /// A lease not renewed for this long may be taken over by another dispatcher.
     public var leaseDuration: Double
     /// Checkpoint after this many deliveries reached a final outcome...
@@ -44,7 +48,8 @@ public struct DispatcherConfiguration: Sendable {
     public var unitRandom: @Sendable () -> Double
 
     public init(
-        owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, leaseDuration: Double = 30,
+        owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, expressWorkers: Int = 2,
+        expressShardTargets: Int = 100, leaseDuration: Double = 30,
         checkpointEvery: Int = 2_000, checkpointInterval: Double = 0.25, maxInFlightPerShard: Int = 1_000,
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
         retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
@@ -55,6 +60,8 @@ public struct DispatcherConfiguration: Sendable {
     ) {
         self.owner = owner
         self.shardWorkers = max(1, shardWorkers)
+        self.expressWorkers = max(0, expressWorkers)
+        self.expressShardTargets = max(1, expressShardTargets)
         self.leaseDuration = max(0.5, leaseDuration)
         self.checkpointEvery = max(1, checkpointEvery)
         self.checkpointInterval = checkpointInterval

@@ -374,3 +374,31 @@ struct FanOutTests {
         #expect(transport.counts.filter { $0.key.hasPrefix(RecordingTransport.blackHolePrefix) }.values.allSatisfy { $0 == 2 })
     }
 }
+
+@Suite("Express lane", .serialized)
+struct ExpressLaneTests {
+    @Test("a direct publish is not queued behind a large fan-out: express workers take small shards")
+    func directPublishOvertakes() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "and-", count: 4_000)
+        try fixture.addEndpoints("android", prefix: "solo-", count: 1, subscribe: false)
+        // One general worker and a slow provider: the topic takes seconds.
+        let transport = RecordingTransport(latency: 0.1)
+        var configuration = testConfiguration(owner: "node-a", workers: 1, shardSize: 2_000)
+        configuration.expressWorkers = 1
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]), configuration: configuration))
+        let topic = try fixture.publishToTopic()
+        while transport.sendCount < 200 { try await Task.sleep(for: .milliseconds(5)) }
+        let direct = try fixture.publishToEndpoint(token: "solo-1")
+        let directStatus = try await fixture.waitForFinal(direct)
+        let topicWhenDirectDone = try await fixture.status(topic)
+        let topicStatus = try await fixture.waitForFinal(topic)
+        await dispatcher.stop()
+        #expect(directStatus.state == .completed)
+        #expect(directStatus.counters.accepted == 1)
+        #expect(topicWhenDirectDone.state == .processing)
+        #expect(topicStatus.counters.accepted == 4_000)
+    }
+}

@@ -112,19 +112,24 @@ public struct FanOutJobs: Sendable {
 
     // MARK: Claim
 
-    /// Claims up to `limit` ready shards, or shards whose lease expired, for `owner`.
-    public func claim(owner: String, limit: Int = 1, leaseSeconds: Double) async throws(StoreError) -> [ShardClaim] {
+    /// Claims up to `limit` ready shards, or shards whose lease expired, for `owner`; oldest message first.
+    /// - Parameter maxPlannedTargets: only shards planned with at most this many targets (direct publishes and
+    ///   small topics), so they need not wait behind a large fan-out.
+    public func claim(
+        owner: String, limit: Int = 1, leaseSeconds: Double, maxPlannedTargets: Int? = nil
+    ) async throws(StoreError) -> [ShardClaim] {
         try await pool.transaction { (c) throws(StoreError) -> [ShardClaim] in
             let result = try c.query("""
                 WITH c AS (
                     SELECT id FROM fanout_shards
-                    WHERE state = 'ready' OR (state = 'leased' AND lease_expires_at < now())
+                    WHERE (state = 'ready' OR (state = 'leased' AND lease_expires_at < now()))
+                      AND ($4::bigint IS NULL OR planned_targets <= $4::bigint)
                     ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED)
                 UPDATE fanout_shards s SET state = 'leased', lease_owner = $1,
                     lease_expires_at = now() + make_interval(secs => $3), claims = s.claims + 1, updated_at = now()
                 FROM c WHERE s.id = c.id
                 RETURNING s.id, s.message, s.lo, s.hi, s.checkpoint, s.claims, s.lease_expires_at
-                """, [owner, limit, leaseSeconds])
+                """, [owner, limit, leaseSeconds, maxPlannedTargets])
             var claims: [ShardClaim] = []
             for row in result.rows {
                 claims.append(ShardClaim(
