@@ -319,7 +319,15 @@ enum NativePublishRoutes {
 
     /// Hands every message to the batcher at once, so one request's messages share a commit.
     static func store(_ planned: [Planned], batcher: PublishBatcher) async -> [Result<MessageID, StoreError>] {
-        await withTaskGroup(of: (Int, Result<MessageID, StoreError>).self) { group in
+        if planned.count == 1 {
+            // The common case needs no task group.
+            do throws(StoreError) {
+                return [.success(try await batcher.publish(planned[0].message))]
+            } catch {
+                return [.failure(error)]
+            }
+        }
+        return await withTaskGroup(of: (Int, Result<MessageID, StoreError>).self) { group in
             for (index, plan) in planned.enumerated() {
                 group.addTask {
                     do throws(StoreError) {
