@@ -37,6 +37,8 @@ public struct MobilePushAttributes: Sendable, Hashable {
     public var apnsTopic: String?
     /// TTL attributes by the platform they apply to, in seconds.
     public var ttl: [Platform: Int]
+    /// `Clarion.Namespace`: Clarion's values under one payload key (`PayloadNamespace`), when the publish asked.
+    public var namespace: PayloadNamespace?
 
     public init(
         apnsPushType: APNsPushType? = nil, apnsPriority: Int? = nil, apnsCollapseID: String? = nil,
@@ -63,6 +65,9 @@ public struct MobilePushAttributes: Sendable, Hashable {
     /// be one APNs knows (A.3). Every value must come as a `String` or `Number` attribute.
     public static func parse(_ attributes: [String: MessageAttributeValue]) throws(MessageValidationError) -> MobilePushAttributes {
         var result = MobilePushAttributes()
+        if let value = attributes[PayloadNamespace.attributeName] {
+            result.namespace = try PayloadNamespace.parse(attribute: value)
+        }
         for (name, value) in attributes where name.hasPrefix("AWS.SNS.MOBILE.") {
             if let platform = ttlPlatform(forAttribute: name) {
                 let text = try scalar(name, value)

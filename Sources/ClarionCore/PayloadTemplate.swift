@@ -57,6 +57,9 @@ indirect enum JSONTemplateNode {
     case value(JSONValue)
     case object([(String, JSONTemplateNode)])
     case slot(PayloadTemplate.Slot)
+    /// A JSON string whose contents are the inner node's JSON text (FCM/ADM data values that hold an object,
+    /// `PayloadNamespace`). Its slots may only be delivery ids, which never need escaping at either level.
+    case embedded(JSONTemplateNode)
 
     static func object(_ object: JSONObject) -> JSONTemplateNode {
         .object(object.members.map { ($0.key, .value($0.value)) })
@@ -91,6 +94,20 @@ indirect enum JSONTemplateNode {
                     write(value)
                 }
                 current.append(UInt8(ascii: "}"))
+            case .embedded(let inner):
+                var nested = Builder()
+                nested.write(inner)
+                let text = nested.finish()
+                current.append(UInt8(ascii: "\""))
+                for (i, slot) in text.slots.enumerated() {
+                    precondition(slot == .deliveryID, "JSONTemplateNode.embedded: only delivery-id slots can be nested")
+                    JSONWriter.writeEscapedContents(String(decoding: text.literals[i], as: UTF8.self), to: &current)
+                    literals.append(current)
+                    slots.append(slot)
+                    current = []
+                }
+                JSONWriter.writeEscapedContents(String(decoding: text.literals[text.slots.count], as: UTF8.self), to: &current)
+                current.append(UInt8(ascii: "\""))
             }
         }
 

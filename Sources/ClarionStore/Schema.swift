@@ -12,6 +12,7 @@ public enum Schema {
         Migration(version: 3, name: "mobile apps, registration requests, webhooks, campaigns, opens", sql: v3),
         Migration(version: 4, name: "fan-out: planned targets per shard, retries remember their shard", sql: v4),
         Migration(version: 5, name: "name checks PostgreSQL can compile", sql: v5),
+        Migration(version: 7, name: "campaigns: messages linked by their namespace attribute", sql: v7),
     ]
 
     static let v1 = """

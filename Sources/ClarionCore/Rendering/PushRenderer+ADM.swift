@@ -34,14 +34,16 @@ extension PushRenderer {
         }
 
         let deliveryIDKey = context.settings.deliveryIDKey
+        let namespace = context.attributes.namespace
         let template: PayloadTemplate
         let size: Int
-        if deliveryIDKey != nil {
+        if deliveryIDKey != nil || namespace != nil {
             let members: [(String, JSONTemplateNode)] = body.members.map { member in
-                member.key == "data" ? ("data", dataNode(data, deliveryIDKey: deliveryIDKey)) : (member.key, .value(member.value))
+                member.key == "data"
+                    ? ("data", dataNode(data, deliveryIDKey: deliveryIDKey, namespace: namespace)) : (member.key, .value(member.value))
             }
             template = JSONTemplateNode.object(members).template()
-            size = template.fixedByteCount + deliveryIDSlotLength
+            size = template.sizeWithDeliveryIDs
         } else {
             template = PayloadTemplate(bytes: body.encoded())
             size = template.fixedByteCount

@@ -43,11 +43,13 @@ extension PushRenderer {
 
         let body: PayloadTemplate
         let size: Int
-        if let key = context.settings.deliveryIDKey {
-            var members = payload.members.filter { $0.key != key }.map { ($0.key, JSONTemplateNode.value($0.value)) }
-            members.append((key, .slot(.deliveryID)))
+        let namespace = attributes.namespace
+        if context.settings.deliveryIDKey != nil || namespace != nil {
+            var members = payload.members.map { ($0.key, JSONTemplateNode.value($0.value)) }
+            if let key = context.settings.deliveryIDKey { PayloadNamespace.place(.slot(.deliveryID), at: key, in: &members) }
+            if let namespace { PayloadNamespace.place(namespace.objectNode, at: namespace.key, in: &members) }
             body = JSONTemplateNode.object(members).template()
-            size = body.fixedByteCount + deliveryIDSlotLength
+            size = body.sizeWithDeliveryIDs
         } else {
             body = PayloadTemplate(bytes: payload.encoded())
             size = body.fixedByteCount

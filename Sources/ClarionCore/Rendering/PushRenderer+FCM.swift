@@ -117,17 +117,26 @@ extension PushRenderer {
             if let existing = data[deliveryIDKey] { size -= deliveryIDKey.utf8.count + keysAndValuesSize(existing) }
             size += deliveryIDKey.utf8.count + deliveryIDSlotLength
         }
+        let namespace = context.attributes.namespace
+        if let namespace {
+            if namespace.key == deliveryIDKey {
+                size -= namespace.key.utf8.count + deliveryIDSlotLength
+            } else if let existing = data[namespace.key] {
+                size -= namespace.key.utf8.count + keysAndValuesSize(existing)
+            }
+            size += namespace.dataEntrySize
+        }
         if size > PushProvider.fcm.payloadLimit {
             return tooLarge("FCM", size: size, limit: PushProvider.fcm.payloadLimit, detail: " of keys and values")
         }
 
         // Body: {"message":{...,"token":<slot>}} (+ "validate_only":true).
         var members: [(String, JSONTemplateNode)] = message.members.map { member in
-            if member.key == "data" { return ("data", dataNode(data, deliveryIDKey: deliveryIDKey)) }
+            if member.key == "data" { return ("data", dataNode(data, deliveryIDKey: deliveryIDKey, namespace: namespace)) }
             return (member.key, .value(member.value))
         }
-        if deliveryIDKey != nil && message["data"] == nil {
-            members.append(("data", dataNode(JSONObject(), deliveryIDKey: deliveryIDKey)))
+        if (deliveryIDKey != nil || namespace != nil) && message["data"] == nil {
+            members.append(("data", dataNode(JSONObject(), deliveryIDKey: deliveryIDKey, namespace: namespace)))
         }
         members.append(("token", .slot(.token)))
         var envelope: [(String, JSONTemplateNode)] = [("message", .object(members))]

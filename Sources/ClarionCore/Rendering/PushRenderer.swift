@@ -70,13 +70,15 @@ extension PushRenderer {
         return out
     }
 
-    /// The object with its `data` member (if any) made a string map, and the delivery-id slot added to it.
-    static func dataNode(_ data: JSONObject, deliveryIDKey: String?) -> JSONTemplateNode {
+    /// The object with its `data` member (if any) made a string map, and the delivery-id slot added to it,
+    /// then the namespace's JSON-encoded string (`PayloadNamespace`), which wins over a same-named key.
+    static func dataNode(_ data: JSONObject, deliveryIDKey: String?, namespace: PayloadNamespace? = nil) -> JSONTemplateNode {
         var members = data.members.map { ($0.key, JSONTemplateNode.value($0.value)) }
         if let key = deliveryIDKey {
             members.removeAll { $0.0 == key }
             members.append((key, .slot(.deliveryID)))
         }
+        if let namespace { PayloadNamespace.place(namespace.stringNode, at: namespace.key, in: &members) }
         return .object(members)
     }
 

@@ -1,0 +1,110 @@
+import ClarionCore
+import ClarionStore
+import Foundation
+
+/// The `"campaign"` field of a native publish, and the `"namespace"` field of an ordinary one (issue 8).
+///
+/// The publish handler calls, in order:
+/// 1. `CampaignPublish.parse(body.object["campaign"])` while validating (a 400 names the field, e.g.
+///    `campaign.data.discount` for a non-string value);
+/// 2. `try await request.resolve(accountKey:campaigns:)` once the caller is known (creates or updates the campaign);
+/// 3. for each message it stores, `prepared.attribute(messageID:)`, added to that message's attributes under
+///    `PayloadNamespace.attributeName` before they are serialised. The stored message is linked to the campaign in
+///    the INSERT (schema v7) and every delivery renders the namespace with its own delivery id.
+public struct CampaignPublish: Sendable, Hashable {
+    /// nil: generate one (a UUID).
+    public var id: String?
+    public var name: String
+    public var namespace: String
+    public var deepLink: String?
+    public var data: [PayloadNamespace.Field]
+
+    public static let idLimit = 128
+    public static let nameLimit = 256
+
+    /// Reads and checks the field; `field` is its path in the request ("campaign").
+    public static func parse(_ value: JSONValue?, field: String = "campaign") throws(JSONAPIError) -> CampaignPublish? {
+        guard let value, value != .null else { return nil }
+        guard let object = value.objectValue else { throw JSONAPIError.invalidField(field, "The field '\(field)' must be an object.") }
+        for key in object.keys where !["id", "name", "namespace", "deep_link", "data"].contains(key) {
+            throw JSONAPIError.invalidField("\(field).\(key)", "Unknown field '\(field).\(key)'.")
+        }
+        func string(_ key: String, required: Bool, limit: Int) throws(JSONAPIError) -> String? {
+            let path = "\(field).\(key)"
+            guard let member = object[key], member != .null else {
+                if required { throw JSONAPIError.missingField(path) }
+                return nil
+            }
+            guard let text = member.stringValue else { throw JSONAPIError.invalidField(path, "The field '\(path)' must be a string.") }
+            guard !text.isEmpty, text.utf8.count <= limit else {
+                throw JSONAPIError.invalidField(path, "The field '\(path)' must be 1 to \(limit) bytes.")
+            }
+            return text
+        }
+        let id = try string("id", required: false, limit: idLimit)
+        let name = try string("name", required: true, limit: nameLimit)!
+        let namespace = try string("namespace", required: true, limit: PayloadNamespace.keyLimit)!
+        if let problem = PayloadNamespace.problem(namespaceKey: namespace) {
+            throw JSONAPIError.invalidField("\(field).namespace", "The namespace \(problem).")
+        }
+        let deepLink = try string("deep_link", required: false, limit: 2048)
+        var data: [PayloadNamespace.Field] = []
+        if let member = object["data"], member != .null {
+            guard let map = member.objectValue else {
+                throw JSONAPIError.invalidField("\(field).data", "The field '\(field).data' must be an object of strings.")
+            }
+            guard map.count <= PayloadNamespace.fieldLimit else {
+                throw JSONAPIError.invalidField("\(field).data", "At most \(PayloadNamespace.fieldLimit) data keys.")
+            }
+            for entry in map {
+                let path = "\(field).data.\(entry.key)"
+                guard let text = entry.value.stringValue else {
+                    throw JSONAPIError.invalidField(path, "Campaign data values must be strings; '\(path)' is not.")
+                }
+                if let problem = PayloadNamespace.problem(dataKey: entry.key) {
+                    throw JSONAPIError.invalidField(path, "The data key \(problem).")
+                }
+                data.append(PayloadNamespace.Field(key: entry.key, value: text))
+            }
+        }
+        return CampaignPublish(id: id, name: name, namespace: namespace, deepLink: deepLink, data: data)
+    }
+
+    /// Stores the campaign (creating it, or updating its name and namespace) for the account.
+    public func resolve(accountKey: Int64, campaigns: CampaignRepository,
+                        makeID: @Sendable () -> UUID = { UUID() }) async throws(JSONAPIError) -> PreparedCampaign {
+        let externalID = id ?? makeID().uuidString.lowercased()
+        do throws(StoreError) {
+            let record = try await campaigns.ensureCampaign(accountKey: accountKey, externalID: externalID, name: name,
+                                                            namespace: namespace)
+            return PreparedCampaign(record: record, deepLink: deepLink, data: data)
+        } catch {
+            throw error.code == .unavailable ? JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
+                : JSONAPIError.internalError
+        }
+    }
+}
+
+/// A stored campaign, ready to mark the messages of a publish.
+public struct PreparedCampaign: Sendable, Hashable {
+    public let record: CampaignRecord
+    public let deepLink: String?
+    public let data: [PayloadNamespace.Field]
+
+    public func namespace(messageID: UUID) -> PayloadNamespace {
+        PayloadNamespace(key: record.namespace, kind: .campaign, messageID: messageID.uuidString.lowercased(),
+                         deepLink: deepLink, fields: data, campaign: record.externalID)
+    }
+
+    /// The `Clarion.Namespace` attribute of the message with this external id.
+    public func attribute(messageID: UUID) -> MessageAttributeValue {
+        namespace(messageID: messageID).attributeValue()
+    }
+}
+
+extension PayloadNamespace {
+    /// An ordinary push that asks for the namespace (`"namespace": "<key>"` in the publish): type "message".
+    public static func message(key: String, messageID: UUID) -> PayloadNamespace {
+        PayloadNamespace(key: key, kind: .message, messageID: messageID.uuidString.lowercased())
+    }
+}
