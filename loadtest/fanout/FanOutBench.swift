@@ -184,6 +184,50 @@ func runBench(directory: String, count: Int) async {
     }
     let elapsed = Date().timeIntervalSince(publishedAt)
     let cpu = cpuSeconds() - cpuBefore
+
+    // Direct publishes at a fixed rate, each as the publish path writes it (message + one-endpoint shard +
+    // NOTIFY in one commit); latency is the database's publish time to the message's completion.
+    let rate = Double(ProcessInfo.processInfo.environment["DIRECT_RATE"] ?? "") ?? 200
+    let directCount = Int(ProcessInfo.processInfo.environment["DIRECT_COUNT"] ?? "") ?? 1_000
+    var latency: (p50: Double, p99: Double, max: Double, done: Int) = (0, 0, 0, 0)
+    do {
+        let c = try PGConnection(conninfo: url)
+        let endpoints = try c.query("SELECT id FROM endpoints ORDER BY id LIMIT $1", [directCount]).rows.compactMap { $0.int64(0) }
+        let start = Date()
+        var first: Int64 = 0
+        for (i, endpoint) in endpoints.enumerated() {
+            let due = start.addingTimeInterval(Double(i) / rate)
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
+            let results = try c.pipeline([
+                PGCommand("""
+                    WITH m AS (
+                        INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+                        VALUES (gen_random_uuid(), $1, 'endpoint', $2, 'direct', true) RETURNING id),
+                    s AS (INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets)
+                          SELECT id, $2::bigint - 1, $2, $2::bigint - 1, 1 FROM m)
+                    SELECT id FROM m
+                    """, [account, endpoint]),
+                PGCommand("SELECT pg_notify($1, '')", [FanOutJobs.workChannel]),
+            ])
+            if i == 0 { first = results[0].first?.int64(0) ?? 0 }
+        }
+        let waitUntil = Date().addingTimeInterval(30)
+        while Date() < waitUntil {
+            let open = try c.query("SELECT count(*) FROM messages WHERE id >= $1 AND completed_at IS NULL", [first]).first?.int64(0) ?? 0
+            if open == 0 { break }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if let row = try c.query("""
+            SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), max(ms), count(*)
+            FROM (SELECT extract(epoch FROM completed_at - published_at) * 1000 AS ms FROM messages
+                  WHERE id >= $1 AND completed_at IS NOT NULL) t
+            """, [first]).first {
+            latency = (row.double(0) ?? 0, row.double(1) ?? 0, row.double(2) ?? 0, row.int(3) ?? 0)
+        }
+    } catch {
+        print("direct publishes: \(error)")
+    }
     dispatcher.shutdown()
     await running.value
     await registry.shutdown()
@@ -198,6 +242,8 @@ func runBench(directory: String, count: Int) async {
         deliveries/s         \(String(format: "%.0f", Double(delivered) / elapsed))
         gateway CPU          \(String(format: "%.1f", cpu)) s (\(String(format: "%.0f", cpu / elapsed * 100))% of one core)
         gateway peak RSS     \(String(format: "%.0f", peakRSSMegabytes())) MB
+        direct publishes     \(latency.done) at \(Int(rate))/s: p50 \(String(format: "%.1f", latency.p50)) ms, \
+        p99 \(String(format: "%.1f", latency.p99)) ms, max \(String(format: "%.1f", latency.max)) ms (publish commit -> Completed)
         """)
     if status.failuresByReason.count > 0 { print("failures             \(status.failuresByReason)") }
 }
