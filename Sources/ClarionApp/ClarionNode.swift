@@ -19,6 +19,9 @@ public final class ClarionNode: @unchecked Sendable {
     private var server: HTTPServer?
     private var batcher: PublishBatcher?
     private var dispatcher: Dispatcher?
+    /// The dispatcher's own connections (2 per shard worker + 2, see `Dispatcher`), so a burst of API
+    /// requests never starves a checkpoint and the reverse.
+    private var dispatcherPool: PGPool?
     private var dispatcherDone: DispatchSemaphore?
     private var providers: ProviderRegistry?
     private var emulator: EmulatorHandle?
@@ -167,7 +170,11 @@ public final class ClarionNode: @unchecked Sendable {
             registry: registry,
             credentials: { key in try await applications.credentials(applicationKey: key) },
             serverTrustedCAPEM: caPEM)
-        let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: DispatcherConfiguration(),
+        let dispatcherConfiguration = DispatcherConfiguration()
+        let workPool = PGPool(conninfo: databaseURL, size: 2 * dispatcherConfiguration.shardWorkers + 2,
+                              applicationName: "clarion-dispatch")
+        dispatcherPool = workPool
+        let dispatcher = Dispatcher(pool: workPool, directory: directory, configuration: dispatcherConfiguration,
                                     listenConninfo: databaseURL)
         self.dispatcher = dispatcher
         let done = DispatchSemaphore(value: 0)
@@ -228,6 +235,8 @@ public final class ClarionNode: @unchecked Sendable {
             dispatcherDone?.wait()
             self.dispatcher = nil
         }
+        dispatcherPool?.shutdown()
+        dispatcherPool = nil
         if let providers {
             let done = DispatchSemaphore(value: 0)
             Task.detached { await providers.shutdown(); done.signal() }
