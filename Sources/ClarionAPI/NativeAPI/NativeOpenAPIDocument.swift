@@ -1254,7 +1254,7 @@ enum NativeOpenAPIDocument {
           },
           "attributes": {
             "type": "object",
-            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled.",
+            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region); and Clarion's own ProviderEndpoint (the provider's base URL, e.g. the emulator), ProviderAuthEndpoint (token URL), ProviderCACertificate (extra trusted CA, PEM), FCMProjectID. PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled.",
             "properties": {
               "ApplePlatformTeamID": {
                 "type": "string"
@@ -1281,6 +1281,18 @@ enum NativeOpenAPIDocument {
                 "type": "string"
               },
               "EventDeliveryFailure": {
+                "type": "string"
+              },
+              "ProviderEndpoint": {
+                "type": "string"
+              },
+              "ProviderAuthEndpoint": {
+                "type": "string"
+              },
+              "ProviderCACertificate": {
+                "type": "string"
+              },
+              "FCMProjectID": {
                 "type": "string"
               }
             },
@@ -1306,7 +1318,7 @@ enum NativeOpenAPIDocument {
           },
           "attributes": {
             "type": "object",
-            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region). PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled. Merged into the existing ones.",
+            "description": "SNS platform-application attributes, the names SetPlatformApplicationAttributes accepts: ApplePlatformTeamID, ApplePlatformBundleID, SuccessFeedbackRoleArn, FailureFeedbackRoleArn, SuccessFeedbackSampleRate (0-100), EventEndpointCreated, EventEndpointUpdated, EventEndpointDeleted, EventDeliveryFailure (topic ARNs of this account and region); and Clarion's own ProviderEndpoint (the provider's base URL, e.g. the emulator), ProviderAuthEndpoint (token URL), ProviderCACertificate (extra trusted CA, PEM), FCMProjectID. PlatformCredential, PlatformPrincipal and Enabled are refused here: use credential, principal, enabled. Merged into the existing ones.",
             "properties": {
               "ApplePlatformTeamID": {
                 "type": "string"
@@ -1333,6 +1345,18 @@ enum NativeOpenAPIDocument {
                 "type": "string"
               },
               "EventDeliveryFailure": {
+                "type": "string"
+              },
+              "ProviderEndpoint": {
+                "type": "string"
+              },
+              "ProviderAuthEndpoint": {
+                "type": "string"
+              },
+              "ProviderCACertificate": {
+                "type": "string"
+              },
+              "FCMProjectID": {
                 "type": "string"
               }
             },
