@@ -114,6 +114,10 @@ public enum CLI {
         let node = ClarionNode(configuration: configuration)
         try node.start()
         say("clarion \(version) ready on http://\(configuration.listenHost):\(node.apiPort) (role \(configuration.role.rawValue))")
+        if let emulator = node.emulatorURL {
+            let demo = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("demo").path
+            say("provider emulator on \(emulator) (h2c); demo credentials in \(demo)")
+        }
         let signalNumber = ClarionNode.waitForTerminationSignal()
         Log("clarion.node").info("stopping", ["signal": String(signalNumber)])
         node.stop()

@@ -31,6 +31,9 @@ public final class ClarionNode: @unchecked Sendable {
         self.configuration = configuration
     }
 
+    /// The emulator's base URL when `--with-emulator` runs one.
+    public var emulatorURL: String? { emulator?.baseURL }
+
     /// The API port actually bound (useful with port 0).
     public var apiPort: Int { server?.port ?? 0 }
 
