@@ -69,6 +69,7 @@ final class HTTP2ServerConnection: SocketChannel {
     }
 
     override func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if lingering { return true }  // the session is over: drop what the client still sends
         guard let session else { return false }
         let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
         if dropRequested {
@@ -87,7 +88,7 @@ final class HTTP2ServerConnection: SocketChannel {
     }
 
     override func produceOutput() {
-        guard let session else { return }
+        guard !lingering, let session else { return }
         while !outputIsFull {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
@@ -105,10 +106,29 @@ final class HTTP2ServerConnection: SocketChannel {
     }
 
     private var closeAfterWrite = false
+    /// The session is over and our side is half-closed; reads are dropped until the client closes.
+    private var lingering = false
+    private var lingerTimer: UInt64 = 0
+    /// How long a lingering connection waits for the client's end of stream before closing anyway.
+    static let lingerTimeout: Duration = .seconds(2)
 
     override func flushAtEndOfTurn() {
         super.flushAtEndOfTurn()
-        if closeAfterWrite && state == .active && outbound.isEmpty { close(error: nil) }
+        if closeAfterWrite && !lingering && state == .active && outbound.isEmpty { linger() }
+    }
+
+    /// Ends the connection without a reset. Closing a socket with unread input makes the kernel send RST instead
+    /// of FIN, and a RST can destroy what we wrote last (the GOAWAY) before the client reads it, so the client
+    /// cannot tell which of its streams were processed; a client that is sending while we leave (the very case
+    /// GOAWAY exists for) always has input in flight. So: half-close (FIN after the GOAWAY), drop what still
+    /// arrives, close once the client closes too, or after `lingerTimeout`.
+    private func linger() {
+        lingering = true
+        shutdownOutput()
+        lingerTimer = loop.addTimer(after: Self.lingerTimeout.nanoseconds) { [self] in
+            lingerTimer = 0
+            close(error: nil)
+        }
     }
 
     override func didClose(error: HTTP2Error?) {
@@ -117,6 +137,7 @@ final class HTTP2ServerConnection: SocketChannel {
             streams.storage[i].timer = 0
         }
         if graceTimer != 0 { loop.cancelTimer(graceTimer) }
+        if lingerTimer != 0 { loop.cancelTimer(lingerTimer) }
         userState = nil
         core.connectionClosed(self)
     }
@@ -213,6 +234,22 @@ final class HTTP2ServerConnection: SocketChannel {
         }
     }
 
+    /// A handle for answering `streamID` later (the handler returns `.stall`). The slot's generation tells the
+    /// stream apart from a later one that reuses the slot.
+    func makeResponder(streamID: Int32) -> HTTP2ServerResponder {
+        let i = slot(for: streamID) ?? -1
+        return HTTP2ServerResponder(connection: self, slot: i,
+                                    generation: i >= 0 ? streams.storage[i].generation : 0, streamID: streamID)
+    }
+
+    /// A responder's answer, on the loop: sent only if that very stream is still open.
+    func respondLater(slot i: Int, generation: UInt32, streamID: Int32, _ response: HTTP2ServerResponse) {
+        guard state == .active, i >= 0, i < streams.count, generation != 0,
+              streams.storage[i].generation == generation, streams.storage[i].streamID == streamID else { return }
+        submitResponse(slot: i, streamID: streamID, response)
+        scheduleFlush()
+    }
+
     private func submitResponse(slot i: Int, streamID: Int32, _ response: HTTP2ServerResponse) {
         guard let session else { return }
         headerBlock.reset()
@@ -276,6 +313,7 @@ final class HTTP2ServerConnection: SocketChannel {
 
     /// GOAWAY for graceful shutdown: streams the server has seen complete, then the connection closes.
     func shutdownGracefully() {
+        guard !lingering else { return }  // already leaving
         guard state == .active, let session else {
             if state == .handshaking { close(error: nil) }
             return

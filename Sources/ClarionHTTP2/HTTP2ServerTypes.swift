@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A request as the server saw it once its last frame arrived.
 public struct HTTP2ServerRequest: Sendable {
     public var method: String
@@ -45,7 +47,8 @@ public enum HTTP2ServerAction: Sendable {
     case respond(HTTP2ServerResponse)
     /// Answer after `delay`, without blocking the loop (a timer).
     case respondAfter(Duration, HTTP2ServerResponse)
-    /// Never answer (the stream stays open until the client resets it or the connection closes).
+    /// Never answer (the stream stays open until the client resets it or the connection closes), unless a
+    /// `responder()` taken in the handler answers it later.
     case stall
     /// Refuse this request and every later one with GOAWAY (NO_ERROR, last-stream-id = the stream before this
     /// one); answer the earlier ones as their handlers decided, then close the connection.
@@ -93,6 +96,55 @@ public struct HTTP2ServerStreamContext {
 
     /// Streams open on this connection right now, this one included (what the client has in flight).
     public var openStreamCount: Int { connection.openStreamCount }
+
+    /// A handle to answer this stream later, from any thread: return `.stall` from the handler, then call
+    /// `respond(_:)` once the answer is known. Unlike `.respondAfter`, the moment is the caller's decision, not a
+    /// timer's: a test holds streams open for exactly as long as it needs to look at them, however slowly it runs.
+    public func responder() -> HTTP2ServerResponder {
+        connection.makeResponder(streamID: streamID)
+    }
+}
+
+/// Answers one stalled stream later (see `HTTP2ServerStreamContext.responder()`). Any thread may call `respond`;
+/// the answer is submitted on the connection's loop. Only the first call counts, and it does nothing if the stream
+/// is gone by then (reset by the client, refused after GOAWAY, connection closed).
+public final class HTTP2ServerResponder: Sendable {
+    private let loop: EventLoop
+    private let target: Target
+    private let slot: Int
+    private let generation: UInt32
+    private let streamID: Int32
+    private let used = Atomic<Bool>(false)
+
+    /// The connection, touched only on its loop (inside `loop.execute`), hence `@unchecked Sendable`. Weak: a
+    /// forgotten responder must not keep a closed connection and its nghttp2 session alive.
+    private final class Target: @unchecked Sendable {
+        weak var connection: HTTP2ServerConnection?
+
+        init(_ connection: HTTP2ServerConnection) {
+            self.connection = connection
+        }
+    }
+
+    init(connection: HTTP2ServerConnection, slot: Int, generation: UInt32, streamID: Int32) {
+        loop = connection.loop
+        target = Target(connection)
+        self.slot = slot
+        self.generation = generation
+        self.streamID = streamID
+    }
+
+    /// Sends `response` on the stream, if it is still open.
+    public func respond(_ response: HTTP2ServerResponse) {
+        guard !used.exchange(true, ordering: .relaxed) else { return }
+        let target = self.target
+        let slot = self.slot
+        let generation = self.generation
+        let streamID = self.streamID
+        loop.execute {
+            target.connection?.respondLater(slot: slot, generation: generation, streamID: streamID, response)
+        }
+    }
 }
 
 public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2ServerStreamContext) -> HTTP2ServerAction

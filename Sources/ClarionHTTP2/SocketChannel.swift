@@ -222,6 +222,13 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
 
     // MARK: close
 
+    /// Half-closes: the peer gets what was written, then end of stream, while reading goes on. The start of a
+    /// lingering close (see `HTTP2ServerConnection`).
+    final func shutdownOutput() {
+        guard state != .closed, fd >= 0 else { return }
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Closes the socket now (idempotent) and reports `didClose` once.
     final func close(error: HTTP2Error?) {
         guard state != .closed else { return }
