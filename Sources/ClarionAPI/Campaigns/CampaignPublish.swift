@@ -108,3 +108,74 @@ extension PayloadNamespace {
         PayloadNamespace(key: key, kind: .message, messageID: messageID.uuidString.lowercased())
     }
 }
+
+/// The namespace a native publish asks for: `"campaign": {...}` (type "campaign"), or `"namespace": "<key>"` on an
+/// ordinary push (type "message"). The publish handler's whole part is:
+///
+///     let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)   // validation
+///     let namespace = try await namespaceRequest?.resolve(accountKey: caller.accountKey,
+///                                                         campaigns: CampaignRepository(pool: c.accounts.pool))
+///     // per stored message, with its external id `id`:
+///     if let namespace { messageAttributes[PayloadNamespace.attributeName] = namespace.attribute(messageID: id) }
+public enum PublishNamespaceRequest: Sendable, Hashable {
+    case campaign(CampaignPublish)
+    case message(key: String)
+
+    /// Reads `campaign` and `namespace` of a publish body (at most one of them); refuses a publisher-supplied
+    /// `Clarion.Namespace` attribute, which only Clarion writes.
+    public static func parse(_ body: JSONObject, attributes: [String: MessageAttributeValue] = [:])
+        throws(JSONAPIError) -> PublishNamespaceRequest?
+    {
+        if attributes[PayloadNamespace.attributeName] != nil {
+            let field = "attributes.\(PayloadNamespace.attributeName)"
+            throw JSONAPIError.invalidField(field, "The attribute '\(PayloadNamespace.attributeName)' is reserved; use 'campaign' or 'namespace'.")
+        }
+        let campaign = try CampaignPublish.parse(body["campaign"])
+        var key: String?
+        if let value = body["namespace"], value != .null {
+            guard let text = value.stringValue else { throw JSONAPIError.invalidField("namespace", "The field 'namespace' must be a string.") }
+            if let problem = PayloadNamespace.problem(namespaceKey: text) {
+                throw JSONAPIError.invalidField("namespace", "The namespace \(problem).")
+            }
+            key = text
+        }
+        switch (campaign, key) {
+        case (let campaign?, nil): return .campaign(campaign)
+        case (nil, let key?): return .message(key: key)
+        case (nil, nil): return nil
+        case (_?, _?):
+            throw JSONAPIError.invalidField("namespace", "Give 'campaign.namespace' or 'namespace', not both.")
+        }
+    }
+
+    /// Stores the campaign when there is one.
+    public func resolve(accountKey: Int64, campaigns: CampaignRepository,
+                        makeID: @Sendable () -> UUID = { UUID() }) async throws(JSONAPIError) -> ResolvedNamespace {
+        switch self {
+        case .campaign(let campaign):
+            return .campaign(try await campaign.resolve(accountKey: accountKey, campaigns: campaigns, makeID: makeID))
+        case .message(let key):
+            return .message(key: key)
+        }
+    }
+}
+
+/// A publish's namespace, ready to mark each of its messages.
+public enum ResolvedNamespace: Sendable, Hashable {
+    case campaign(PreparedCampaign)
+    case message(key: String)
+
+    /// The campaign's external id, for the publish answer.
+    public var campaignID: String? {
+        if case .campaign(let prepared) = self { return prepared.record.externalID }
+        return nil
+    }
+
+    /// The `Clarion.Namespace` attribute of the message with this external id.
+    public func attribute(messageID: UUID) -> MessageAttributeValue {
+        switch self {
+        case .campaign(let prepared): prepared.attribute(messageID: messageID)
+        case .message(let key): PayloadNamespace.message(key: key, messageID: messageID).attributeValue()
+        }
+    }
+}

@@ -108,6 +108,24 @@ struct CampaignTests {
         }
     }
 
+    @Test("a publish asks for a campaign or a plain namespace, not both; the reserved attribute is Clarion's alone")
+    func publishNamespaceRequest() async throws {
+        func body(_ text: String) throws -> JSONObject { try #require(try JSONValue.parse(text).objectValue) }
+        let plain = try PublishNamespaceRequest.parse(try body(#"{"namespace":"acme"}"#))
+        #expect(plain == .message(key: "acme"))
+        let resolved = try await #require(plain).resolve(accountKey: 1, campaigns: CampaignRepository(pool: PGPool(conninfo: "", size: 1)))
+        let id = UUID()
+        let namespace = try PayloadNamespace.parse(attribute: resolved.attribute(messageID: id))
+        #expect(namespace.kind == .message && namespace.key == "acme" && namespace.messageID == id.uuidString.lowercased())
+        #expect(try PublishNamespaceRequest.parse(try body(#"{"message":"x"}"#)) == nil)
+        let both = try body(#"{"namespace":"acme","campaign":{"name":"S","namespace":"acme"}}"#)
+        #expect(throws: JSONAPIError.self) { try PublishNamespaceRequest.parse(both) }
+        #expect(throws: JSONAPIError.self) {
+            try PublishNamespaceRequest.parse(JSONObject(), attributes: [PayloadNamespace.attributeName: .string("{}")])
+        }
+        #expect(throws: JSONAPIError.self) { try PublishNamespaceRequest.parse(try body(#"{"namespace":"gcm.x"}"#)) }
+    }
+
     @Test("delivery ids verify under the derived secret; a tampered or foreign-key id does not")
     func deliveryIDs() throws {
         let key = AESGCMKey.generate()
