@@ -20,8 +20,9 @@ enum NativeApplicationRoutes {
             guard NativeID.platforms.contains(platform) else {
                 throw JSONAPIError.invalidField("platform", "The field 'platform' must be one of \(NativeID.platforms.joined(separator: ", ")).")
             }
-            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller)
             let credentials = try NativeRules.credentials(body)
+            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
+                                                                   credential: credentials.credential)
             try NativeRules.requireCredentials(credentials, platform: platform)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
@@ -59,8 +60,9 @@ enum NativeApplicationRoutes {
             let record = try await c.application(request.pathParameters["id"] ?? "", caller, field: "id")
             let body = try NativeFields.body(request)
             try body.allowOnly(["credential", "principal", "attributes", "enabled"])
-            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller)
             let credentials = try NativeRules.credentials(body)
+            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
+                                                                   platform: record.platform, credential: credentials.credential)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(

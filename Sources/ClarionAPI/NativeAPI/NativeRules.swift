@@ -2,9 +2,8 @@ import ClarionStore
 import Foundation
 
 /// The SNS actions' input rules applied to native requests, so a resource is valid through one API exactly when
-/// it is valid through the other. Where an SNS rule is a function of SNS's request types, it is called and its
-/// error text kept; where it needs an `SNSRequest` (platform-application attributes), the same rule is written
-/// here against the same attribute sets.
+/// it is valid through the other: the SNS checks are called, and their refusal becomes `invalid_field` on the
+/// native field with SNS's wording.
 enum NativeRules {
     /// Runs an SNS validator; its refusal becomes `invalid_field` on `field` with SNS's wording.
     static func sns<T>(field: String, _ body: () throws(SNSError) -> T) throws(JSONAPIError) -> T {
@@ -34,41 +33,35 @@ enum NativeRules {
         }
     }
 
-    /// Platform-application attributes (the rules of `PlatformApplicationActions.validate`): known names only,
-    /// SuccessFeedbackSampleRate 0-100, event attributes are topic ARNs of this account and region. The
-    /// credential pair is not an attribute here (`credential`, `principal`), nor is Enabled (`enabled`).
-    static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller) throws(JSONAPIError) -> [String: String] {
-        var stored: [String: String] = [:]
+    /// Platform-application attributes, checked by `PlatformApplicationActions.validate` itself (one attribute at
+    /// a time, so the refusal names its attribute), then split as it splits them: what is stored, including the
+    /// read-only AuthenticationMethod it derives from a GCM credential. The credential pair is not an attribute
+    /// here (`credential`, `principal`), nor is Enabled (`enabled`).
+    static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller, platform: String,
+                                      credential: String?) throws(JSONAPIError) -> [String: String] {
         for name in attributes.keys.sorted() {
-            let value = attributes[name]!
             let field = "attributes.\(name)"
             if PlatformApplicationActions.secretAttributes.contains(name) {
                 let native = name == "PlatformCredential" ? "credential" : "principal"
                 throw JSONAPIError.invalidField(field, "Give '\(name)' as the field '\(native)', not as an attribute.")
             }
             if name == "Enabled" { throw JSONAPIError.invalidField(field, "Use the field 'enabled'.") }
-            guard PlatformApplicationActions.storedAttributes.contains(name) else {
-                throw JSONAPIError.invalidField(field, "Unknown platform application attribute '\(name)'.")
-            }
-            switch name {
-            case "SuccessFeedbackSampleRate":
-                guard let rate = Int(value), (0...100).contains(rate) else {
-                    throw JSONAPIError.invalidField(field, "SuccessFeedbackSampleRate must be an integer from 0 to 100.")
-                }
-                stored[name] = String(rate)
-            case _ where PlatformApplicationActions.eventAttributes.contains(name):
-                if !value.isEmpty {
-                    guard let arn = SNSARN.parse(value), case .topic = arn.resource, arn.region == caller.region,
-                          arn.account == caller.accountID else {
-                        throw JSONAPIError.invalidField(field, "\(name) must be a topic ARN of this account and region.")
-                    }
-                }
-                stored[name] = value
-            default:
-                stored[name] = value
+        }
+        // The SNS rule reads only the caller's region and account from its request.
+        let request = SNSRequest(action: "SetPlatformApplicationAttributes", parameters: SNSParameters([:]),
+                                 caller: SNSCaller(accountID: caller.accountID, accessKeyID: nil), region: caller.region,
+                                 requestID: "", http: HTTPRequest(method: .post, rawPath: "/", requestID: ""))
+        for name in attributes.keys.sorted() {
+            _ = try sns(field: "attributes.\(name)") { () throws(SNSError) in
+                try PlatformApplicationActions.validate([name: attributes[name]!], request: request, platform: platform)
             }
         }
-        return stored
+        var all = attributes
+        all["PlatformCredential"] = credential
+        let split = try sns(field: "attributes") { () throws(SNSError) in
+            try PlatformApplicationActions.validate(all, request: request, platform: platform)
+        }
+        return split.stored
     }
 
     /// SNS's CreatePlatformApplication: GCM needs a credential; APNs and ADM need a credential and a principal.

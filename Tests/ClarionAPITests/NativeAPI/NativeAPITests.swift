@@ -35,7 +35,7 @@ struct NativeAPITests {
             #expect(created["id"] as? String == "GCM:chat")
             #expect(created["arn"] as? String == "arn:aws:sns:us-east-1:123456789012:app/GCM/chat")
             #expect(created["enabled"] as? Bool == true)
-            #expect((created["attributes"] as? [String: String]) == ["ApplePlatformBundleID": "p1"])
+            #expect((created["attributes"] as? [String: String]) == ["ApplePlatformBundleID": "p1", "AuthenticationMethod": "Key"])
             let again = try await f.json("POST", "/v1/applications", body, expect: 200)
             #expect(again["id"] as? String == "GCM:chat")
             let stored = try await f.context.applications.credentials(applicationKey:
@@ -56,7 +56,8 @@ struct NativeAPITests {
             #expect(list["next_cursor"] is NSNull)
 
             let patched = try await f.json("PATCH", "/v1/applications/GCM:chat", #"{"attributes":{"SuccessFeedbackSampleRate":"50"},"enabled":false}"#, expect: 200)
-            #expect((patched["attributes"] as? [String: String]) == ["ApplePlatformBundleID": "p1", "SuccessFeedbackSampleRate": "50"])
+            #expect((patched["attributes"] as? [String: String]) == ["ApplePlatformBundleID": "p1", "SuccessFeedbackSampleRate": "50",
+                                                                      "AuthenticationMethod": "Key"])
             #expect(patched["enabled"] as? Bool == false)
             #expect(patched["disabled_reason"] as? String != nil)
 
@@ -68,6 +69,12 @@ struct NativeAPITests {
             #expect(try await f.error("POST", "/v1/applications", #"{"name":"x","platform":"GCM","credential":""}"#) == (400, "invalid_field", "credential"))
             #expect(try await f.error("POST", "/v1/applications", #"{"name":"x","platform":"GCM","credential":"c","attributes":{"Colour":"red"}}"#)
                     == (400, "invalid_field", "attributes.Colour"))
+            #expect(try await f.error("PATCH", "/v1/applications/GCM:chat", #"{"attributes":{"ProviderEndpoint":"ftp://x"}}"#)
+                    == (400, "invalid_field", "attributes.ProviderEndpoint"))
+            let service = try await f.json("PATCH", "/v1/applications/GCM:chat",
+                                           #"{"credential":"{\"type\":\"service_account\"}","attributes":{"ProviderEndpoint":"http://127.0.0.1:1"}}"#, expect: 200)
+            #expect((service["attributes"] as? [String: String])?["AuthenticationMethod"] == "Token")
+            #expect((service["attributes"] as? [String: String])?["ProviderEndpoint"] == "http://127.0.0.1:1")
             #expect(try await f.error("PATCH", "/v1/applications/GCM:chat", #"{"attributes":{"SuccessFeedbackSampleRate":"101"}}"#)
                     == (400, "invalid_field", "attributes.SuccessFeedbackSampleRate"))
             #expect(try await f.error("PATCH", "/v1/applications/GCM:chat", #"{"attributes":{"EventEndpointCreated":"arn:aws:sns:eu-west-1:123456789012:t"}}"#)
