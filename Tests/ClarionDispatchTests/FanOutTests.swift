@@ -105,8 +105,8 @@ struct FanOutTests {
         try fixture.addApplication("android", platform: "GCM")
         try fixture.addEndpoints("ios", prefix: "ios-", count: 3_000)
         try fixture.addEndpoints("android", prefix: "and-", count: 3_000)
-        // Slow first node: about 2 x 200 in flight per 20 ms, so the kill lands mid-fan-out.
-        let a = ["ios": RecordingTransport(latency: 0.02), "android": RecordingTransport(latency: 0.02)]
+        // Slow first node: about 2 x 200 in flight per 100 ms, so the kill lands mid-fan-out even on a loaded machine.
+        let a = ["ios": RecordingTransport(latency: 0.1), "android": RecordingTransport(latency: 0.1)]
         let configurationA = testConfiguration(owner: "node-a", lease: 1.5, checkpointEvery: 300, inFlight: 200, shardSize: 2_000)
         let first = RunningDispatcher(Dispatcher(
             pool: fixture.pool, directory: TestDirectory(transports: a), configuration: configurationA))
