@@ -121,7 +121,8 @@ enum NativePublishRoutes {
                 guard case .failure(let error) = result else { continue }
                 var refusal = storeRefusal(error, field: plan.field)
                 if stored.contains(where: { if case .success = $0 { true } else { false } }) {
-                    refusal.message += " Other messages of this request were stored and will be delivered: see GET /v1/messages."
+                    // The batcher commits messages independently; say so rather than imply nothing happened.
+                    refusal.message += " Other messages of this request were stored and will be delivered."
                 }
                 throw refusal
             }
