@@ -92,27 +92,34 @@ public struct CampaignRepository: Sendable {
     /// Any report by the id an operator types (`clarion report <id>`): a message UUID of any account first, then
     /// a campaign external id (of any account; with `accountKey`, of that account only).
     public func report(id: String, accountKey: Int64? = nil) async throws(StoreError) -> EngagementReport? {
-        try await pool.withConnection { (c) throws(StoreError) -> EngagementReport? in
-            if let uuid = UUID(uuidString: id),
-               let row = try c.query("SELECT id, account FROM messages WHERE external_id = $1", [uuid]).first,
-               let key = row.int64(0), accountKey == nil || row.int64(1) == accountKey {
-                return try Self.report(c, subject: .message(uuid), scope: "SELECT id, published_at FROM messages WHERE id = $1",
-                                       key: key)
-            }
-            let rows = try c.query("""
-                SELECT id, account, external_id, name, namespace, created_at FROM campaigns
-                WHERE external_id = $1 AND ($2::bigint IS NULL OR account = $2) ORDER BY id LIMIT 2
-                """, [id, accountKey]).rows
-            guard rows.count == 1 else {
-                if rows.count > 1 {
-                    throw StoreError(.invalidData, "campaign id '\(id)' exists in several accounts; name the account")
-                }
-                return nil
-            }
-            let campaign = try Self.record(rows[0])
-            return try Self.report(c, subject: .campaign(campaign), scope: "SELECT id, published_at FROM messages WHERE campaign = $1",
-                                   key: campaign.key)
+        try await pool.withConnection { (c) throws(StoreError) -> EngagementReport? in try Self.report(c, id: id, accountKey: accountKey) }
+    }
+
+    /// `report(id:accountKey:)` for the command line's thread (never from async code: it blocks).
+    public func reportBlocking(id: String, accountKey: Int64? = nil) throws(StoreError) -> EngagementReport? {
+        try pool.withConnectionBlocking { (c) throws(StoreError) -> EngagementReport? in try Self.report(c, id: id, accountKey: accountKey) }
+    }
+
+    static func report(_ c: PGConnection, id: String, accountKey: Int64?) throws(StoreError) -> EngagementReport? {
+        if let uuid = UUID(uuidString: id),
+           let row = try c.query("SELECT id, account FROM messages WHERE external_id = $1", [uuid]).first,
+           let key = row.int64(0), accountKey == nil || row.int64(1) == accountKey {
+            return try Self.report(c, subject: .message(uuid), scope: "SELECT id, published_at FROM messages WHERE id = $1",
+                                   key: key)
         }
+        let rows = try c.query("""
+            SELECT id, account, external_id, name, namespace, created_at FROM campaigns
+            WHERE external_id = $1 AND ($2::bigint IS NULL OR account = $2) ORDER BY id LIMIT 2
+            """, [id, accountKey]).rows
+        guard rows.count == 1 else {
+            if rows.count > 1 {
+                throw StoreError(.invalidData, "campaign id '\(id)' exists in several accounts; name the account")
+            }
+            return nil
+        }
+        let campaign = try Self.record(rows[0])
+        return try Self.report(c, subject: .campaign(campaign), scope: "SELECT id, published_at FROM messages WHERE campaign = $1",
+                               key: campaign.key)
     }
 
     // MARK: Queries

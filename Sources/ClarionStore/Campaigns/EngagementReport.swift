@@ -47,6 +47,11 @@ public struct EngagementReport: Sendable, Hashable {
         accepted > 0 ? Double(uniqueOpens) / Double(accepted) : nil
     }
 
+    /// What `clarion report <id>` prints: the table, or with `--json` the API's JSON document.
+    public func rendered(json asJSON: Bool) -> String {
+        asJSON ? json.jsonText + "\n" : table
+    }
+
     // MARK: JSON
 
     public var json: JSONValue {

@@ -287,6 +287,8 @@ struct CampaignTests {
         let cli = try #require(try await context.campaigns.report(id: "spring-sale"))
         #expect(cli.table.split(separator: "\n").contains { $0.hasPrefix("Open rate ") && $0.hasSuffix(" 50.0%") })
         #expect(cli.openRate == 0.5)
+        let printed = try #require(try JSONValue.parse(cli.rendered(json: true)).objectValue)
+        #expect(printed["opens"]?["rate"] == .number(JSONNumber(literal: "0.5000")!))
     }
 }
 
