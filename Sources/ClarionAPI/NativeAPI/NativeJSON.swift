@@ -112,6 +112,8 @@ struct NativeFields {
         var out: [String: String] = [:]
         for member in nested.object {
             guard let text = member.value.stringValue else { throw nested.typeError(member.key, "a string") }
+            try Self.checkStorable(nested.name(member.key), member.key)
+            try Self.checkStorable(nested.name(member.key), text)
             out[member.key] = text
         }
         return out
@@ -121,7 +123,22 @@ struct NativeFields {
         JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be \(kind).")
     }
 
+    /// PostgreSQL text (and jsonb) cannot hold U+0000: refuse it here rather than fail in the store.
+    static func checkStorable(_ field: String, _ text: String) throws(JSONAPIError) {
+        if text.utf8.contains(0) {
+            throw JSONAPIError.invalidField(field, "The field '\(field)' must not contain the character U+0000.")
+        }
+    }
+
+    /// The same for JSON text bound for a jsonb column, where the escape `\u0000` is refused too.
+    static func checkStorableJSON(_ field: String, _ json: String) throws(JSONAPIError) {
+        if json.contains("\\u0000") {
+            throw JSONAPIError.invalidField(field, "The field '\(field)' must not contain the character U+0000.")
+        }
+    }
+
     private func check(_ key: String, _ text: String, maxBytes: Int?) throws(JSONAPIError) {
+        try Self.checkStorable(name(key), text)
         if let maxBytes, text.utf8.count > maxBytes {
             throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be at most \(maxBytes) bytes of UTF-8.")
         }

@@ -31,6 +31,7 @@ enum NativePublishRoutes {
             try body.allowOnly(["targets", "message", "attributes", "ttl"])
             guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
             let (text, structure) = try messageText(message)
+            try NativeFields.checkStorable("message", text)
             var attributes = try messageAttributes(body)
             let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
             if let ttl {
@@ -49,6 +50,7 @@ enum NativePublishRoutes {
             let now = c.clock()
             let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
             let attributesJSON = storedAttributes(attributes)
+            try NativeFields.checkStorableJSON("attributes", attributesJSON)
 
             var planned: [Planned] = []
             for (index, target) in targets.enumerated() {

@@ -69,6 +69,7 @@ enum NativeTopicRoutes {
             try body.allowOnly(["endpoint", "filter_policy"])
             let endpoint = try await c.endpoint(try body.requiredString("endpoint"), caller, field: "endpoint")
             let policy = try body.object("filter_policy").map { JSONValue.object($0.object).jsonText }
+            if let policy { try NativeFields.checkStorableJSON("filter_policy", policy) }
             do throws(StoreError) {
                 let (record, created) = try await c.subscriptions.subscribe(
                     topicKey: topic.key, endpointKey: endpoint.key, externalID: c.makeID(), filterPolicy: policy, attributes: [:])
