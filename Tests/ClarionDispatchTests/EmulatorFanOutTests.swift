@@ -23,8 +23,9 @@ struct EmulatorFanOutTests {
         let emulator: EmulatorHandle
         let registry: ProviderRegistry
 
-        init() throws {
+        init(faults: EmulatorFaults = EmulatorFaults()) throws {
             var configuration = EmulatorFanOutTests.demo.configuration()
+            configuration.faults = faults
             configuration.recordInMemory = true
             configuration.recordLimit = 200_000
             emulator = try runEmulator(configuration: configuration)
@@ -144,6 +145,44 @@ struct EmulatorFanOutTests {
         #expect(app.bool(0) == false)
         #expect(app.string(1) != nil)
         #expect(harness.emulator.records().filter { $0.path.contains("/messages:send") }.isEmpty)
+        await harness.close()
+    }
+
+    @Test("a 429 storm from the emulator (FCM QUOTA_EXCEEDED with Retry-After: 1): everything delivered, no retry early")
+    func throttleStorm() async throws {
+        var faults = EmulatorFaults()
+        faults.providers = [.fcm]
+        faults.throttle = .fraction(0.3)
+        faults.retryAfterSeconds = 1
+        let harness = try Harness(faults: faults)
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("android", platform: "GCM", attributes: harness.fcmAttributes())
+        try fixture.addEndpoints("android", prefix: "fcm-token-", count: 400)
+        let configuration = testConfiguration(
+            owner: "node-a", retry: RetryPolicy(maxAttempts: 12, baseDelay: 0.05, maxDelay: 1, jitter: 0.5))
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: harness.directory(fixture), configuration: configuration))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message)
+        await dispatcher.stop()
+
+        #expect(status.state == .completed)
+        #expect(status.counters.accepted == 400)
+        #expect(status.counters.failed == 0)
+        #expect(status.counters.retried > 50)
+        let sends = harness.emulator.records().filter { $0.token != nil }.sorted { $0.time < $1.time }
+        var byToken: [String: [EmulatorRecord]] = [:]
+        for record in sends { byToken[record.token!, default: []].append(record) }
+        #expect(byToken.count == 400)
+        #expect(byToken.values.allSatisfy { $0.last?.status == 200 && $0.filter { $0.status == 200 }.count == 1 })
+        var early = 0
+        for records in byToken.values {
+            for (previous, next) in zip(records, records.dropFirst()) where previous.status == 429 {
+                if next.time - previous.time < 1.0 { early += 1 }
+            }
+        }
+        #expect(early == 0, "\(early) retries came before Retry-After")
+        #expect(sends.filter { $0.status == 429 }.count == Int(status.counters.retried))
         await harness.close()
     }
 }
