@@ -81,15 +81,25 @@ public final class Dispatcher: Sendable {
         var idle = 0.02
         while !context.isStopping {
             var progressed = false
-            if (try? await jobs.planPending(limit: 16, shardSize: configuration.shardSize)) ?? 0 > 0 { progressed = true }
+            do {
+                if try await jobs.planPending(limit: 16, shardSize: configuration.shardSize) > 0 { progressed = true }
+            } catch {
+                configuration.log("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
+            }
             // Express slots first (small shards only), then the general ones (any shard).
             for express in [true, false] where !context.isStopping {
                 let capacity = express ? configuration.expressWorkers : configuration.shardWorkers
                 let free = capacity - activeWorkers.withLock { express ? $0.express : $0.general }
                 guard free > 0 else { continue }
-                let claims = (try? await jobs.claim(
-                    owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration,
-                    maxPlannedTargets: express ? configuration.expressShardTargets : nil)) ?? []
+                let claims: [ShardClaim]
+                do {
+                    claims = try await jobs.claim(
+                        owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration,
+                        maxPlannedTargets: express ? configuration.expressShardTargets : nil)
+                } catch {
+                    configuration.log("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
+                    claims = []
+                }
                 for claim in claims {
                     progressed = true
                     activeWorkers.withLock { if express { $0.express += 1 } else { $0.general += 1 } }
@@ -98,6 +108,15 @@ public final class Dispatcher: Sendable {
                     group.addTask {
                         let exit = await ShardWorker(claim: claim, context: self.context).run()
                         self.context.observer?.shardEnded(shard: claim.shard, owner: self.configuration.owner, how: exit)
+                        switch exit {
+                        case .failed(let reason):
+                            self.configuration.log("shard worker failed; the lease will expire and the shard resume",
+                                                   ["shard": String(claim.shard), "message": String(claim.message), "error": reason])
+                        case .leaseLost:
+                            self.configuration.log("shard lease taken over", ["shard": String(claim.shard), "message": String(claim.message)])
+                        default:
+                            break
+                        }
                         self.activeWorkers.withLock { if express { $0.express -= 1 } else { $0.general -= 1 } }
                         self.signal.raise()
                         if exit == .finished { self.retrySignal.raise() }
@@ -124,7 +143,12 @@ public final class Dispatcher: Sendable {
                 _ = try? await context.jobs.maintainDeliveryLog(retentionDays: retention, now: configuration.now())
                 lastMaintenance = .now
             }
-            let handled = (try? await worker.runOnce()) ?? 0
+            var handled = 0
+            do {
+                handled = try await worker.runOnce()
+            } catch {
+                configuration.log("retry round failed", ["error": error.code.rawValue, "detail": error.message])
+            }
             if handled > 0 {
                 idle = 0.02
                 continue

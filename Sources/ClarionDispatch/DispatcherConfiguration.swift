@@ -42,6 +42,8 @@ public struct DispatcherConfiguration: Sendable {
     public var deliveryLogRetentionDays: Int?
     /// Delivery ids in payloads (`RenderSettings.deliveryIDKey`); nil sends none.
     public var deliveryIDs: DeliveryIDCodec?
+    /// Structured log for what is not per push: store errors, shards lost or failed, applications disabled.
+    public var log: DispatcherLog
     /// The clock (tests may shift it); leases use the database's clock.
     public var now: @Sendable () -> Date
     /// Uniform in 0..<1: retry jitter and success sampling.
@@ -54,7 +56,7 @@ public struct DispatcherConfiguration: Sendable {
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
         retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
         shutdownGrace: Double = 10, deliveryTimeout: Double = 120, deliveryLogRetentionDays: Int? = 30,
-        deliveryIDs: DeliveryIDCodec? = nil,
+        deliveryIDs: DeliveryIDCodec? = nil, log: DispatcherLog = .silent,
         now: @escaping @Sendable () -> Date = { Date() },
         unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -77,6 +79,7 @@ public struct DispatcherConfiguration: Sendable {
         self.deliveryTimeout = deliveryTimeout
         self.deliveryLogRetentionDays = deliveryLogRetentionDays
         self.deliveryIDs = deliveryIDs
+        self.log = log
         self.now = now
         self.unitRandom = unitRandom
     }
@@ -91,6 +94,20 @@ public struct DispatcherConfiguration: Sendable {
     /// The most deliveries a worker killed without warning can have sent past its last checkpoint: what popped
     /// since the checkpoint plus what was in flight, plus one submit batch of slack.
     public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + submitBatchSize }
+}
+
+/// A constant message with data in fields. Fields never carry a device token or a credential: keys of
+/// messages, shards and applications, owners, reasons and error codes only.
+public struct DispatcherLog: Sendable {
+    let sink: @Sendable (_ message: String, _ fields: [String: String]) -> Void
+
+    public init(_ sink: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void) {
+        self.sink = sink
+    }
+
+    public static let silent = DispatcherLog { _, _ in }
+
+    func callAsFunction(_ message: String, _ fields: [String: String] = [:]) { sink(message, fields) }
 }
 
 /// Lifecycle events of a dispatcher, for metrics and tests. Called on worker tasks: keep it short.

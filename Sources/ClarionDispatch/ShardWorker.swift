@@ -234,7 +234,11 @@ final class ShardWorker {
             awaiting -= 1
             if result.outcome.disablesApplication, let application = entry.facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                if context.markApplicationDisabled(application) { disabledHere.append(application) }
+                if context.markApplicationDisabled(application) {
+                    disabledHere.append(application)
+                    configuration.log("platform application disabled: credentials refused",
+                                      ["application": String(application), "reason": result.outcome.reason ?? ""])
+                }
                 lanes[application]?.unsent = ApplicationLane.applicationDisabled
                 failPending(application, with: ApplicationLane.applicationDisabled)
             }

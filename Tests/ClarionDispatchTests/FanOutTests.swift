@@ -3,6 +3,7 @@ import ClarionCore
 import ClarionStore
 import ClarionTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// The dispatcher against real PostgreSQL, with `RecordingTransport` standing in for the provider pools.
@@ -282,7 +283,9 @@ struct FanOutTests {
         try fixture.addEndpoints("android", prefix: "and-", count: 3_000)
         let android = RecordingTransport { _, _ in .credentialsInvalid(reason: "THIRD_PARTY_AUTH_ERROR") }
         let ios = RecordingTransport()
-        let configuration = testConfiguration(owner: "node-a", inFlight: 200, shardSize: 5_000)
+        var configuration = testConfiguration(owner: "node-a", inFlight: 200, shardSize: 5_000)
+        let logged = Mutex<[(String, [String: String])]>([])
+        configuration.log = DispatcherLog { message, fields in logged.withLock { $0.append((message, fields)) } }
         let dispatcher = RunningDispatcher(Dispatcher(
             pool: fixture.pool, directory: TestDirectory(transports: ["ios": ios, "android": android]),
             configuration: configuration))
@@ -306,6 +309,9 @@ struct FanOutTests {
         #expect(app.date(2) != nil)
         #expect(try c.query("SELECT count(*) FROM events WHERE kind = 'PlatformApplicationDisabled'").first!.int64(0) == 1)
         #expect(try c.query("SELECT enabled FROM platform_applications WHERE name = 'ios'").first!.bool(0) == true)
+        let lines = logged.withLock { $0 }
+        #expect(lines.filter { $0.0.hasPrefix("platform application disabled") }.count == 1)
+        #expect(lines.allSatisfy { line in !line.1.values.contains { $0.contains("and-") || $0.contains("ios-") } })
     }
 
     @Test("a publish whose TTL ran out sends nothing and ends Expired")

@@ -911,7 +911,7 @@ enum NativeOpenAPIDocument {
         },
         "responses": {
           "202": {
-            "description": "Stored durably: every listed message will be delivered even if the server stops now.",
+            "description": "Stored durably: every message listed under `messages` will be delivered even if the server stops now.",
             "content": {
               "application/json": {
                 "schema": {
@@ -1968,6 +1968,50 @@ enum NativeOpenAPIDocument {
                 "topic": {
                   "type": "string",
                   "description": "For topic targets."
+                }
+              },
+              "additionalProperties": false
+            }
+          },
+          "failed": {
+            "type": "array",
+            "description": "Present only when some messages were stored and others were refused while storing (an endpoint deleted or disabled meanwhile, a full intake queue): those are not stored; the listed `messages` are. Retry only these.",
+            "items": {
+              "type": "object",
+              "required": [
+                "target",
+                "error"
+              ],
+              "properties": {
+                "target": {
+                  "type": "integer"
+                },
+                "endpoint": {
+                  "type": "string"
+                },
+                "error": {
+                  "type": "object",
+                  "required": [
+                    "code",
+                    "message",
+                    "field"
+                  ],
+                  "properties": {
+                    "code": {
+                      "type": "string",
+                      "description": "A stable snake_case code: unauthorized, invalid_api_key, missing_field, invalid_field, invalid_json, invalid_query, unsupported_media_type, not_found, conflict, endpoint_disabled, application_disabled, method_not_allowed, payload_too_large, internal_error, service_unavailable."
+                    },
+                    "message": {
+                      "type": "string",
+                      "description": "For people."
+                    },
+                    "field": {
+                      "type": "string",
+                      "description": "The offending input as a path into the body (`targets[0].endpoint`) or a parameter name (`id`, `cursor`); null when the error is not about one field.",
+                      "nullable": true
+                    }
+                  },
+                  "additionalProperties": false
                 }
               },
               "additionalProperties": false

@@ -117,23 +117,31 @@ enum NativePublishRoutes {
             }
 
             let stored = await store(planned, batcher: c.batcher)
+            // Nothing stored: the request failed as a whole, with the first message's reason.
+            if !stored.contains(where: { if case .success = $0 { true } else { false } }),
+               let plan = planned.first, case .failure(let error)? = stored.first {
+                throw storeRefusal(error, field: plan.field)
+            }
+            // Some stored: they will be delivered, so the answer is 202 and lists what was not stored under
+            // `failed` (a retry of the whole request would send the stored ones twice).
+            var items: [JSONValue] = [], failed: [JSONValue] = []
             for (plan, result) in zip(planned, stored) {
-                guard case .failure(let error) = result else { continue }
-                var refusal = storeRefusal(error, field: plan.field)
-                if stored.contains(where: { if case .success = $0 { true } else { false } }) {
-                    // The batcher commits messages independently; say so rather than imply nothing happened.
-                    refusal.message += " Other messages of this request were stored and will be delivered."
+                switch result {
+                case .success(let id):
+                    var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
+                    if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
+                    if let topic = plan.topicName { item["topic"] = .string(topic) }
+                    items.append(.object(item))
+                case .failure(let error):
+                    let refusal = storeRefusal(error, field: plan.field)
+                    var item = JSONObject([("target", .number(JSONNumber(plan.targetIndex)))])
+                    if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
+                    item["error"] = ["code": .string(refusal.code), "message": .string(refusal.message),
+                                     "field": NativeResponse.text(refusal.field)]
+                    failed.append(.object(item))
                 }
-                throw refusal
             }
-            var items: [JSONValue] = []
-            for (plan, result) in zip(planned, stored) {
-                guard case .success(let id) = result else { continue }
-                var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
-                if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
-                if let topic = plan.topicName { item["topic"] = .string(topic) }
-                items.append(.object(item))
-            }
+            if !failed.isEmpty { return NativeResponse.json(["messages": .array(items), "failed": .array(failed)], status: 202) }
             return NativeResponse.json(["messages": .array(items)], status: 202)
         })
 

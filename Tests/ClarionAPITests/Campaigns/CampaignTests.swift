@@ -238,6 +238,21 @@ struct CampaignTests {
         #expect(preflight.status == 204)
         #expect(preflight.headers["Access-Control-Allow-Methods"]?.contains("POST") == true)
 
+        // Over a real socket, as a browser does it: the preflight, then a text/plain body (navigator.sendBeacon).
+        try await withServer(router) { server in
+            let base = "http://127.0.0.1:\(server.port)/v1/beacons/open"
+            let preflight = try await curl(base, method: "OPTIONS", headers: [
+                "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type"])
+            #expect(preflight.status == 204)
+            #expect(preflight.headers["access-control-allow-origin"] == "*")
+            #expect(preflight.headers["access-control-allow-headers"]?.lowercased().contains("content-type") == true)
+            let beacon = try await curl(base, method: "POST", headers: ["Origin": "https://app.example", "Content-Type": "text/plain;charset=UTF-8"],
+                                        body: Array(#"{"delivery_id":"\#(deliveryIDs[2])"}"#.utf8))
+            #expect(beacon.status == 204)
+            #expect(beacon.headers["access-control-allow-origin"] == "*")
+        }
+
         // Forged, tampered, malformed and unknown ids: 400, nothing stored.
         var tampered = Array(deliveryIDs[7].utf8)
         tampered[20] = tampered[20] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")

@@ -294,6 +294,14 @@ struct NativeAPITests {
             let missingARN = "arn:aws:sns:us-east-1:123456789012:endpoint/APNS/chat/\(UUID().uuidString.lowercased())"
             #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(missingARN)"}],"message":"hi"}"#)
                     == (404, "not_found", "targets[0].endpoint"))
+            // One target stored, one refused by the storing statement: 202 with the refusal under `failed`.
+            let partial = try await f.json("POST", "/v1/publish",
+                                           #"{"targets":[{"endpoint":"\#(e1ARN)"},{"endpoint":"\#(missingARN)"}],"message":"hi"}"#, expect: 202)
+            #expect((partial["messages"] as? [[String: Any]])?.map { $0["target"] as? Int } == [0])
+            let failed = try #require((partial["failed"] as? [[String: Any]])?.first)
+            #expect(failed["target"] as? Int == 1)
+            #expect((failed["error"] as? [String: Any])?["code"] as? String == "not_found")
+            #expect((failed["error"] as? [String: Any])?["field"] as? String == "targets[1].endpoint")
             let otherAccount = "arn:aws:sns:us-east-1:210987654321:endpoint/APNS/chat/\(e1)"
             #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(otherAccount)"}],"message":"hi"}"#)
                     == (404, "not_found", "targets[0].endpoint"))
