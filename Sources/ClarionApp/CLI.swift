@@ -1,4 +1,5 @@
 import Foundation
+import ClarionAPI
 import ClarionEmulator
 import ClarionStore
 
@@ -38,6 +39,11 @@ public enum CLI {
                     + "the data directory; stop `clarion serve` first or give --database-url). A new secret or API key is\n"
                     + "printed once; only a sealed secret or a hash is stored.",
                 run: accounts),
+        Command(name: "report", summary: "engagement report of a message or campaign",
+                usage: "clarion report <message-id|campaign-id> [--json] [settings...]\n\n"
+                    + "Targeted, sent, accepted, failed by reason, unique opens, open rate, time-to-open percentiles and\n"
+                    + "opens per hour, as a table (or JSON with --json).",
+                run: report),
         Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
                 usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
                     + "                 [--record FILE] [--fault NAME=VALUE ...]\n\n"
@@ -206,6 +212,30 @@ public enum CLI {
         } catch {
             throw NodeError(.internalError, "\(error)")
         }
+        return 0
+    }
+
+    static func report(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        var rest = arguments
+        let asJSON = rest.contains("--json")
+        rest.removeAll { $0 == "--json" }
+        guard let id = rest.first, !id.hasPrefix("-") else {
+            throw NodeError(.usage, "usage: clarion report <message-id|campaign-id> [--json]")
+        }
+        var (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
+        try rejectExtra(extra)
+        configuration.withEmulator = false
+        let node = ClarionNode(configuration: configuration)
+        defer { node.stop() }
+        try node.startDatabase()
+        try node.migrate()
+        let found: EngagementReport?
+        do { found = try CampaignRepository(pool: node.pool!).reportBlocking(id: id) } catch {
+            throw NodeError(.unavailable, "database: \(error)")
+        }
+        guard let report = found else { throw NodeError(.usage, "no message or campaign '\(id)'") }
+        let text = report.rendered(json: asJSON)
+        FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
         return 0
     }
 

@@ -141,6 +141,7 @@ public final class ClarionNode: @unchecked Sendable {
                                                              resolver: StoreAccessKeyResolver(accounts: accounts))))
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
+        registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))
         APIRoutes.register(on: &router, node: self)
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
@@ -173,7 +174,9 @@ public final class ClarionNode: @unchecked Sendable {
             registry: registry,
             credentials: { key in try await applications.credentials(applicationKey: key) },
             serverTrustedCAPEM: caPEM)
-        let dispatcherConfiguration = DispatcherConfiguration()
+        // Delivery ids (campaign pushes, open beacons) carry an HMAC under a secret derived from the master key,
+        // so every node signs and verifies alike without another setting.
+        let dispatcherConfiguration = DispatcherConfiguration(deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
         let workPool = PGPool(conninfo: databaseURL, size: 2 * dispatcherConfiguration.shardWorkers + 2,
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool

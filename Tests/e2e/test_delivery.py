@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import Node
+from conftest import CLARION, Node
 
 KEY = "AKIACLARIONE2EDELIV1"
 SECRET = "e2e-delivery-secret-0123456789abcdefghij"
@@ -30,6 +30,7 @@ def stack():
     data = tempfile.mkdtemp(prefix="clarion-e2e-delivery-")
     node = Node(["--data-dir", data, "--with-emulator"],
                 env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET})
+    node.data_dir = data
     node.wait_ready()
     match = re.search(r'"msg":"provider emulator running \(h2c\)".*?"url":"([^"]+)"', node.output().replace("\\/", "/"))
     if not match:
@@ -103,6 +104,17 @@ def test_topic_publish_reaches_every_endpoint_exactly_once_on_each_platform(stac
     seen = [r["token"] for r in records if r.get("status") == 200 and r.get("token")]
     expected = [t for ts in tokens.values() for t in ts]
     assert sorted(seen) == sorted(expected), "each endpoint exactly once"
+
+    # The message's report, from the command line, beside the running node.
+    def report():
+        r = subprocess.run([CLARION, "report", message, "--json", "--data-dir", node.data_dir],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        data = json.loads(r.stdout)
+        return data if data["deliveries"]["accepted"] == 60 else None
+
+    data = wait_for(report, what="the report to count 60 accepted")
+    assert data["deliveries"]["targeted"] == 60 and data["deliveries"]["failed"] == 0
 
 
 def test_a_token_the_provider_calls_unregistered_disables_the_endpoint_with_the_reason(stack):
