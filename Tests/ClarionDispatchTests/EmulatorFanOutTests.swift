@@ -66,14 +66,14 @@ struct EmulatorFanOutTests {
         }
     }
 
-    @Test("a topic across APNs and FCM reaches the emulator exactly once per live token; 410/UNREGISTERED disable endpoints")
+    @Test("a 10k-endpoint topic across APNs and FCM reaches the emulator exactly once per live token; 410/UNREGISTERED disable endpoints")
     func topicThroughEmulator() async throws {
         let harness = try Harness()
         var fixture = try FanOutFixture()
         try fixture.addApplication("ios", platform: "APNS", attributes: harness.apnsAttributes())
         try fixture.addApplication("android", platform: "GCM", attributes: harness.fcmAttributes())
         let c = try fixture.connection()
-        let live = 1_500
+        let live = 5_000
         try c.query("""
             INSERT INTO endpoints (external_id, application, token)
             SELECT gen_random_uuid(), $1, lpad(to_hex(g), 8, '0') || repeat('c', 56) FROM generate_series(1, $2) g
@@ -183,6 +183,35 @@ struct EmulatorFanOutTests {
         }
         #expect(early == 0, "\(early) retries came before Retry-After")
         #expect(sends.filter { $0.status == 429 }.count == Int(status.counters.retried))
+        await harness.close()
+    }
+
+    @Test("a publish whose TTL ran out reaches the emulator not at all and ends Expired")
+    func expiredThroughEmulator() async throws {
+        let harness = try Harness()
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("ios", platform: "APNS", attributes: harness.apnsAttributes())
+        try fixture.addApplication("android", platform: "GCM", attributes: harness.fcmAttributes())
+        let c = try fixture.connection()
+        try c.query("""
+            INSERT INTO endpoints (external_id, application, token)
+            SELECT gen_random_uuid(), $1, lpad(to_hex(g), 8, '0') || repeat('c', 56) FROM generate_series(1, 100) g
+            """, [fixture.applications["ios"]!])
+        try c.query("""
+            INSERT INTO subscriptions (external_id, topic, protocol, endpoint)
+            SELECT gen_random_uuid(), $1, 'application', e.id FROM endpoints e WHERE e.application = $2
+            """, [fixture.topic, fixture.applications["ios"]!])
+        try fixture.addEndpoints("android", prefix: "fcm-token-", count: 100)
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: harness.directory(fixture), configuration: testConfiguration(owner: "node-a")))
+        let attributes = #"{"AWS.SNS.MOBILE.APNS.TTL": {"DataType": "Number", "StringValue": "10"}, "AWS.SNS.MOBILE.FCM.TTL": {"DataType": "Number", "StringValue": "10"}}"#
+        let message = try fixture.publishToTopic(attributes: attributes, publishedSecondsAgo: 60)
+        let status = try await fixture.waitForFinal(message)
+        await dispatcher.stop()
+        #expect(status.state == .expired)
+        #expect(status.counters.expired == 200)
+        #expect(status.counters.sent == 0)
+        #expect(harness.emulator.records().filter { $0.token != nil }.isEmpty)
         await harness.close()
     }
 }
