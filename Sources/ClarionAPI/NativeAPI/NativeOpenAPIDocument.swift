@@ -1933,6 +1933,39 @@ enum NativeOpenAPIDocument {
             "minimum": 0,
             "maximum": 2419200,
             "description": "Seconds to live for every platform (an explicit AWS.SNS.MOBILE.*.TTL attribute wins). 0: now or never."
+          },
+          "campaign": {
+            "type": "object",
+            "description": "Issue 8: a campaign push. Every delivery carries, under `namespace`, flat string values `type` (\"campaign\"), `message_id`, `delivery_id`, `deep_link` when set, and the `data` keys: an object beside `aps` for APNs, a JSON-encoded string in `data[namespace]` for FCM and ADM.",
+            "required": [
+              "name",
+              "namespace"
+            ],
+            "properties": {
+              "id": {
+                "type": "string"
+              },
+              "name": {
+                "type": "string"
+              },
+              "namespace": {
+                "type": "string"
+              },
+              "deep_link": {
+                "type": "string"
+              },
+              "data": {
+                "type": "object",
+                "additionalProperties": {
+                  "type": "string"
+                }
+              }
+            },
+            "additionalProperties": false
+          },
+          "namespace": {
+            "type": "string",
+            "description": "An ordinary push that carries the namespace with `type` \"message\" and `message_id`, so an app can recognise its pushes and drop duplicates."
           }
         },
         "additionalProperties": false
@@ -2016,6 +2049,10 @@ enum NativeOpenAPIDocument {
               },
               "additionalProperties": false
             }
+          },
+          "campaign": {
+            "type": "string",
+            "description": "The campaign id, when the publish was a campaign."
           }
         },
         "additionalProperties": false

@@ -28,7 +28,7 @@ enum NativePublishRoutes {
         routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let body = try NativeFields.body(request)
-            try body.allowOnly(["targets", "message", "attributes", "ttl"])
+            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
             guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
             let (text, structure) = try messageText(message)
             try NativeFields.checkStorable("message", text)
@@ -46,10 +46,14 @@ enum NativePublishRoutes {
             } catch {
                 throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
             }
+            // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
+            let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
             let targets = try targetList(body)
             let now = c.clock()
             let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
             let attributesJSON = storedAttributes(attributes)
+            let namespace = try await namespaceRequest?.resolve(accountKey: caller.accountKey,
+                                                                campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
             try NativeFields.checkStorableJSON("attributes", attributesJSON)
 
             var planned: [Planned] = []
@@ -62,8 +66,16 @@ enum NativePublishRoutes {
                     throw messageError(error)
                 }
                 func new(_ target: MessageTarget) -> NewMessage {
-                    NewMessage(externalID: c.makeID(), accountKey: caller.accountKey, target: target, message: text,
-                               structure: structure?.rawValue, attributesJSON: attributesJSON, expiresAt: expiresAt)
+                    let id = c.makeID()
+                    var stored = attributesJSON
+                    if let namespace {
+                        // Each message carries its own id in the namespace (stable across retries).
+                        var marked = attributes
+                        marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id)
+                        stored = storedAttributes(marked)
+                    }
+                    return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
+                                      structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt)
                 }
                 if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
                     // An ARN names the endpoint's platform and application: no lookup before the store, whose
@@ -144,7 +156,9 @@ enum NativePublishRoutes {
                 }
             }
             if !failed.isEmpty { return NativeResponse.json(["messages": .array(items), "failed": .array(failed)], status: 202) }
-            return NativeResponse.json(["messages": .array(items)], status: 202)
+            var answer = JSONObject([("messages", .array(items))])
+            if let campaign = namespace?.campaignID { answer["campaign"] = .string(campaign) }
+            return NativeResponse.json(.object(answer), status: 202)
         })
 
         routes.add(.get, "/v1/messages/{id}", errorFormat: .json, .json { request throws(JSONAPIError) in
