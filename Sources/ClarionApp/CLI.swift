@@ -44,6 +44,11 @@ public enum CLI {
                     + "Targeted, sent, accepted, failed by reason, unique opens, open rate, time-to-open percentiles and\n"
                     + "opens per hour, as a table (or JSON with --json).",
                 run: report),
+        Command(name: "messages", summary: "follow a message (`messages watch <id>`)",
+                usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n\n"
+                    + "Shows a live progress bar with counts, rate and ETA until the message is Completed, Failed or\n"
+                    + "Expired. Exit code 0 when Completed, 1 when Failed or Expired.",
+                run: messages),
         Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
                 usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
                     + "                 [--record FILE] [--fault NAME=VALUE ...]\n\n"
@@ -237,6 +242,31 @@ public enum CLI {
         let text = report.rendered(json: asJSON)
         FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
         return 0
+    }
+
+    static func messages(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        guard arguments.first == "watch" else { throw NodeError(.usage, "usage: clarion messages watch <message-id>") }
+        var rest = Array(arguments.dropFirst())
+        var interval = 0.5
+        if let i = rest.firstIndex(of: "--interval") {
+            guard i + 1 < rest.count, let value = Double(rest[i + 1]), value > 0 else {
+                throw NodeError(.usage, "--interval needs a number of seconds")
+            }
+            interval = value
+            rest.removeSubrange(i...(i + 1))
+        }
+        guard let text = rest.first, let id = UUID(uuidString: text) else {
+            throw NodeError(.usage, "usage: clarion messages watch <message-id> (a MessageId UUID)")
+        }
+        var (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
+        try rejectExtra(extra)
+        configuration.withEmulator = false
+        let node = ClarionNode(configuration: configuration)
+        defer { node.stop() }
+        try node.startDatabase()
+        try node.migrate()
+        return try MessageWatch(jobs: FanOutJobs(pool: node.pool!), id: id, interval: interval,
+                                interactive: isatty(STDOUT_FILENO) == 1).run()
     }
 
     static func emulator(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {

@@ -116,6 +116,11 @@ def test_topic_publish_reaches_every_endpoint_exactly_once_on_each_platform(stac
     data = wait_for(report, what="the report to count 60 accepted")
     assert data["deliveries"]["targeted"] == 60 and data["deliveries"]["failed"] == 0
 
+    watch = subprocess.run([CLARION, "messages", "watch", message, "--interval", "0.2", "--data-dir", node.data_dir],
+                           capture_output=True, text=True, timeout=120)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    assert "100.0% 60/60 Completed accepted 60" in watch.stdout
+
 
 def test_a_token_the_provider_calls_unregistered_disables_the_endpoint_with_the_reason(stack):
     node, sns, emulator, demo = stack
