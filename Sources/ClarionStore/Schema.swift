@@ -12,6 +12,7 @@ public enum Schema {
         Migration(version: 3, name: "mobile apps, registration requests, webhooks, campaigns, opens", sql: v3),
         Migration(version: 4, name: "fan-out: planned targets per shard, retries remember their shard", sql: v4),
         Migration(version: 5, name: "name checks PostgreSQL can compile", sql: v5),
+        Migration(version: 6, name: "registration and webhook leases", sql: v6),
         Migration(version: 7, name: "campaigns: messages linked by their namespace attribute", sql: v7),
     ]
 
@@ -323,5 +324,15 @@ public enum Schema {
             ADD CONSTRAINT platform_applications_name_check CHECK (name ~ '^[A-Za-z0-9_.-]+$' AND length(name) <= 256);
         ALTER TABLE topics DROP CONSTRAINT topics_name_check,
             ADD CONSTRAINT topics_name_check CHECK (name ~ '^[A-Za-z0-9_-]+$' AND length(name) <= 256);
+        """
+
+    /// The registration processor and the webhook sender claim rows under a lease (a processor that dies leaves
+    /// its rows to be claimed again when the lease runs out: processing survives a restart). A mobile app's tokens
+    /// are listed and revoked by app.
+    static let v6 = """
+        ALTER TABLE registration_requests ADD COLUMN lease_expires_at timestamptz,
+            ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+        ALTER TABLE webhook_outbox ADD COLUMN lease_expires_at timestamptz;
+        CREATE INDEX mobile_app_tokens_app_idx ON mobile_app_tokens (mobile_app);
         """
 }

@@ -1,0 +1,256 @@
+import ClarionCore
+import ClarionCrypto
+import ClarionStore
+import Foundation
+
+/// Why a mobile-app operation was refused, for the API and `clarion apps` alike.
+public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case invalidField, notFound, conflict, unavailable, internalError
+    }
+
+    public let code: Code
+    public let message: String
+    /// The input at fault (`fcm_application`).
+    public let field: String?
+
+    public init(_ code: Code, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { message }
+
+    static func store(_ error: StoreError, notFound: MobileAppAdminError) -> MobileAppAdminError {
+        switch error.code {
+        case .notFound: return notFound
+        case .uniqueViolation: return MobileAppAdminError(.conflict, "A mobile app with this name exists.", field: "name")
+        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+            return MobileAppAdminError(.unavailable, "The store is unavailable; retry later.")
+        default: return MobileAppAdminError(.internalError, "The store could not complete the operation.")
+        }
+    }
+
+    var apiError: JSONAPIError {
+        switch code {
+        case .invalidField: JSONAPIError.invalidField(field ?? "", message)
+        case .notFound: JSONAPIError.notFound(message, field: field)
+        case .conflict: JSONAPIError.conflict(message, field: field)
+        case .unavailable: JSONAPIError.serviceUnavailable(message)
+        case .internalError: JSONAPIError.internalError
+        }
+    }
+}
+
+/// Mobile apps and their registration API tokens: what `POST /v1/mobile-apps` and `clarion apps` both call.
+/// Platform applications are named as in the native API (`APNS:chat`, `GCM:chat`, `ADM:chat`).
+public struct MobileAppAdmin: Sendable {
+    public let apps: MobileAppRepository
+    public let accounts: AccountRepository
+    public let applications: PlatformApplicationRepository
+
+    public init(pool: PGPool, masterKey: AESGCMKey) {
+        self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)
+        self.accounts = AccountRepository(pool: pool, masterKey: masterKey)
+        self.applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
+    }
+
+    /// Creates a mobile app in the account (created when missing, as the CLI's other commands do).
+    public func createApp(accountID: String, name: String, apnsApplication: String? = nil, fcmApplication: String? = nil,
+                          admApplication: String? = nil, firebaseProjectID: String? = nil,
+                          dryRunValidation: Bool = false) async throws(MobileAppAdminError) -> MobileAppRecord {
+        guard !name.isEmpty, name.utf8.count <= 256 else {
+            throw MobileAppAdminError(.invalidField, "The name must be 1 to 256 bytes.", field: "name")
+        }
+        let account: AccountRecord
+        do { account = try await accounts.ensureAccount(accountID: accountID) } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No account \(accountID)."))
+        }
+        let apns = try await application(apnsApplication, platforms: ["APNS", "APNS_SANDBOX"], field: "apns_application", account: account.key)
+        let fcm = try await application(fcmApplication, platforms: ["GCM"], field: "fcm_application", account: account.key)
+        let adm = try await application(admApplication, platforms: ["ADM"], field: "adm_application", account: account.key)
+        do {
+            return try await apps.create(accountKey: account.key, NewMobileApp(
+                name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
+                firebaseProjectID: firebaseProjectID, dryRunValidation: dryRunValidation))
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "A platform application does not exist."))
+        }
+    }
+
+    /// A new API token for the app; the plaintext is in the result only.
+    public func createToken(accountID: String, app: UUID) async throws(MobileAppAdminError) -> NewMobileAppToken {
+        let notFound = MobileAppAdminError(.notFound, "No mobile app \(app.uuidString.lowercased()).", field: "id")
+        do {
+            let account = try await accounts.account(accountID: accountID)
+            let record = try await apps.get(externalID: app, accountKey: account.key)
+            return try await apps.createToken(appKey: record.key)
+        } catch {
+            throw .store(error, notFound: notFound)
+        }
+    }
+
+    /// Revokes a token: registrations presenting it are refused from then on (ApiTokenNotValid for pending ones).
+    public func revokeToken(accountID: String, app: UUID, tokenID: Int64) async throws(MobileAppAdminError) {
+        do {
+            let account = try await accounts.account(accountID: accountID)
+            let record = try await apps.get(externalID: app, accountKey: account.key)
+            try await apps.revokeToken(id: tokenID, appKey: record.key)
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No such mobile app or token.", field: "id"))
+        }
+    }
+
+    private func application(_ id: String?, platforms: Set<String>, field: String, account: Int64) async throws(MobileAppAdminError) -> Int64? {
+        guard let id else { return nil }
+        guard let colon = id.firstIndex(of: ":"), platforms.contains(String(id[..<colon])) else {
+            throw MobileAppAdminError(.invalidField,
+                                      "'\(field)' names a platform application as PLATFORM:name with PLATFORM one of \(platforms.sorted().joined(separator: ", ")).",
+                                      field: field)
+        }
+        let platform = String(id[..<colon]), name = String(id[id.index(after: colon)...])
+        do {
+            return try await applications.get(accountKey: account, platform: platform, name: name).key
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No platform application '\(id)'.", field: field))
+        }
+    }
+
+    static func json(_ app: MobileAppRecord) -> JSONObject {
+        JSONObject([("id", .string(app.externalID.uuidString.lowercased())), ("name", .string(app.name)),
+                    ("firebase_project_id", app.firebaseProjectID.map(JSONValue.string) ?? .null),
+                    ("dry_run_validation", .bool(app.dryRunValidation))])
+    }
+}
+
+/// `POST /v1/mobile-apps`, `POST /v1/mobile-apps/{id}/tokens`, `POST /v1/publish/audience`: bearer-authenticated
+/// with the account's API key, like the native API.
+enum MobileAppRoutes {
+    static func register(on router: inout Router, context c: RegistrationContext) {
+        router.add(.post, "/v1/mobile-apps", maxBodyBytes: 64 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let principal = try await c.authenticator.authenticate(request)
+            let body = try RegistrationFields.object(try RegistrationFields.document(request), path: "")
+            let name = try body.requiredString("name", maxLength: 256)
+            let apns = try body.string("apns_application"), fcm = try body.string("fcm_application")
+            let adm = try body.string("adm_application"), project = try body.string("firebase_project_id", maxLength: 256)
+            let dryRun = try body.bool("dry_run_validation") ?? false
+            do throws(MobileAppAdminError) {
+                let app = try await c.admin.createApp(
+                    accountID: principal.accountID, name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
+                    firebaseProjectID: project, dryRunValidation: dryRun)
+                return .json(MobileAppAdmin.json(app).encoded(), status: 201)
+            } catch {
+                throw error.apiError
+            }
+        })
+        router.add(.post, "/v1/mobile-apps/{id}/tokens", maxBodyBytes: 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let principal = try await c.authenticator.authenticate(request)
+            guard let id = UUID(uuidString: request.pathParameters["id"] ?? "") else {
+                throw JSONAPIError.notFound("No mobile app '\(request.pathParameters["id"] ?? "")'.", field: "id")
+            }
+            do throws(MobileAppAdminError) {
+                let token = try await c.admin.createToken(accountID: principal.accountID, app: id)
+                let body = JSONObject([("id", .string(String(token.id))), ("token", .string(token.token))])
+                return .json(body.encoded(), status: 201)
+            } catch {
+                throw error.apiError
+            }
+        })
+        router.add(.post, "/v1/publish/audience", maxBodyBytes: 256 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let accountKey = try await c.accountKey(request)
+            let body = try RegistrationFields.object(try RegistrationFields.document(request), path: "")
+            let message = try await AudiencePublish.parse(body, accountKey: accountKey, context: c)
+            do throws(StoreError) {
+                let id = try await c.jobs.publish(message)
+                return .json(JSONObject([("message_id", .string(id.externalID.uuidString.lowercased()))]).encoded(), status: 202)
+            } catch {
+                if error.code == .notFound { throw JSONAPIError.notFound("The mobile app has no platform application.", field: "app") }
+                throw RegistrationFields.storeError(error)
+            }
+        })
+    }
+}
+
+/// The body of `POST /v1/publish/audience`:
+/// `{"app": <mobile app id>, "user_id"?: text, "languages"?: [..], "os_types"?: [..], "app_version"?: {"min"?, "max"?},
+///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds}`.
+enum AudiencePublish {
+    static func parse(_ body: RegistrationFields, accountKey: Int64, context c: RegistrationContext) async throws(JSONAPIError) -> NewAudienceMessage {
+        let appID = try body.requiredUUID("app")
+        let app: MobileAppRecord
+        do throws(StoreError) {
+            app = try await c.apps.get(externalID: appID, accountKey: accountKey)
+        } catch {
+            if error.code == .notFound { throw JSONAPIError.notFound("No mobile app '\(appID.uuidString.lowercased())'.", field: "app") }
+            throw RegistrationFields.storeError(error)
+        }
+        let applications = [app.apnsApplication, app.fcmApplication, app.admApplication].compactMap { $0 }
+        guard !applications.isEmpty else { throw JSONAPIError.invalidField("app", "The mobile app has no platform application.") }
+        let user = try body.string("user_id", maxLength: DeviceRegistrationRoutes.userIDLimit)
+        let languages = try list(body, "languages")
+        let osTypes = try list(body, "os_types")
+        var minimum: String?, maximum: String?
+        if let range = body.object["app_version"], range != .null {
+            guard let object = range.objectValue else { throw JSONAPIError.invalidField("app_version", "'app_version' must be an object {\"min\", \"max\"}.") }
+            let fields = RegistrationFields(object, path: "app_version")
+            minimum = try fields.string("min", maxLength: 64)
+            maximum = try fields.string("max", maxLength: 64)
+            for (key, value) in [("min", minimum), ("max", maximum)] where value != nil && AudienceFilter.versionParts(value!) == nil {
+                throw JSONAPIError.invalidField("app_version.\(key)", "'app_version.\(key)' must be a version such as 1.2.3.")
+            }
+        }
+        guard let messageValue = body.object["message"], messageValue != .null else { throw JSONAPIError.missingField("message") }
+        let text: String
+        let structure: MessageStructure?
+        switch messageValue {
+        case .string(let plain): (text, structure) = (plain, nil)
+        case .object(let map): (text, structure) = (map.jsonText, .json)
+        default: throw JSONAPIError.invalidField("message", "'message' must be a string or an object of platform entries.")
+        }
+        do throws(MessageValidationError) {
+            let parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: false)
+            let records = await platforms(applications, context: c)
+            for platform in records { try parsed.requireEntry(for: platform) }
+        } catch {
+            throw JSONAPIError.invalidField(error.key.map { "message.\($0)" } ?? "message", error.message)
+        }
+        var expiresAt: Date?
+        if let ttl = body.object["ttl"], ttl != .null {
+            guard let seconds = ttl.intValue, seconds >= 0, seconds <= 2_419_200 else {
+                throw JSONAPIError.invalidField("ttl", "'ttl' must be an integer number of seconds from 0 to 2419200.")
+            }
+            if seconds > 0 { expiresAt = c.clock().addingTimeInterval(TimeInterval(seconds)) }
+        }
+        return NewAudienceMessage(
+            externalID: c.makeID(), accountKey: accountKey,
+            filter: AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
+                                   minimumAppVersion: minimum, maximumAppVersion: maximum),
+            message: text, structure: structure?.rawValue, expiresAt: expiresAt)
+    }
+
+    static func list(_ body: RegistrationFields, _ key: String) throws(JSONAPIError) -> [String]? {
+        guard let value = body.object[key], value != .null else { return nil }
+        guard let items = value.arrayValue, !items.isEmpty, items.count <= 100 else {
+            throw JSONAPIError.invalidField(key, "'\(key)' must be a non-empty array of strings.")
+        }
+        var out: [String] = []
+        for (index, item) in items.enumerated() {
+            guard let text = item.stringValue, !text.isEmpty, text.utf8.count <= 64 else {
+                throw JSONAPIError.invalidField("\(key)[\(index)]", "'\(key)[\(index)]' must be a non-empty string.")
+            }
+            out.append(text)
+        }
+        return out
+    }
+
+    static func platforms(_ keys: [Int64], context c: RegistrationContext) async -> [Platform] {
+        var out: [Platform] = []
+        for key in keys {
+            if let record = try? await c.applications.get(key: key), let platform = Platform(rawValue: record.platform) {
+                out.append(platform)
+            }
+        }
+        return out
+    }
+}

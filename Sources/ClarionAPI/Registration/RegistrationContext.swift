@@ -1,0 +1,149 @@
+import ClarionCore
+import ClarionCrypto
+import ClarionStore
+import Foundation
+import Synchronization
+
+/// What the device registration API, the mobile event collector and the mobile-app routes stand on.
+public struct RegistrationContext: Sendable {
+    public let registrations: RegistrationRepository
+    public let apps: MobileAppRepository
+    public let devices: MobileDeviceRepository
+    public let accounts: AccountRepository
+    public let applications: PlatformApplicationRepository
+    public let jobs: FanOutJobs
+    public let admin: MobileAppAdmin
+    /// Bearer keys of the native API, for `/v1/mobile-apps` and `/v1/publish/audience`.
+    public let authenticator: BearerAuthenticator
+    public let clock: @Sendable () -> Date
+    public let makeID: @Sendable () -> UUID
+    private let accountKeys = RegistrationAccountKeys()
+
+    public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
+        self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
+        self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)
+        self.devices = MobileDeviceRepository(pool: pool)
+        self.accounts = accounts
+        self.applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
+        self.jobs = FanOutJobs(pool: pool)
+        self.admin = MobileAppAdmin(pool: pool, masterKey: masterKey)
+        self.authenticator = authenticator ?? BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: accounts))
+        self.clock = clock
+        self.makeID = makeID
+    }
+
+    /// The bearer caller's account key.
+    func accountKey(_ request: HTTPRequest) async throws(JSONAPIError) -> Int64 {
+        let principal = try await authenticator.authenticate(request)
+        if let key = accountKeys.get(principal.accountID) { return key }
+        do throws(StoreError) {
+            let account = try await accounts.account(accountID: principal.accountID)
+            accountKeys.set(principal.accountID, account.key)
+            return account.key
+        } catch {
+            throw error.code == .notFound ? JSONAPIError.invalidAPIKey : RegistrationFields.storeError(error)
+        }
+    }
+}
+
+final class RegistrationAccountKeys: Sendable {
+    private let keys = Mutex<[String: Int64]>([:])
+    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
+    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
+}
+
+/// One JSON object of a request, read field by field; every refusal is a 400 naming the field as a path
+/// (`[3].UserId`).
+struct RegistrationFields {
+    let object: JSONObject
+    let path: String
+
+    init(_ object: JSONObject, path: String) {
+        self.object = object
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    /// The parsed body; `application/json` (or no Content-Type) only.
+    static func document(_ request: HTTPRequest) throws(JSONAPIError) -> JSONValue {
+        if let contentType = request.headers["Content-Type"] {
+            let media = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard media == "application/json" || media.hasSuffix("+json") else { throw JSONAPIError.unsupportedMediaType(contentType) }
+        }
+        guard !request.body.isEmpty else { throw JSONAPIError.invalidJSON("The request body is empty.") }
+        do throws(JSONParseError) {
+            return try JSONValue.parse(bytes: request.body, duplicateKeys: .reject)
+        } catch {
+            if error.code == .duplicateKey, let key = error.key {
+                throw JSONAPIError.invalidField(key, "The field '\(key)' appears more than once.")
+            }
+            throw JSONAPIError.invalidJSON("The request body is not valid JSON.")
+        }
+    }
+
+    static func object(_ value: JSONValue, path: String) throws(JSONAPIError) -> RegistrationFields {
+        guard let object = value.objectValue else {
+            if path.isEmpty { throw JSONAPIError.invalidJSON("The request body must be a JSON object.") }
+            throw JSONAPIError.invalidField(path, "The item '\(path)' must be a JSON object.")
+        }
+        return RegistrationFields(object, path: path)
+    }
+
+    /// Items of a batch body: a JSON array of 1...`limit` values.
+    static func items(_ value: JSONValue, limit: Int) throws(JSONAPIError) -> [JSONValue] {
+        guard let items = value.arrayValue else { throw JSONAPIError.invalidJSON("The request body must be a JSON array.") }
+        guard !items.isEmpty else { throw JSONAPIError(status: 400, code: "invalid_json", message: "The array is empty.") }
+        guard items.count <= limit else {
+            throw JSONAPIError(status: 400, code: "too_many_items",
+                               message: "A batch holds at most \(limit) items; this one has \(items.count).")
+        }
+        return items
+    }
+
+    /// A string member; nil when absent. A non-string, an empty string or one longer than `maxLength` is refused.
+    func string(_ key: String, maxLength: Int = 4096) throws(JSONAPIError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let text = value.stringValue else {
+            throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be a string.")
+        }
+        guard !text.isEmpty else { throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must not be empty.") }
+        guard text.utf8.count <= maxLength else {
+            throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' is longer than \(maxLength) bytes.")
+        }
+        return text
+    }
+
+    func requiredString(_ key: String, maxLength: Int = 4096) throws(JSONAPIError) -> String {
+        guard let text = try string(key, maxLength: maxLength) else { throw JSONAPIError.missingField(name(key)) }
+        return text
+    }
+
+    func requiredUUID(_ key: String) throws(JSONAPIError) -> UUID {
+        let text = try requiredString(key, maxLength: 64)
+        guard let id = UUID(uuidString: text) else {
+            throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be a UUID.")
+        }
+        return id
+    }
+
+    func bool(_ key: String) throws(JSONAPIError) -> Bool? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let flag = value.boolValue else {
+            throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be true or false.")
+        }
+        return flag
+    }
+
+    /// A store failure at the edge: transient ones are 503, the rest 500.
+    static func storeError(_ error: StoreError) -> JSONAPIError {
+        switch error.code {
+        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+            return .serviceUnavailable("The store is unavailable; retry later.")
+        default:
+            return .internalError
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import ClarionCrypto
+import Foundation
+
+/// A mobile app: one platform application per platform, the registration API's tokens, and the Firebase project
+/// the event collector routes by.
+public struct MobileAppRecord: Sendable, Equatable {
+    public let key: Int64
+    public let externalID: UUID
+    public let accountKey: Int64
+    public let name: String
+    public let apnsApplication: Int64?
+    public let fcmApplication: Int64?
+    public let admApplication: Int64?
+    public let firebaseProjectID: String?
+    public let dryRunValidation: Bool
+    public let createdAt: Date
+}
+
+/// What a new mobile app is made of.
+public struct NewMobileApp: Sendable {
+    public var name: String
+    public var apnsApplication: Int64?
+    public var fcmApplication: Int64?
+    public var admApplication: Int64?
+    public var firebaseProjectID: String?
+    public var dryRunValidation: Bool
+
+    public init(name: String, apnsApplication: Int64? = nil, fcmApplication: Int64? = nil, admApplication: Int64? = nil,
+                firebaseProjectID: String? = nil, dryRunValidation: Bool = false) {
+        self.name = name
+        self.apnsApplication = apnsApplication
+        self.fcmApplication = fcmApplication
+        self.admApplication = admApplication
+        self.firebaseProjectID = firebaseProjectID
+        self.dryRunValidation = dryRunValidation
+    }
+}
+
+/// A new registration API token: `token` is the only copy of the plaintext handed out.
+public struct NewMobileAppToken: Sendable {
+    public let id: Int64
+    public let token: String
+}
+
+/// Mobile apps and their API tokens.
+///
+/// A token is compared by SHA-256 (the lookup is one indexed equality); it is also sealed with the master key,
+/// because the webhook signature is an HMAC keyed by the token itself. The sealed copy's associated data is the
+/// token row's hash, so it does not open when copied to another row.
+public struct MobileAppRepository: Sendable {
+    public let pool: PGPool
+    private let masterKey: AESGCMKey
+
+    public init(pool: PGPool, masterKey: AESGCMKey) {
+        self.pool = pool
+        self.masterKey = masterKey
+    }
+
+    static let columns = """
+        m.id, m.external_id, m.account, m.name, m.apns_application, m.fcm_application, m.adm_application,
+        m.firebase_project_id, m.dry_run_validation, m.created_at
+        """
+
+    /// Creates the app. The platform applications must belong to the same account (`.notFound` otherwise); a
+    /// second app of the same name is `.uniqueViolation` (constraint `mobile_apps_account_name_key`).
+    public func create(accountKey: Int64, _ app: NewMobileApp, externalID: UUID = UUID()) async throws(StoreError) -> MobileAppRecord {
+        try await pool.transaction { (c) throws(StoreError) -> MobileAppRecord in
+            for application in [app.apnsApplication, app.fcmApplication, app.admApplication].compactMap({ $0 }) {
+                let owned = try c.query("SELECT 1 FROM platform_applications WHERE id = $1 AND account = $2", [application, accountKey])
+                if owned.rowCount == 0 { throw StoreError(.notFound, "no platform application \(application) in this account") }
+            }
+            guard let row = try c.query("""
+                WITH m AS (
+                    INSERT INTO mobile_apps (external_id, account, name, apns_application, fcm_application, adm_application,
+                                             firebase_project_id, dry_run_validation)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *)
+                SELECT \(Self.columns) FROM m
+                """, [externalID, accountKey, app.name, app.apnsApplication, app.fcmApplication, app.admApplication,
+                      app.firebaseProjectID, app.dryRunValidation]).first else {
+                throw StoreError(.invalidData, "INSERT returned no row")
+            }
+            return try Self.record(row)
+        }
+    }
+
+    /// The account's app by external id; `.notFound` when missing.
+    public func get(externalID: UUID, accountKey: Int64) async throws(StoreError) -> MobileAppRecord {
+        try await pool.withConnection { (c) throws(StoreError) -> MobileAppRecord in
+            guard let row = try c.query("SELECT \(Self.columns) FROM mobile_apps m WHERE m.external_id = $1 AND m.account = $2",
+                                        [externalID, accountKey]).first else {
+                throw StoreError(.notFound, "no mobile app \(externalID)")
+            }
+            return try Self.record(row)
+        }
+    }
+
+    /// Apps whose Firebase project id is `projectID`, oldest first.
+    public func find(firebaseProjectID projectID: String) async throws(StoreError) -> [MobileAppRecord] {
+        try await pool.withConnection { (c) throws(StoreError) -> [MobileAppRecord] in
+            var out: [MobileAppRecord] = []
+            for row in try c.query("SELECT \(Self.columns) FROM mobile_apps m WHERE m.firebase_project_id = $1 ORDER BY m.id",
+                                   [projectID]).rows {
+                out.append(try Self.record(row))
+            }
+            return out
+        }
+    }
+
+    /// Creates an API token `cmt_<43 base64url characters>` for the app; the plaintext is returned once.
+    public func createToken(appKey: Int64) async throws(StoreError) -> NewMobileAppToken {
+        let plaintext = "cmt_" + Base64URL.encode(SecureRandom.bytes(32))
+        let hash = Digest.sha256(plaintext)
+        let sealed = masterKey.seal(Array(plaintext.utf8), associatedData: Self.associatedData(hash))
+        let id = try await pool.withConnection { (c) throws(StoreError) -> Int64 in
+            guard let row = try c.query("""
+                INSERT INTO mobile_app_tokens (mobile_app, token_hash, token_sealed) VALUES ($1, $2, $3) RETURNING id
+                """, [appKey, PGBytes(hash), PGBytes(sealed)]).first else {
+                throw StoreError(.invalidData, "INSERT returned no row")
+            }
+            return try row.requireInt64(0)
+        }
+        return NewMobileAppToken(id: id, token: plaintext)
+    }
+
+    /// Revokes a token of the app; `.notFound` when the app has no such token.
+    public func revokeToken(id: Int64, appKey: Int64) async throws(StoreError) {
+        try await pool.withConnection { (c) throws(StoreError) in
+            let result = try c.query("""
+                UPDATE mobile_app_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND mobile_app = $2
+                """, [id, appKey])
+            if result.affectedRows == 0 { throw StoreError(.notFound, "no token \(id)") }
+        }
+    }
+
+    /// Opens a token's sealed copy (the webhook signature's key). nil when it does not open with this master key.
+    func openToken(sealed: [UInt8], hash: [UInt8]) -> String? {
+        guard let plain = try? masterKey.open(sealed, associatedData: Self.associatedData(hash)) else { return nil }
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    static func associatedData(_ hash: [UInt8]) -> [UInt8] { Array("mobile_app_token:".utf8) + hash }
+
+    static func record(_ row: PGRow) throws(StoreError) -> MobileAppRecord {
+        guard let id = row.uuid(1) else { throw StoreError(.invalidData, "mobile app without external id") }
+        return MobileAppRecord(key: try row.requireInt64(0), externalID: id, accountKey: try row.requireInt64(2),
+                               name: try row.requireString(3), apnsApplication: row.int64(4), fcmApplication: row.int64(5),
+                               admApplication: row.int64(6), firebaseProjectID: row.string(7),
+                               dryRunValidation: row.bool(8) ?? false, createdAt: try row.requireDate(9))
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// What a device told the event collector about itself.
+public struct MobileDeviceReport: Sendable, Equatable {
+    public var userID: String
+    public var token: String
+    public var appVersion: String
+    public var language: String?
+    public var osType: String
+    public var osVersion: String?
+    public var manufacturer: String?
+    public var model: String?
+    /// When the token was (re)issued, as the device says; never later than the store's clock.
+    public var refreshedAt: Date
+
+    public init(userID: String, token: String, appVersion: String, language: String? = nil, osType: String,
+                osVersion: String? = nil, manufacturer: String? = nil, model: String? = nil, refreshedAt: Date) {
+        self.userID = userID
+        self.token = token
+        self.appVersion = appVersion
+        self.language = language
+        self.osType = osType
+        self.osVersion = osVersion
+        self.manufacturer = manufacturer
+        self.model = model
+        self.refreshedAt = refreshedAt
+    }
+}
+
+/// What recording a device report did to the endpoints.
+public enum MobileDeviceChange: Sendable, Equatable {
+    /// A new endpoint.
+    case created(endpointKey: Int64)
+    /// The endpoint with this token was updated (its user, details and refresh time).
+    case updated(endpointKey: Int64)
+    /// The user's endpoint got the new token in place of its old one: same endpoint, same subscriptions.
+    case tokenReplaced(endpointKey: Int64)
+
+    public var endpointKey: Int64 {
+        switch self {
+        case .created(let k), .updated(let k), .tokenReplaced(let k): k
+        }
+    }
+}
+
+/// Devices as the mobile event collector reports them, kept on the same endpoints the SNS and native APIs see.
+/// Creation and token changes go through `EndpointRepository` (one creation rule for every API); this adds the
+/// device columns (app version, language, OS, model, refresh time).
+public struct MobileDeviceRepository: Sendable {
+    public let pool: PGPool
+    private let endpoints: EndpointRepository
+
+    public init(pool: PGPool) {
+        self.pool = pool
+        self.endpoints = EndpointRepository(pool: pool)
+    }
+
+    /// Records a registration or refresh of `report.token` for `report.userID` in the FCM application:
+    /// - the application already has the token: that endpoint is updated (and enabled: the device says it works);
+    /// - otherwise, the user's endpoint for the same device (same manufacturer and model, when the report names
+    ///   them; the most recently refreshed one otherwise) takes the new token in place of the old one, so its
+    ///   subscriptions stay;
+    /// - otherwise a new endpoint is created.
+    public func record(applicationKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) -> MobileDeviceChange {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let change = try await apply(applicationKey: applicationKey, report)
+                try await writeDetails(change.endpointKey, report)
+                return change
+            } catch where (error.code == .uniqueViolation || error.code == .notFound) && attempt < 3 {
+                // A concurrent report of the same token or user won a race: look again.
+                continue
+            }
+        }
+    }
+
+    private func apply(applicationKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) -> MobileDeviceChange {
+        if let existing = try await endpoints.find(applicationKey: applicationKey, token: report.token) {
+            _ = try await endpoints.update(externalID: existing.externalID,
+                                           EndpointChanges(enabled: true, userID: .some(report.userID)))
+            return .updated(endpointKey: existing.key)
+        }
+        if let previous = try await previousDevice(applicationKey: applicationKey, report) {
+            let updated = try await endpoints.update(externalID: previous, EndpointChanges(token: report.token, enabled: true))
+            return .tokenReplaced(endpointKey: updated.key)
+        }
+        let creation = try await endpoints.create(
+            NewEndpoint(applicationKey: applicationKey, token: report.token, userID: report.userID), externalID: UUID())
+        switch creation {
+        case .created(let record): return .created(endpointKey: record.key)
+        case .existing(let record): return .updated(endpointKey: record.key)
+        case .conflict:
+            // Created a moment ago for another user: the next round updates it.
+            throw StoreError(.uniqueViolation, "the token was registered concurrently", constraint: "endpoints_application_token_key")
+        }
+    }
+
+    /// The user's endpoint of the same device in the application, if any.
+    private func previousDevice(applicationKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) -> UUID? {
+        let sameDevice = report.manufacturer != nil || report.model != nil
+        return try await pool.withConnection { (c) throws(StoreError) -> UUID? in
+            try c.query("""
+                SELECT external_id FROM endpoints
+                WHERE application = $1 AND user_id = $2
+                  AND (NOT $3 OR (device_manufacturer IS NOT DISTINCT FROM $4 AND device_model IS NOT DISTINCT FROM $5))
+                ORDER BY coalesce(token_refreshed_at, updated_at) DESC, id DESC LIMIT 1
+                """, [applicationKey, report.userID, sameDevice, report.manufacturer, report.model]).first?.uuid(0)
+        }
+    }
+
+    private func writeDetails(_ endpointKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) {
+        try await pool.withConnection { (c) throws(StoreError) in
+            _ = try c.query("""
+                UPDATE endpoints SET app_version = $2, language = $3, os_type = $4, os_version = $5,
+                    device_manufacturer = $6, device_model = $7, token_refreshed_at = least($8::timestamptz, now()),
+                    updated_at = now()
+                WHERE id = $1
+                """, [endpointKey, report.appVersion, report.language, report.osType, report.osVersion, report.manufacturer,
+                      report.model, report.refreshedAt])
+        }
+    }
+
+    /// The device columns of an endpoint, for tests and reports.
+    public func details(endpointKey: Int64) async throws(StoreError) -> MobileDeviceReport? {
+        try await pool.withConnection { (c) throws(StoreError) -> MobileDeviceReport? in
+            guard let row = try c.query("""
+                SELECT user_id, token, app_version, language, os_type, os_version, device_manufacturer, device_model,
+                       token_refreshed_at
+                FROM endpoints WHERE id = $1
+                """, [endpointKey]).first else { return nil }
+            return MobileDeviceReport(userID: row.string(0) ?? "", token: row.string(1) ?? "", appVersion: row.string(2) ?? "",
+                                      language: row.string(3), osType: row.string(4) ?? "", osVersion: row.string(5),
+                                      manufacturer: row.string(6), model: row.string(7),
+                                      refreshedAt: row.date(8) ?? Date(timeIntervalSince1970: 0))
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import ClarionCore
+import ClarionDispatch
+import ClarionStore
+import Foundation
+import Synchronization
+import Testing
+@testable import ClarionAPI
+
+/// Records every push handed to it and accepts it at once: stands in for the provider pools (this test target does
+/// not link the emulator), so the dispatcher's whole path (plan, claim, stream, render, submit, checkpoint) runs.
+final class RecordingDirectory: PushTransportDirectory, PushTransport {
+    private let sent = Mutex<[String]>([])
+
+    func resolve(_ application: DispatchApplication) async -> TransportResolution { .ready(self, RenderSettings()) }
+
+    func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int {
+        sent.withLock { $0.append(contentsOf: deliveries.map(\.token)) }
+        sink.receive(deliveries.map { PushResult(tag: $0.tag, outcome: .accepted(providerID: nil)) })
+        return deliveries.count
+    }
+
+    var tokens: [String] { sent.withLock { $0 } }
+}
+
+@Suite("User and audience publishes", .serialized)
+struct RegistrationAudienceTests {
+    /// Devices of the fixture's app: (platform application, token, user, language, version, os, refreshed days ago).
+    static func seed(_ f: RegistrationFixture) async throws {
+        let rows: [(Int64, String, String, String?, String?, String?, Int)] = [
+            (f.fcmApplication, "fcm-u1-en-2.0", "u1", "en", "2.0.0", "android", 1),
+            (f.apnsApplication, "apns-u1-de-1.9", "u1", "de", "1.9", "ios", 1),
+            (f.fcmApplication, "fcm-u2-en-1.10", "u2", "en", "1.10.0", "android", 1),
+            (f.fcmApplication, "fcm-u3-fr-2.1", "u3", "fr", "2.1", "android", 1),
+            (f.apnsApplication, "apns-u4-en-3.0", "u4", "EN", "3.0.0", "ios", 1),
+            (f.fcmApplication, "fcm-u5-en-2.0-stale", "u5", "en", "2.0", "android", 300),
+            (f.fcmApplication, "fcm-u6-none", "u6", nil, nil, nil, 1),
+        ]
+        try await f.pool.withConnection { (c) throws(StoreError) in
+            for (application, token, user, language, version, os, days) in rows {
+                _ = try c.query("""
+                    INSERT INTO endpoints (external_id, application, token, user_id, language, app_version, os_type, token_refreshed_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, now() - make_interval(days => $8))
+                    """, [UUID(), application, token, user, language, version, os, days])
+            }
+        }
+    }
+
+    /// Publishes through the HTTP route, runs a dispatcher until the message is final, returns the tokens sent to.
+    static func publish(_ f: RegistrationFixture, _ body: String) async throws -> (tokens: [String], status: MessageStatus) {
+        let result = try await curl(f.base + "/v1/publish/audience", method: "POST",
+                                    headers: ["Authorization": "Bearer \(f.apiKey)", "Content-Type": "application/json"],
+                                    body: Array(body.utf8))
+        #expect(result.status == 202, "\(result.text)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.body)) as? [String: Any])
+        let id = try #require(UUID(uuidString: object["message_id"] as? String ?? ""))
+        let directory = RecordingDirectory()
+        let dispatcher = Dispatcher(pool: f.pool, directory: directory, configuration: DispatcherConfiguration(
+            shardWorkers: 2, checkpointInterval: 0.05, shardSize: 2, maxPollInterval: 0.05))
+        let task = Task { await dispatcher.run() }
+        var status: MessageStatus?
+        for _ in 0..<400 {
+            status = try await f.context.jobs.messageStatus(externalID: id)
+            if status?.state.isFinal == true { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        dispatcher.shutdown()
+        await task.value
+        return (directory.tokens.sorted(), try #require(status))
+    }
+
+    @Test("A user publish reaches exactly that user's fresh endpoints on every platform of the app")
+    func userPublish() async throws {
+        try await RegistrationFixture.with { f in
+            try await Self.seed(f)
+            let app = jsonText(f.app.externalID.uuidString.lowercased())
+            let (tokens, status) = try await Self.publish(f, "{\"app\":\(app),\"user_id\":\"u1\",\"message\":\"hello\"}")
+            #expect(tokens == ["apns-u1-de-1.9", "fcm-u1-en-2.0"])
+            #expect(status.state == .completed)
+            #expect(status.counters.accepted == 2)
+            let (stale, staleStatus) = try await Self.publish(f, "{\"app\":\(app),\"user_id\":\"u5\",\"message\":\"hello\"}")
+            #expect(stale.isEmpty, "an endpoint not refreshed for 270 days is skipped")
+            #expect(staleStatus.counters.skipped == 1)
+        }
+    }
+
+    @Test("An audience publish filters by language, app version range and OS type")
+    func audiencePublish() async throws {
+        try await RegistrationFixture.with { f in
+            try await Self.seed(f)
+            let app = jsonText(f.app.externalID.uuidString.lowercased())
+            let english = try await Self.publish(f, "{\"app\":\(app),\"languages\":[\"en\"],\"message\":\"hi\"}")
+            #expect(english.tokens == ["apns-u4-en-3.0", "fcm-u1-en-2.0", "fcm-u2-en-1.10"])
+            #expect(english.status.counters.skipped == 1, "the stale English endpoint is counted, not sent")
+            let range = try await Self.publish(f, "{\"app\":\(app),\"app_version\":{\"min\":\"1.10\",\"max\":\"2.0\"},\"message\":\"hi\"}")
+            #expect(range.tokens == ["fcm-u1-en-2.0", "fcm-u2-en-1.10"])
+            let android = try await Self.publish(f, "{\"app\":\(app),\"os_types\":[\"android\"],\"languages\":[\"en\",\"fr\"],\"app_version\":{\"min\":\"2\"},\"message\":\"hi\"}")
+            #expect(android.tokens == ["fcm-u1-en-2.0", "fcm-u3-fr-2.1"])
+            let everyone = try await Self.publish(f, "{\"app\":\(app),\"message\":{\"default\":\"hi\"}}")
+            #expect(everyone.tokens.count == 6)
+        }
+    }
+
+    @Test("Audience publishes refuse what they cannot send, naming the field")
+    func refusals() async throws {
+        try await RegistrationFixture.with { f in
+            let app = jsonText(f.app.externalID.uuidString.lowercased())
+            func call(_ body: String, key: String? = nil) async throws -> ClientResult {
+                try await curl(f.base + "/v1/publish/audience", method: "POST",
+                               headers: ["Authorization": "Bearer \(key ?? f.apiKey)", "Content-Type": "application/json"],
+                               body: Array(body.utf8))
+            }
+            #expect(try await call("{\"app\":\(app),\"message\":\"x\"}", key: "clk_wrong").status == 401)
+            for (body, field) in [("{\"message\":\"x\"}", "app"), ("{\"app\":\(app)}", "message"),
+                                  ("{\"app\":\(app),\"languages\":[],\"message\":\"x\"}", "languages"),
+                                  ("{\"app\":\(app),\"app_version\":{\"min\":\"beta\"},\"message\":\"x\"}", "app_version.min"),
+                                  ("{\"app\":\(app),\"message\":{\"GCM\":\"{}\"}}", "message.APNS")] {
+                let result = try await call(body)
+                #expect(result.status == 400, "\(body): \(result.text)")
+                #expect(result.text.contains("\"field\":\"\(field)\""), "\(body): \(result.text)")
+            }
+            #expect(try await call("{\"app\":\(jsonText(UUID().uuidString)),\"message\":\"x\"}").status == 404)
+            #expect(try await f.count("SELECT count(*) FROM messages") == 0)
+        }
+    }
+
+    @Test("Version parts compare numerically")
+    func versionParts() {
+        #expect(AudienceFilter.versionParts("1.10.0") == [1, 10, 0, 0])
+        #expect(AudienceFilter.versionParts("v2") == [2, 0, 0, 0])
+        #expect(AudienceFilter.versionParts("3.1.4-beta.2") == [3, 1, 4, 2])
+        #expect(AudienceFilter.versionParts("beta") == nil)
+    }
+}
+
+@Suite("Mobile apps over the native API", .serialized)
+struct RegistrationMobileAppTests {
+    @Test("POST /v1/mobile-apps and /tokens with the account's API key; the token then registers devices")
+    func createAppAndToken() async throws {
+        try await RegistrationFixture.with { f in
+            let headers = ["Authorization": "Bearer \(f.apiKey)", "Content-Type": "application/json"]
+            let created = try await curl(f.base + "/v1/mobile-apps", method: "POST", headers: headers,
+                                         body: Array("{\"name\":\"news\",\"fcm_application\":\"GCM:android\",\"firebase_project_id\":\"p2\",\"dry_run_validation\":true}".utf8))
+            #expect(created.status == 201, "\(created.text)")
+            let app = try #require(try JSONSerialization.jsonObject(with: Data(created.body)) as? [String: Any])
+            let id = try #require(app["id"] as? String)
+            #expect(app["dry_run_validation"] as? Bool == true)
+            let token = try await curl(f.base + "/v1/mobile-apps/\(id)/tokens", method: "POST", headers: headers)
+            #expect(token.status == 201)
+            let secret = try #require((try JSONSerialization.jsonObject(with: Data(token.body)) as? [String: Any])?["token"] as? String)
+            #expect(secret.hasPrefix("cmt_"))
+            let registered = try await f.post(f.devices, f.item(user: "u", fcm: "tok", token: secret, app: UUID(uuidString: id)!),
+                                              headers: ["x-ms-track-registration": "true"])
+            #expect(registered.status == 202)
+            #expect(try await f.count("SELECT count(*) FROM registration_requests") == 1)
+
+            #expect(try await curl(f.base + "/v1/mobile-apps", method: "POST", headers: ["Content-Type": "application/json"],
+                                   body: Array("{\"name\":\"x\"}".utf8)).status == 401)
+            let wrongPlatform = try await curl(f.base + "/v1/mobile-apps", method: "POST", headers: headers,
+                                               body: Array("{\"name\":\"x\",\"apns_application\":\"GCM:android\"}".utf8))
+            #expect(wrongPlatform.status == 400)
+            #expect(wrongPlatform.text.contains("\"field\":\"apns_application\""))
+            let duplicate = try await curl(f.base + "/v1/mobile-apps", method: "POST", headers: headers,
+                                           body: Array("{\"name\":\"news\"}".utf8))
+            #expect(duplicate.status == 409)
+            #expect(try await curl(f.base + "/v1/mobile-apps/\(UUID().uuidString)/tokens", method: "POST", headers: headers).status == 404)
+        }
+    }
+}
