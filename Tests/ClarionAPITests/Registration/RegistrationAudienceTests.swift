@@ -166,3 +166,51 @@ struct RegistrationMobileAppTests {
         }
     }
 }
+
+/// Captures the rendered push a dry run submits and answers with a scripted outcome.
+final class CapturingDirectory: PushTransportDirectory, PushTransport {
+    private let pushes = Mutex<[(RenderedPush, String)]>([])
+    let outcome: DeliveryOutcome
+
+    init(outcome: DeliveryOutcome) { self.outcome = outcome }
+
+    func resolve(_ application: DispatchApplication) async -> TransportResolution {
+        .ready(self, RenderSettings(apnsBundleID: "com.example.shop"))
+    }
+
+    func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int {
+        pushes.withLock { $0.append(contentsOf: deliveries.map { (push, $0.token) }) }
+        let outcome = self.outcome
+        DispatchQueue.global().async { sink.receive(deliveries.map { PushResult(tag: $0.tag, outcome: outcome) }) }
+        return deliveries.count
+    }
+
+    var captured: [(RenderedPush, String)] { pushes.withLock { $0 } }
+}
+
+@Suite("Registration dry runs", .serialized)
+struct RegistrationDryRunTests {
+    @Test("FCM is asked with validate_only, APNs with a background push carrying only content-available")
+    func dryRunPushes() async throws {
+        try await RegistrationFixture.with { f in
+            let directory = CapturingDirectory(outcome: .accepted(providerID: nil))
+            let validator = TransportDryRunValidator(directory: directory, jobs: f.context.jobs)
+            #expect(await validator.validate(applicationKey: f.fcmApplication, token: "fcm-dry").isDelivered)
+            #expect(await validator.validate(applicationKey: f.apnsApplication, token: "apns-dry").isDelivered)
+            let captured = directory.captured
+            #expect(captured.map(\.1) == ["fcm-dry", "apns-dry"])
+            let fcm = try #require(try JSONSerialization.jsonObject(with: Data(captured[0].0.body(token: "fcm-dry"))) as? [String: Any])
+            #expect(fcm["validate_only"] as? Bool == true)
+            #expect((fcm["message"] as? [String: Any])?["token"] as? String == "fcm-dry")
+            #expect((fcm["message"] as? [String: Any])?["notification"] == nil, "nothing shows on the device")
+            let apns = captured[1].0
+            #expect(String(decoding: apns.body(token: "apns-dry"), as: UTF8.self) == "{\"aps\":{\"content-available\":1}}")
+            guard case .apns(let headers) = apns.request else { Issue.record("not an APNs request"); return }
+            #expect(headers.pushType == .background)
+
+            let refusing = TransportDryRunValidator(directory: CapturingDirectory(outcome: .tokenInvalid(reason: "BadDeviceToken", invalidSince: nil)),
+                                                    jobs: f.context.jobs)
+            #expect(await refusing.validate(applicationKey: f.fcmApplication, token: "x") == .tokenInvalid(reason: "BadDeviceToken", invalidSince: nil))
+        }
+    }
+}
