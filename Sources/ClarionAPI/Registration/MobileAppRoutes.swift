@@ -124,7 +124,8 @@ public struct MobileAppAdmin: Sendable {
     }
 }
 
-/// `POST /v1/mobile-apps`, `POST /v1/mobile-apps/{id}/tokens`, `POST /v1/publish/audience`: bearer-authenticated
+/// `POST /v1/mobile-apps`, `POST /v1/mobile-apps/{id}/tokens`, `DELETE /v1/mobile-apps/{id}/tokens/{token}`,
+/// `POST /v1/publish/audience`: bearer-authenticated
 /// with the account's API key, like the native API.
 enum MobileAppRoutes {
     static func register(on router: inout Router, context c: RegistrationContext) {
@@ -153,6 +154,19 @@ enum MobileAppRoutes {
                 let token = try await c.admin.createToken(accountID: principal.accountID, app: id)
                 let body = JSONObject([("id", .string(String(token.id))), ("token", .string(token.token))])
                 return .json(body.encoded(), status: 201)
+            } catch {
+                throw error.apiError
+            }
+        })
+        router.add(.delete, "/v1/mobile-apps/{id}/tokens/{token}", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let principal = try await c.authenticator.authenticate(request)
+            guard let id = UUID(uuidString: request.pathParameters["id"] ?? ""),
+                  let token = Int64(request.pathParameters["token"] ?? "") else {
+                throw JSONAPIError.notFound("No such mobile app or token.", field: "id")
+            }
+            do throws(MobileAppAdminError) {
+                try await c.admin.revokeToken(accountID: principal.accountID, app: id, tokenID: token)
+                return HTTPResponse(status: 204)
             } catch {
                 throw error.apiError
             }

@@ -152,6 +152,12 @@ struct RegistrationMobileAppTests {
                                               headers: ["x-ms-track-registration": "true"])
             #expect(registered.status == 202)
             #expect(try await f.count("SELECT count(*) FROM registration_requests") == 1)
+            // Revoked, the token registers nothing more.
+            let tokenID = try #require((try JSONSerialization.jsonObject(with: Data(token.body)) as? [String: Any])?["id"] as? String)
+            #expect(try await curl(f.base + "/v1/mobile-apps/\(id)/tokens/\(tokenID)", method: "DELETE", headers: headers).status == 204)
+            #expect(try await curl(f.base + "/v1/mobile-apps/\(id)/tokens/999999", method: "DELETE", headers: headers).status == 404)
+            _ = try await f.post(f.devices, f.item(user: "u", fcm: "tok2", token: secret, app: UUID(uuidString: id)!))
+            #expect(try await f.count("SELECT count(*) FROM registration_requests") == 1)
 
             #expect(try await curl(f.base + "/v1/mobile-apps", method: "POST", headers: ["Content-Type": "application/json"],
                                    body: Array("{\"name\":\"x\"}".utf8)).status == 401)
