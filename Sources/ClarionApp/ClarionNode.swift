@@ -25,6 +25,9 @@ public final class ClarionNode: @unchecked Sendable {
     private var dispatcherDone: DispatchSemaphore?
     private var providers: ProviderRegistry?
     private var emulator: EmulatorHandle?
+    private var providerDirectory: ProviderRegistryDirectory?
+    private var registrationProcessor: RegistrationProcessor?
+    private var registrationDone: DispatchSemaphore?
     private let migrationsApplied = Atomic<Bool>(false)
 
     public init(configuration: Configuration) {
@@ -142,6 +145,8 @@ public final class ClarionNode: @unchecked Sendable {
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
         registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))
+        registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
+        startRegistrationProcessor(pool: pool, masterKey: masterKey)
         APIRoutes.register(on: &router, node: self)
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
@@ -174,9 +179,12 @@ public final class ClarionNode: @unchecked Sendable {
             registry: registry,
             credentials: { key in try await applications.credentials(applicationKey: key) },
             serverTrustedCAPEM: caPEM)
+        providerDirectory = directory
         // Delivery ids (campaign pushes, open beacons) carry an HMAC under a secret derived from the master key,
         // so every node signs and verifies alike without another setting.
-        let dispatcherConfiguration = DispatcherConfiguration(deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
+        let dispatcherConfiguration = DispatcherConfiguration(
+            staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
+            deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
         let workPool = PGPool(conninfo: databaseURL, size: 2 * dispatcherConfiguration.shardWorkers + 2,
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool
@@ -190,6 +198,26 @@ public final class ClarionNode: @unchecked Sendable {
             done.signal()
         }
         log.info("dispatcher running")
+    }
+
+    /// Processes registration requests durably and sends their webhooks from the outbox, off the request path.
+    /// Dry-run validation uses the dispatcher's provider clients when this node dispatches.
+    func startRegistrationProcessor(pool: PGPool, masterKey: AESGCMKey) {
+        let validator: (any DryRunValidator)? = providerDirectory.map {
+            TransportDryRunValidator(directory: $0, jobs: FanOutJobs(pool: pool))
+        }
+        let processor = RegistrationProcessor(
+            pool: pool, masterKey: masterKey, validator: validator,
+            configuration: RegistrationProcessorConfiguration(
+                webhookTimeout: 5,
+                outboundPolicy: OutboundAddressPolicy(allowPrivateNetworks: configuration.webhookAllowPrivate)))
+        registrationProcessor = processor
+        let done = DispatchSemaphore(value: 0)
+        registrationDone = done
+        Task.detached {
+            await processor.run()
+            done.signal()
+        }
     }
 
     /// The environment the provider layer reads server-wide settings from (the configured CA file).
@@ -232,6 +260,11 @@ public final class ClarionNode: @unchecked Sendable {
             Task.detached { await server.shutdown(); done.signal() }
             done.wait()
             self.server = nil
+        }
+        if let registrationProcessor {
+            registrationProcessor.shutdown()
+            registrationDone?.wait()
+            self.registrationProcessor = nil
         }
         batcher?.shutdown()
         batcher = nil

@@ -27,6 +27,10 @@ public struct Configuration: Sendable, Equatable {
     /// Start the provider emulator in-process (a first try without real provider credentials).
     public var withEmulator = false
     public var emulatorListen = "127.0.0.1:0"
+    /// Endpoints whose token was not refreshed for this many days are stale: skipped in fan-out and counted.
+    public var staleAfterDays = 270
+    /// Let registration webhooks reach loopback, link-local and private addresses (off by default: SSRF).
+    public var webhookAllowPrivate = false
 
     public init() {}
 
@@ -95,6 +99,14 @@ public struct Configuration: Sendable, Equatable {
                 help: "also run the provider emulator in-process (true/false)",
                 apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },
                 read: { String($0.withEmulator) }),
+        Setting(key: "CLARION_STALE_AFTER_DAYS", flag: "--stale-after-days", secret: false,
+                help: "days without a token refresh after which an endpoint is stale (default 270)",
+                apply: { (c, v) throws(ConfigurationError) in c.staleAfterDays = try parseInt(v, key: "CLARION_STALE_AFTER_DAYS", range: 1...36_500) },
+                read: { String($0.staleAfterDays) }),
+        Setting(key: "CLARION_WEBHOOK_ALLOW_PRIVATE", flag: "--webhook-allow-private", secret: false,
+                help: "let webhooks reach loopback/private addresses (true/false, default false: SSRF guard)",
+                apply: { (c, v) throws(ConfigurationError) in c.webhookAllowPrivate = try parseBool(v, key: "CLARION_WEBHOOK_ALLOW_PRIVATE") },
+                read: { String($0.webhookAllowPrivate) }),
         Setting(key: "CLARION_EMULATOR_LISTEN", flag: "--emulator-listen", secret: false,
                 help: "emulator address with --with-emulator (default 127.0.0.1:0 = a free port)",
                 apply: { (c, v) throws(ConfigurationError) in _ = try parseHostPort(v, key: "CLARION_EMULATOR_LISTEN"); c.emulatorListen = v },

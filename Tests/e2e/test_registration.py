@@ -1,0 +1,67 @@
+"""Issue 7 end to end against `clarion serve --with-emulator`: a mobile app and its API token over the native API,
+a device registered through the registration API (202, tracked id, status Success), the endpoint visible to the SNS
+API, and a push to it reaching the emulator."""
+import json
+import subprocess
+import time
+import urllib.request
+
+from conftest import CLARION
+from test_delivery import KEY, SECRET, applications, h2_get, stack, wait_for  # noqa: F401  (fixture re-used)
+
+
+def call(url, method, body=None, headers=None):
+    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw) if raw else None
+
+
+def test_a_device_registered_through_the_registration_api_becomes_a_reachable_endpoint(stack):
+    node, sns, emulator, demo = stack
+    apps = applications(sns, emulator, demo)
+    key = subprocess.run([CLARION, "accounts", "create-api-key", "--data-dir", node.data_dir],
+                         capture_output=True, text=True, timeout=60)
+    assert key.returncode == 0, key.stderr
+    bearer = {"Authorization": "Bearer " + key.stdout.split("key: ")[1].strip()}
+    fcm_app = "GCM:" + apps["GCM"].rsplit("/", 1)[1]
+    status, app = call(node.url + "/v1/mobile-apps", "POST", {"name": "shop-" + str(time.time_ns()),
+                                                             "fcm_application": fcm_app}, bearer)
+    assert status == 201, app
+    app_id = app.get("id") or app.get("MobileAppId") or app.get("mobile_app_id")
+    status, token = call(node.url + f"/v1/mobile-apps/{app_id}/tokens", "POST", {}, bearer)
+    assert status == 201, token
+    api_token = token["token"]
+
+    base = node.url + "/api/v1.0/orgs/123456789012/pushdeviceregistration/devices"
+    device = "fcm-registered-device-" + str(time.time_ns())
+    status, tracked = call(base, "POST", {"MobileAppId": app_id, "UserId": "user-42", "ApiToken": api_token,
+                                          "FcmDeviceToken": device}, {"x-ms-track-registration": "true"})
+    assert status == 202, tracked
+    request_id = tracked["RegistrationRequestId"]
+    # A bad request names its field.
+    status, error = call(base, "POST", {"MobileAppId": app_id, "ApiToken": api_token, "FcmDeviceToken": device})
+    assert status == 400 and "UserId" in json.dumps(error)
+
+    def succeeded():
+        s, statuses = call(base + "/status/", "POST", {"RegistrationRequestIds": [request_id], "MobileAppId": app_id,
+                                                        "ApiToken": api_token})
+        assert s == 200, statuses
+        return statuses if statuses[0]["Status"] == "Success" else None
+
+    wait_for(succeeded, what="the registration to succeed")
+    endpoints = sns.list_endpoints_by_platform_application(PlatformApplicationArn=apps["GCM"])["Endpoints"]
+    mine = [e for e in endpoints if e["Attributes"]["Token"] == device]
+    assert len(mine) == 1
+    sns.publish(TargetArn=mine[0]["EndpointArn"], Message="welcome")
+
+    def arrived():
+        records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
+        return [r for r in records if r.get("token") == device and r.get("status") == 200]
+
+    wait_for(arrived, what="the push to reach the emulator")
