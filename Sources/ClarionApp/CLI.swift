@@ -44,6 +44,14 @@ public enum CLI {
                     + "Targeted, sent, accepted, failed by reason, unique opens, open rate, time-to-open percentiles and\n"
                     + "opens per hour, as a table (or JSON with --json).",
                 run: report),
+        Command(name: "apps", summary: "manage mobile apps and their registration API tokens",
+                usage: "clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app]\n"
+                    + "                    [--firebase-project-id ID] [--dry-run-validation]\n"
+                    + "       clarion apps create-token <mobile-app-id>\n"
+                    + "       clarion apps revoke-token <mobile-app-id> <token-id>        [settings...]\n\n"
+                    + "A mobile app groups one platform application per platform (named PLATFORM:name) and owns the API\n"
+                    + "tokens of the registration API. A new token is printed once; only its hash and a sealed copy are kept.",
+                run: apps),
         Command(name: "messages", summary: "follow a message (`messages watch <id>`)",
                 usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n\n"
                     + "Shows a live progress bar with counts, rate and ETA until the message is Completed, Failed or\n"
@@ -241,6 +249,72 @@ public enum CLI {
         guard let report = found else { throw NodeError(.usage, "no message or campaign '\(id)'") }
         let text = report.rendered(json: asJSON)
         FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        return 0
+    }
+
+    static func apps(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        guard let action = arguments.first else { throw NodeError(.usage, "usage: clarion apps <action> (see --help)") }
+        var rest = Array(arguments.dropFirst())
+        var options: [String: String] = [:]
+        var dryRun = false
+        for flag in ["--name", "--apns", "--fcm", "--adm", "--firebase-project-id"] {
+            if let i = rest.firstIndex(of: flag) {
+                guard i + 1 < rest.count else { throw NodeError(.usage, "\(flag) needs a value") }
+                options[flag] = rest[i + 1]
+                rest.removeSubrange(i...(i + 1))
+            }
+        }
+        if let i = rest.firstIndex(of: "--dry-run-validation") { dryRun = true; rest.remove(at: i) }
+        var positional: [String] = []
+        while let first = rest.first, !first.hasPrefix("--") { positional.append(first); rest.removeFirst() }
+        var (configuration, extra) = try loadConfiguration(rest, environment)
+        try rejectExtra(extra)
+        configuration.withEmulator = false
+        let node = ClarionNode(configuration: configuration)
+        defer { node.stop() }
+        try node.startDatabase()
+        try node.migrate()
+        try node.loadMasterKey()
+        try node.bootstrapAccount()
+        let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!)
+        let accountID = configuration.accountID
+        do {
+            switch action {
+            case "create":
+                guard let name = options["--name"], positional.isEmpty else { throw NodeError(.usage, "usage: clarion apps create --name NAME ...") }
+                let opts = options
+                let validate = dryRun
+                let app = try blockingAwait { () async throws(MobileAppAdminError) in
+                    try await admin.createApp(accountID: accountID, name: name, apnsApplication: opts["--apns"],
+                                              fcmApplication: opts["--fcm"], admApplication: opts["--adm"],
+                                              firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate)
+                }
+                say("MobileAppId: \(app.externalID.uuidString.lowercased())\nName: \(app.name)")
+            case "create-token":
+                guard positional.count == 1, let id = UUID(uuidString: positional[0]) else {
+                    throw NodeError(.usage, "usage: clarion apps create-token <mobile-app-id>")
+                }
+                let token = try blockingAwait { () async throws(MobileAppAdminError) in try await admin.createToken(accountID: accountID, app: id) }
+                say("id: \(token.id)\nApiToken: \(token.token)")
+            case "revoke-token":
+                guard positional.count == 2, let id = UUID(uuidString: positional[0]), let tokenID = Int64(positional[1]) else {
+                    throw NodeError(.usage, "usage: clarion apps revoke-token <mobile-app-id> <token-id>")
+                }
+                try blockingAwait { () async throws(MobileAppAdminError) in try await admin.revokeToken(accountID: accountID, app: id, tokenID: tokenID) }
+                say("revoked \(tokenID)")
+            default:
+                throw NodeError(.usage, "unknown action '\(action)' (see clarion apps --help)")
+            }
+        } catch let error as NodeError {
+            throw error
+        } catch let error as MobileAppAdminError {
+            switch error.code {
+            case .unavailable, .internalError: throw NodeError(.unavailable, error.description)
+            default: throw NodeError(.usage, error.description)
+            }
+        } catch {
+            throw NodeError(.internalError, "\(error)")
+        }
         return 0
     }
 

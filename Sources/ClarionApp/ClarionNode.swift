@@ -15,7 +15,7 @@ public final class ClarionNode: @unchecked Sendable {
     private(set) var embedded: EmbeddedPostgres?
     public private(set) var databaseURL = ""
     public private(set) var pool: PGPool?
-    private(set) var masterKey: AESGCMKey?
+    public private(set) var masterKey: AESGCMKey?
     private var server: HTTPServer?
     private var batcher: PublishBatcher?
     private var dispatcher: Dispatcher?

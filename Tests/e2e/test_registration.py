@@ -65,3 +65,33 @@ def test_a_device_registered_through_the_registration_api_becomes_a_reachable_en
         return [r for r in records if r.get("token") == device and r.get("status") == 200]
 
     wait_for(arrived, what="the push to reach the emulator")
+
+
+def test_clarion_apps_creates_a_mobile_app_and_a_token_the_registration_api_accepts(stack):
+    node, sns, emulator, demo = stack
+    apps = applications(sns, emulator, demo)
+    fcm_app = "GCM:" + apps["GCM"].rsplit("/", 1)[1]
+    created = subprocess.run([CLARION, "apps", "create", "--name", "cli-" + str(time.time_ns()), "--fcm", fcm_app,
+                              "--data-dir", node.data_dir], capture_output=True, text=True, timeout=60)
+    assert created.returncode == 0, created.stderr
+    app_id = created.stdout.split("MobileAppId: ")[1].split()[0]
+    token = subprocess.run([CLARION, "apps", "create-token", app_id, "--data-dir", node.data_dir],
+                           capture_output=True, text=True, timeout=60)
+    assert token.returncode == 0, token.stderr
+    api_token = token.stdout.split("ApiToken: ")[1].strip()
+    assert api_token not in token.stderr, "the token never reaches the logs"
+    base = node.url + "/api/v1.0/orgs/123456789012/pushdeviceregistration/devices"
+    status, tracked = call(base, "POST", {"MobileAppId": app_id, "UserId": "cli-user", "ApiToken": api_token,
+                                          "FcmDeviceToken": "fcm-cli-device-" + str(time.time_ns())},
+                           {"x-ms-track-registration": "true"})
+    assert status == 202
+
+    def succeeded():
+        s, statuses = call(base + "/status/", "POST", {"RegistrationRequestIds": [tracked["RegistrationRequestId"]],
+                                                        "MobileAppId": app_id, "ApiToken": api_token})
+        return statuses if s == 200 and statuses[0]["Status"] == "Success" else None
+
+    wait_for(succeeded, what="the registration to succeed")
+    bad = subprocess.run([CLARION, "apps", "create-token", "not-a-uuid", "--data-dir", node.data_dir],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 64
