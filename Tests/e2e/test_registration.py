@@ -95,3 +95,32 @@ def test_clarion_apps_creates_a_mobile_app_and_a_token_the_registration_api_acce
     bad = subprocess.run([CLARION, "apps", "create-token", "not-a-uuid", "--data-dir", node.data_dir],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 64
+
+
+def test_publish_to_a_user_reaches_exactly_that_users_devices_at_the_emulator(stack):
+    node, sns, emulator, demo = stack
+    apps = applications(sns, emulator, demo)
+    fcm_app = "GCM:" + apps["GCM"].rsplit("/", 1)[1]
+    key = subprocess.run([CLARION, "accounts", "create-api-key", "--data-dir", node.data_dir],
+                         capture_output=True, text=True, timeout=60)
+    bearer = {"Authorization": "Bearer " + key.stdout.split("key: ")[1].strip()}
+    stamp = str(time.time_ns())
+    devices = {"alice": [f"fcm-alice-{i}-{stamp}" for i in range(2)], "bob": [f"fcm-bob-0-{stamp}"]}
+    for user, tokens in devices.items():
+        for token in tokens:
+            status, created = call(node.url + f"/v1/applications/{fcm_app}/endpoints", "POST",
+                                   {"token": token, "user_id": user + stamp}, bearer)
+            assert status in (200, 201), created
+    status, accepted = call(node.url + "/v1/publish", "POST", {
+        "targets": [{"user": {"app": fcm_app, "user_id": "alice" + stamp}}], "message": "for alice"}, bearer)
+    assert status == 202, accepted
+
+    def arrived():
+        records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
+        got = sorted(r["token"] for r in records if stamp in (r.get("token") or "") and r.get("status") == 200)
+        return got if len(got) >= 2 else None
+
+    assert wait_for(arrived, what="alice's devices at the emulator") == sorted(devices["alice"])
+    time.sleep(1.0)
+    records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
+    assert not [r for r in records if r.get("token") in devices["bob"]], "bob receives nothing"
