@@ -124,3 +124,45 @@ def test_publish_to_a_user_reaches_exactly_that_users_devices_at_the_emulator(st
     time.sleep(1.0)
     records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
     assert not [r for r in records if r.get("token") in devices["bob"]], "bob receives nothing"
+
+
+def test_events_then_an_audience_publish_by_language_reach_exactly_the_matching_devices(stack):
+    node, sns, emulator, demo = stack
+    apps = applications(sns, emulator, demo)
+    fcm_app = "GCM:" + apps["GCM"].rsplit("/", 1)[1]
+    key = subprocess.run([CLARION, "accounts", "create-api-key", "--data-dir", node.data_dir],
+                         capture_output=True, text=True, timeout=60)
+    bearer = {"Authorization": "Bearer " + key.stdout.split("key: ")[1].strip()}
+    stamp = str(time.time_ns())
+    project = "proj-" + stamp
+    status, app = call(node.url + "/v1/mobile-apps", "POST", {"name": "events-" + stamp, "fcm_application": fcm_app,
+                                                             "firebase_project_id": project}, bearer)
+    assert status == 201, app
+    app_id = app.get("id") or app.get("MobileAppId") or app.get("mobile_app_id")
+    devices = {f"fcm-de-{i}-{stamp}": "de" for i in range(2)}
+    devices.update({f"fcm-en-{i}-{stamp}": "en" for i in range(2)})
+    for i, (token, language) in enumerate(devices.items()):
+        event = {"user_id": f"u{i}-{stamp}", "event_type": "fcm_registration_token_registered",
+                 "event_timestamp": "2026-11-30T12:00:00Z", "version": "1",
+                 "app": {"id": "com.example.shop", "name": "Shop", "version": "2.1.0", "language": language},
+                 "os": {"type": "android", "version": "14"},
+                 "firebase": {"project_id": project, "registration_token": token}}
+        status, answer = call(node.url + "/meiro_mobile", "POST", event)
+        assert status == 200, answer
+    missing = call(node.url + "/meiro_mobile", "POST", {"event_type": "fcm_registration_token_registered"})
+    assert missing[0] == 400 and missing[1]["message"] == "validation: user_id is required property"
+
+    status, accepted = call(node.url + "/v1/publish/audience", "POST",
+                            {"app": app_id, "languages": ["de"], "message": "Hallo"}, bearer)
+    assert status == 202, accepted
+
+    def arrived():
+        records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
+        got = sorted(r["token"] for r in records if stamp in (r.get("token") or "") and r.get("status") == 200)
+        return got if len(got) >= 2 else None
+
+    expected = sorted(t for t, language in devices.items() if language == "de")
+    assert wait_for(arrived, what="the German devices at the emulator") == expected
+    time.sleep(1.0)
+    records = [json.loads(line) for line in h2_get(emulator + "/_emulator/records").splitlines() if line.strip()]
+    assert not [r for r in records if stamp in (r.get("token") or "") and "-en-" in r["token"]]
