@@ -141,7 +141,7 @@ public final class ClarionNode: @unchecked Sendable {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),
                         authentication: .sigV4(SigV4Verifier(region: configuration.region,
-                                                             resolver: StoreAccessKeyResolver(accounts: accounts))))
+                                                             resolver: CachingAccessKeyResolver(base: StoreAccessKeyResolver(accounts: accounts)))))
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
         registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))

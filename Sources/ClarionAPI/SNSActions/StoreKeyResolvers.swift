@@ -13,6 +13,23 @@ public struct StoreAccessKeyResolver: AccessKeyResolver {
     }
 }
 
+/// Remembers verified SigV4 access keys for a few seconds, so a client signing thousands of requests a second
+/// costs one key lookup (a query and an AES-GCM open) per `lifetime`, not one per request. A disabled key keeps
+/// working for at most `lifetime` on a node that saw it; unknown keys are not remembered.
+public final class CachingAccessKeyResolver: AccessKeyResolver {
+    private let base: any AccessKeyResolver
+    private let cache: ExpiringCache<String, AccessKeyCredentials>
+
+    public init(base: any AccessKeyResolver, lifetime: Duration = .seconds(10), capacity: Int = 10_000) {
+        self.base = base
+        self.cache = ExpiringCache(lifetime: lifetime, capacity: capacity)
+    }
+
+    public func credentials(forAccessKeyID accessKeyID: String) async throws -> AccessKeyCredentials? {
+        try await cache.value(for: accessKeyID) { try await base.credentials(forAccessKeyID: accessKeyID) }
+    }
+}
+
 /// Native-API bearer keys, compared by SHA-256 hash in the store.
 public struct StoreAPIKeyResolver: APIKeyResolver {
     private let accounts: AccountRepository
