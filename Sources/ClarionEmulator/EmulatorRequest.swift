@@ -1,51 +1,12 @@
-/// One request as the emulator's logic sees it: independent of the HTTP/2 transport, so every provider
-/// rule is tested as a pure function and the server wiring stays a few lines.
-public struct EmulatorRequest: Sendable {
-    public var method: String
-    /// The `:path`, including any query string.
-    public var path: String
-    /// The `:authority` (host and port); FCM's token endpoint accepts an assertion whose `aud` names it.
-    public var authority: String
-    /// `http` or `https` (the `:scheme`).
-    public var scheme: String
-    /// Regular header fields (no pseudo-headers), lowercase names as HTTP/2 sends them, in arrival order.
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+import ClarionHTTP2
+/// One request as the emulator's logic sees it: the HTTP/2 server's own request value, so the server hands it
+/// over without a copy and every provider rule is still tested as a pure function of it.
+public typealias EmulatorRequest = HTTP2ServerRequest
 
-    public init(method: String, path: String, authority: String = "localhost", scheme: String = "https",
-                headers: [(String, String)] = [], body: [UInt8] = []) {
-        self.method = method
-        self.path = path
-        self.authority = authority
-        self.scheme = scheme
-        self.headers = headers
-        self.body = body
-    }
+/// An HTTP response: status, lowercase header fields, body (the server's response value).
+public typealias EmulatorResponse = HTTP2ServerResponse
 
-    /// The first value of `name` (lowercase).
-    public func header(_ name: String) -> String? {
-        for (key, value) in headers where key == name { return value }
-        return nil
-    }
-}
-
-/// An HTTP response: status, lowercase header fields, body.
-public struct EmulatorResponse: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    public func header(_ name: String) -> String? {
-        for (key, value) in headers where key == name { return value }
-        return nil
-    }
-
+extension HTTP2ServerResponse {
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 }
 

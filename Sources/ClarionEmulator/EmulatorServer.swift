@@ -114,18 +114,15 @@ func makeHandler(_ emulator: ProviderEmulator) -> HTTP2ServerHandler {
             state = emulator.makeConnectionState(id: context.connectionID)
             context.connectionState = state
         }
-        let decision = emulator.handle(
-            EmulatorRequest(method: request.method, path: request.path, authority: request.authority, scheme: request.scheme,
-                            headers: request.headers, body: request.body),
-            connection: state)
+        let decision = emulator.handle(request, connection: state)
         if let limit = decision.maxConcurrentStreams, limit != context.maxConcurrentStreams {
             context.setMaxConcurrentStreams(limit)
         }
         switch decision.action {
         case .respond(let response):
-            return .respond(HTTP2ServerResponse(status: response.status, headers: response.headers, body: response.body))
+            return .respond(response)
         case .respondAfter(let delay, let response):
-            return .respondAfter(delay, HTTP2ServerResponse(status: response.status, headers: response.headers, body: response.body))
+            return .respondAfter(delay, response)
         case .stall:
             return .stall
         case .goAway(let errorCode, let debugData):

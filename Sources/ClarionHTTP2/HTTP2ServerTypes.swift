@@ -10,7 +10,7 @@ public struct HTTP2ServerRequest: Sendable {
     public var headers: [(String, String)]
     public var body: [UInt8]
 
-    public init(method: String, path: String, authority: String = "", scheme: String = "https",
+    public init(method: String, path: String, authority: String = "localhost", scheme: String = "https",
                 headers: [(String, String)] = [], body: [UInt8] = []) {
         self.method = method
         self.path = path
@@ -38,6 +38,12 @@ public struct HTTP2ServerResponse: Sendable {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// The first value of a header field (`name` lowercase).
+    public func header(_ name: String) -> String? {
+        for (key, value) in headers where key == name { return value }
+        return nil
     }
 }
 
