@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 import ClarionAPI
 import ClarionEmulator
@@ -289,15 +290,15 @@ public enum CLI {
                                               fcmApplication: opts["--fcm"], admApplication: opts["--adm"],
                                               firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate)
                 }
-                say("MobileAppId: \(app.externalID.uuidString.lowercased())\nName: \(app.name)")
+                say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)")
             case "create-token":
-                guard positional.count == 1, let id = UUID(uuidString: positional[0]) else {
+                guard positional.count == 1, let id = UUID(text: positional[0]) else {
                     throw NodeError(.usage, "usage: clarion apps create-token <mobile-app-id>")
                 }
                 let token = try blockingAwait { () async throws(MobileAppAdminError) in try await admin.createToken(accountID: accountID, app: id) }
                 say("id: \(token.id)\nApiToken: \(token.token)")
             case "revoke-token":
-                guard positional.count == 2, let id = UUID(uuidString: positional[0]), let tokenID = Int64(positional[1]) else {
+                guard positional.count == 2, let id = UUID(text: positional[0]), let tokenID = Int64(positional[1]) else {
                     throw NodeError(.usage, "usage: clarion apps revoke-token <mobile-app-id> <token-id>")
                 }
                 try blockingAwait { () async throws(MobileAppAdminError) in try await admin.revokeToken(accountID: accountID, app: id, tokenID: tokenID) }
@@ -329,7 +330,7 @@ public enum CLI {
             interval = value
             rest.removeSubrange(i...(i + 1))
         }
-        guard let text = rest.first, let id = UUID(uuidString: text) else {
+        guard let text = rest.first, let id = UUID(text: text) else {
             throw NodeError(.usage, "usage: clarion messages watch <message-id> (a MessageId UUID)")
         }
         var (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)

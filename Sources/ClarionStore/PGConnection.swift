@@ -5,10 +5,21 @@ import Foundation
 public struct PGCommand: Sendable {
     public let sql: String
     public let parameters: [String?]
+    /// Set for hot statements: the connection prepares the SQL once under this name and then only binds and
+    /// executes it, so PostgreSQL skips parsing, analysis and (once it settles on a generic plan) planning.
+    /// One name must always mean the same SQL.
+    public let preparedName: String?
 
     public init(_ sql: String, _ parameters: [any PGEncodable] = []) {
         self.sql = sql
         self.parameters = parameters.map { $0.pgText }
+        self.preparedName = nil
+    }
+
+    public init(prepared name: String, _ sql: String, _ parameters: [any PGEncodable] = []) {
+        self.sql = sql
+        self.parameters = parameters.map { $0.pgText }
+        self.preparedName = name
     }
 }
 
@@ -17,6 +28,8 @@ public struct PGCommand: Sendable {
 /// never runs on the Swift cooperative thread pool.
 public final class PGConnection {
     let handle: OpaquePointer
+    /// Statements prepared on this session (see `PGCommand.preparedName`).
+    private var prepared: Set<String> = []
 
     /// Opens a connection; `conninfo` is a libpq key/value string or a `postgresql://` URL.
     /// A down server gives `.unavailable` within the connect timeout, never a hang.
@@ -83,18 +96,38 @@ public final class PGConnection {
         guard !commands.isEmpty else { return [] }
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError("cannot enter pipeline mode") }
         defer { _ = PQexitPipelineMode(handle) }
+        // What the server answers, in order: a Prepare before the first use of a prepared statement on this
+        // session (its result is not returned), then each command.
+        var expected: [String?] = []
+        expected.reserveCapacity(commands.count + 1)
+        var preparing: Set<String> = []
         for command in commands {
-            let sent = withParameters(command.parameters) { count, values in
-                PQsendQueryParams(handle, command.sql, Int32(count), nil, values, nil, nil, 0)
+            let sent: Int32
+            if let name = command.preparedName {
+                if !prepared.contains(name) && !preparing.contains(name) {
+                    guard PQsendPrepare(handle, name, command.sql, 0, nil) == 1 else {
+                        throw connectionError("pipeline prepare failed")
+                    }
+                    preparing.insert(name)
+                    expected.append(name)
+                }
+                sent = withParameters(command.parameters) { count, values in
+                    PQsendQueryPrepared(handle, name, Int32(count), values, nil, nil, 0)
+                }
+            } else {
+                sent = withParameters(command.parameters) { count, values in
+                    PQsendQueryParams(handle, command.sql, Int32(count), nil, values, nil, nil, 0)
+                }
             }
             guard sent == 1 else { throw connectionError("pipeline send failed") }
+            expected.append(nil)
         }
         guard PQpipelineSync(handle) == 1 else { throw connectionError("pipeline sync failed") }
         var results: [PGResult] = []
         results.reserveCapacity(commands.count)
         var firstError: StoreError?
         var index = 0
-        while index < commands.count {
+        while index < expected.count {
             guard let result = PQgetResult(handle) else {
                 // End of this command's results.
                 index += 1
@@ -110,6 +143,12 @@ public final class PGConnection {
                 let error = resultError(result)
                 PQclear(result)
                 if firstError == nil || firstError?.message == "pipeline aborted" { firstError = error }
+                continue
+            }
+            if let name = expected[index] {
+                // A Prepare that succeeded: the statement now exists on this session.
+                PQclear(result)
+                prepared.insert(name)
                 continue
             }
             results.append(PGResult(handle: result))

@@ -1,3 +1,4 @@
+import ClarionCore
 internal import CPQ
 import Foundation
 
@@ -80,7 +81,7 @@ public struct PGRow {
         withBytes(column) { PGTimestamp.parse($0) }
     }
 
-    public func uuid(_ column: Int) -> UUID? { string(column).flatMap(UUID.init(uuidString:)) }
+    public func uuid(_ column: Int) -> UUID? { string(column).flatMap { UUID(text: $0) } }
 
     /// `bytea` in hex output form (`\x...`).
     public func bytes(_ column: Int) -> [UInt8]? {

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// A value bound to a query parameter, in PostgreSQL's text format. Parameters are always bound,
@@ -12,7 +13,7 @@ extension Int64: PGEncodable { public var pgText: String? { String(self) } }
 extension Int32: PGEncodable { public var pgText: String? { String(self) } }
 extension Double: PGEncodable { public var pgText: String? { String(self) } }
 extension Bool: PGEncodable { public var pgText: String? { self ? "t" : "f" } }
-extension UUID: PGEncodable { public var pgText: String? { uuidString.lowercased() } }
+extension UUID: PGEncodable { public var pgText: String? { lowercasedText } }
 extension Date: PGEncodable {
     /// Seconds since the epoch with microseconds; the SQL casts with `to_timestamp($n)`-free form
     /// because PostgreSQL accepts ISO 8601 with a zone.

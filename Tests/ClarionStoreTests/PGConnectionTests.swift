@@ -73,6 +73,38 @@ struct PGConnectionTests {
         #expect(try connection.pipeline([PGCommand("SELECT 1")]).count == 1)
     }
 
+    @Test("pipeline: a prepared command is prepared once per session, then only bound and executed")
+    func preparedCommands() throws {
+        let connection = try PGConnection(conninfo: try TestPostgres.freshDatabase())
+        try connection.execute("CREATE TABLE q (id int PRIMARY KEY)")
+        let insert = "INSERT INTO q VALUES ($1) RETURNING id"
+        // First use: Prepare + execute in one pipeline, results only for the commands.
+        let first = try connection.pipeline([PGCommand(prepared: "q_insert", insert, [1]), PGCommand(prepared: "q_insert", insert, [2])])
+        #expect(first.map { $0.first?.int(0) } == [1, 2])
+        #expect(try connection.query("SELECT count(*) FROM pg_prepared_statements WHERE name = 'q_insert'").first?.int(0) == 1)
+        // Later uses do not prepare again (a second Prepare under the same name would fail).
+        let second = try connection.pipeline([PGCommand(prepared: "q_insert", insert, [3])])
+        #expect(second.first?.first?.int(0) == 3)
+        // A failing execution leaves the statement prepared and the session usable.
+        do {
+            _ = try connection.pipeline([PGCommand(prepared: "q_insert", insert, [3])])
+            Issue.record("expected a unique violation")
+        } catch {
+            #expect(error.code == .uniqueViolation)
+        }
+        #expect(try connection.pipeline([PGCommand(prepared: "q_insert", insert, [4])]).first?.first?.int(0) == 4)
+        // A statement whose Prepare fails is not remembered: fixing the table lets it prepare next time.
+        let later = "INSERT INTO r VALUES ($1) RETURNING id"
+        do {
+            _ = try connection.pipeline([PGCommand(prepared: "r_insert", later, [1])])
+            Issue.record("expected a missing table")
+        } catch {
+            #expect(error.code == .queryFailed)
+        }
+        try connection.execute("CREATE TABLE r (id int PRIMARY KEY)")
+        #expect(try connection.pipeline([PGCommand(prepared: "r_insert", later, [7])]).first?.first?.int(0) == 7)
+    }
+
     @Test("COPY in and out, and single-row streaming in keyset order")
     func copyAndStream() throws {
         let connection = try PGConnection(conninfo: try TestPostgres.freshDatabase())

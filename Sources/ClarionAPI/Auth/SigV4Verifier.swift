@@ -86,7 +86,7 @@ public struct SigV4Verifier: Sendable {
         guard credential.terminator == "aws4_request" else {
             throw mismatch("Credential should be scoped with a valid terminator: 'aws4_request', not '\(credential.terminator)'. ")
         }
-        let signedHeaders = presented.signedHeaders.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        let signedHeaders = Substring(presented.signedHeaders).cut(at: UInt8(ascii: ";")).map(String.init)
         guard signedHeaders.contains("host") else {
             throw mismatch("'Host' must be a 'SignedHeader' in the AWS Authorization.")
         }
@@ -179,31 +179,47 @@ public struct SigV4Verifier: Sendable {
 
     /// `AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sns/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc`
     static func parseAuthorization(_ header: String) throws(SigV4Error) -> Presented {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        guard trimmed.hasPrefix("AWS4-HMAC-SHA256 ") else {
+        // Plain Substring work, no Foundation: this runs for every signed request.
+        let trimmed = trimSpaces(Substring(header))
+        let prefix = "AWS4-HMAC-SHA256 "
+        guard trimmed.hasPrefix(prefix) else {
             let algorithm = trimmed.split(separator: " ").first.map(String.init) ?? ""
             throw SigV4Error(code: .incompleteSignature, message: "Unsupported AWS 'algorithm': '\(algorithm)'.")
         }
-        var fields: [String: String] = [:]
-        for component in trimmed.dropFirst("AWS4-HMAC-SHA256 ".count).split(separator: ",") {
-            let part = component.trimmingCharacters(in: .whitespaces)
+        var credential: Substring?, signedHeaders: Substring?, signature: Substring?
+        for component in trimmed.dropFirst(prefix.utf8.count).cut(at: UInt8(ascii: ",")) where !component.isEmpty {
+            let part = trimSpaces(component)
             guard let equals = part.firstIndex(of: "=") else { continue }
-            fields[String(part[..<equals])] = String(part[part.index(after: equals)...])
+            let value = part[part.index(after: equals)...]
+            switch part[..<equals] {
+            case "Credential": credential = value
+            case "SignedHeaders": signedHeaders = value
+            case "Signature": signature = value
+            default: continue
+            }
         }
-        var missing: [String] = []
-        for name in ["Credential", "SignedHeaders", "Signature"] where fields[name] == nil {
-            missing.append("Authorization header requires '\(name)' parameter.")
-        }
-        guard missing.isEmpty else {
+        guard let credential, let signedHeaders, let signature else {
+            var missing: [String] = []
+            if credential == nil { missing.append("Authorization header requires 'Credential' parameter.") }
+            if signedHeaders == nil { missing.append("Authorization header requires 'SignedHeaders' parameter.") }
+            if signature == nil { missing.append("Authorization header requires 'Signature' parameter.") }
             throw SigV4Error(code: .incompleteSignature,
                              message: missing.joined(separator: " ") + " Authorization=\(String(trimmed.prefix(40)))...")
         }
-        return Presented(credential: fields["Credential"]!, signedHeaders: fields["SignedHeaders"]!,
-                         signature: fields["Signature"]!, queryDate: nil, expires: nil, inQuery: false)
+        return Presented(credential: String(credential), signedHeaders: String(signedHeaders),
+                         signature: String(signature), queryDate: nil, expires: nil, inQuery: false)
+    }
+
+    /// Leading and trailing spaces and tabs removed (what `trimmingCharacters(in: .whitespaces)` did).
+    static func trimSpaces(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
     }
 
     private func parseCredential(_ text: String) throws(SigV4Error) -> Credential {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let parts = Substring(text).cut(at: UInt8(ascii: "/")).map(String.init)
         guard parts.count == 5, !parts[0].isEmpty else {
             throw SigV4Error(code: .incompleteSignature,
                              message: "Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/term, got '\(text)'")

@@ -1,3 +1,4 @@
+import ClarionCrypto
 import ClarionCore
 import ClarionStore
 import Foundation
@@ -72,8 +73,8 @@ public struct CampaignPublish: Sendable, Hashable {
 
     /// Stores the campaign (creating it, or updating its name and namespace) for the account.
     public func resolve(accountKey: Int64, campaigns: CampaignRepository,
-                        makeID: @Sendable () -> UUID = { UUID() }) async throws(JSONAPIError) -> PreparedCampaign {
-        let externalID = id ?? makeID().uuidString.lowercased()
+                        makeID: @Sendable () -> UUID = { UUID.random() }) async throws(JSONAPIError) -> PreparedCampaign {
+        let externalID = id ?? makeID().lowercasedText
         do throws(StoreError) {
             let record = try await campaigns.ensureCampaign(accountKey: accountKey, externalID: externalID, name: name,
                                                             namespace: namespace)
@@ -92,7 +93,7 @@ public struct PreparedCampaign: Sendable, Hashable {
     public let data: [PayloadNamespace.Field]
 
     public func namespace(messageID: UUID) -> PayloadNamespace {
-        PayloadNamespace(key: record.namespace, kind: .campaign, messageID: messageID.uuidString.lowercased(),
+        PayloadNamespace(key: record.namespace, kind: .campaign, messageID: messageID.lowercasedText,
                          deepLink: deepLink, fields: data, campaign: record.externalID)
     }
 
@@ -105,7 +106,7 @@ public struct PreparedCampaign: Sendable, Hashable {
 extension PayloadNamespace {
     /// An ordinary push that asks for the namespace (`"namespace": "<key>"` in the publish): type "message".
     public static func message(key: String, messageID: UUID) -> PayloadNamespace {
-        PayloadNamespace(key: key, kind: .message, messageID: messageID.uuidString.lowercased())
+        PayloadNamespace(key: key, kind: .message, messageID: messageID.lowercasedText)
     }
 }
 
@@ -150,7 +151,7 @@ public enum PublishNamespaceRequest: Sendable, Hashable {
 
     /// Stores the campaign when there is one.
     public func resolve(accountKey: Int64, campaigns: CampaignRepository,
-                        makeID: @Sendable () -> UUID = { UUID() }) async throws(JSONAPIError) -> ResolvedNamespace {
+                        makeID: @Sendable () -> UUID = { UUID.random() }) async throws(JSONAPIError) -> ResolvedNamespace {
         switch self {
         case .campaign(let campaign):
             return .campaign(try await campaign.resolve(accountKey: accountKey, campaigns: campaigns, makeID: makeID))

@@ -32,7 +32,7 @@ public func registerCampaignAPI(on router: inout Router, context: CampaignContex
         let account = try await context.accountKey(request)
         let text = request.pathParameters["id"] ?? ""
         let notFound = JSONAPIError.notFound("No message '\(text)'.", field: "id")
-        guard let id = UUID(uuidString: text) else { throw notFound }
+        guard let id = UUID(text: text) else { throw notFound }
         let report: EngagementReport?
         do throws(StoreError) { report = try await context.campaigns.messageReport(accountKey: account, messageID: id) } catch {
             throw CampaignRoutes.storeError(error)

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionStore
 import Foundation
 
@@ -18,7 +19,7 @@ enum NativeID {
 
     static func applicationID(platform: String, name: String) -> String { "\(platform):\(name)" }
 
-    static func uuidText(_ id: UUID) -> String { id.uuidString.lowercased() }
+    static func uuidText(_ id: UUID) -> String { id.lowercasedText }
 
     /// A platform application id or ARN -> (platform, name); nil when malformed or of another account.
     static func application(_ text: String, _ caller: NativeCaller) -> (platform: String, name: String)? {
@@ -38,7 +39,7 @@ enum NativeID {
                   case .endpoint(_, _, let id) = arn.resource else { return nil }
             return id
         }
-        return UUID(uuidString: text)
+        return UUID(text: text)
     }
 
     static func topic(_ text: String, _ caller: NativeCaller) -> String? {
@@ -56,7 +57,7 @@ enum NativeID {
                   case .subscription(_, let id) = arn.resource else { return nil }
             return id
         }
-        return UUID(uuidString: text)
+        return UUID(text: text)
     }
 
     /// SNS: 1-256 of `[A-Za-z0-9_.-]`.

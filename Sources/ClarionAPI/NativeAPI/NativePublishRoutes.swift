@@ -165,7 +165,7 @@ enum NativePublishRoutes {
             let caller = try await c.caller(request)
             let text = request.pathParameters["id"] ?? ""
             let notFound = JSONAPIError.notFound("No message '\(text)'.", field: "id")
-            guard let id = UUID(uuidString: text) else { throw notFound }
+            guard let id = UUID(text: text) else { throw notFound }
             let found: MessageStatus?
             do throws(StoreError) {
                 found = try await c.jobs.messageStatus(externalID: id, account: caller.accountKey)

@@ -44,7 +44,7 @@ enum DeviceRegistrationRoutes {
             let parsed = try registration(item, callback: callback, makeID: c.makeID)
             try await accept([parsed], org: org, context: c)
             guard tracked(request) else { return HTTPResponse(status: 202) }
-            return json(.object(JSONObject([("RegistrationRequestId", .string(parsed.request.id.uuidString.lowercased()))])),
+            return json(.object(JSONObject([("RegistrationRequestId", .string(parsed.request.id.lowercasedText))])),
                         status: 202)
         })
         router.add(.post, prefix + "/batch", maxBodyBytes: bodyLimit, errorFormat: .json, .json { request throws(JSONAPIError) in
@@ -59,7 +59,7 @@ enum DeviceRegistrationRoutes {
             try await accept(parsed, org: org, context: c)
             guard tracked(request) else { return HTTPResponse(status: 202) }
             return json(.array(parsed.map {
-                .object(JSONObject([("RegistrationRequestId", .string($0.request.id.uuidString.lowercased()))]))
+                .object(JSONObject([("RegistrationRequestId", .string($0.request.id.lowercasedText))]))
             }), status: 202)
         })
         let status: RouteHandler = .json { request throws(JSONAPIError) in
@@ -77,7 +77,7 @@ enum DeviceRegistrationRoutes {
             }
             var ids: [UUID] = []
             for (index, value) in values.enumerated() {
-                guard let text = value.stringValue, let id = UUID(uuidString: text) else {
+                guard let text = value.stringValue, let id = UUID(text: text) else {
                     throw JSONAPIError.invalidField("RegistrationRequestIds[\(index)]",
                                                     "The field 'RegistrationRequestIds[\(index)]' must be a UUID.")
                 }

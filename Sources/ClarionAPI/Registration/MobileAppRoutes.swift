@@ -81,7 +81,7 @@ public struct MobileAppAdmin: Sendable {
 
     /// A new API token for the app; the plaintext is in the result only.
     public func createToken(accountID: String, app: UUID) async throws(MobileAppAdminError) -> NewMobileAppToken {
-        let notFound = MobileAppAdminError(.notFound, "No mobile app \(app.uuidString.lowercased()).", field: "id")
+        let notFound = MobileAppAdminError(.notFound, "No mobile app \(app.lowercasedText).", field: "id")
         do {
             let account = try await accounts.account(accountID: accountID)
             let record = try await apps.get(externalID: app, accountKey: account.key)
@@ -118,7 +118,7 @@ public struct MobileAppAdmin: Sendable {
     }
 
     static func json(_ app: MobileAppRecord) -> JSONObject {
-        JSONObject([("id", .string(app.externalID.uuidString.lowercased())), ("name", .string(app.name)),
+        JSONObject([("id", .string(app.externalID.lowercasedText)), ("name", .string(app.name)),
                     ("firebase_project_id", app.firebaseProjectID.map(JSONValue.string) ?? .null),
                     ("dry_run_validation", .bool(app.dryRunValidation))])
     }
@@ -147,7 +147,7 @@ enum MobileAppRoutes {
         })
         router.add(.post, "/v1/mobile-apps/{id}/tokens", maxBodyBytes: 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
             let principal = try await c.authenticator.authenticate(request)
-            guard let id = UUID(uuidString: request.pathParameters["id"] ?? "") else {
+            guard let id = UUID(text: request.pathParameters["id"] ?? "") else {
                 throw JSONAPIError.notFound("No mobile app '\(request.pathParameters["id"] ?? "")'.", field: "id")
             }
             do throws(MobileAppAdminError) {
@@ -160,7 +160,7 @@ enum MobileAppRoutes {
         })
         router.add(.delete, "/v1/mobile-apps/{id}/tokens/{token}", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
             let principal = try await c.authenticator.authenticate(request)
-            guard let id = UUID(uuidString: request.pathParameters["id"] ?? ""),
+            guard let id = UUID(text: request.pathParameters["id"] ?? ""),
                   let token = Int64(request.pathParameters["token"] ?? "") else {
                 throw JSONAPIError.notFound("No such mobile app or token.", field: "id")
             }
@@ -177,7 +177,7 @@ enum MobileAppRoutes {
             let message = try await AudiencePublish.parse(body, accountKey: accountKey, context: c)
             do throws(StoreError) {
                 let id = try await c.jobs.publish(message)
-                return .json(JSONObject([("message_id", .string(id.externalID.uuidString.lowercased()))]).encoded(), status: 202)
+                return .json(JSONObject([("message_id", .string(id.externalID.lowercasedText))]).encoded(), status: 202)
             } catch {
                 if error.code == .notFound { throw JSONAPIError.notFound("The mobile app has no platform application.", field: "app") }
                 throw RegistrationFields.storeError(error)
@@ -196,7 +196,7 @@ enum AudiencePublish {
         do throws(StoreError) {
             app = try await c.apps.get(externalID: appID, accountKey: accountKey)
         } catch {
-            if error.code == .notFound { throw JSONAPIError.notFound("No mobile app '\(appID.uuidString.lowercased())'.", field: "app") }
+            if error.code == .notFound { throw JSONAPIError.notFound("No mobile app '\(appID.lowercasedText)'.", field: "app") }
             throw RegistrationFields.storeError(error)
         }
         let applications = [app.apnsApplication, app.fcmApplication, app.admApplication].compactMap { $0 }

@@ -34,7 +34,7 @@ enum MobileEventRoutes {
             return answer(503, message: "the store is unavailable; retry later")
         }
         // Several apps may share a Firebase project: the one named by app.id when it is a mobile app id, else the oldest.
-        guard let app = apps.first(where: { $0.externalID.uuidString.lowercased() == event.appID.lowercased() }) ?? apps.first,
+        guard let app = apps.first(where: { $0.externalID.lowercasedText == event.appID.lowercased() }) ?? apps.first,
               let application = app.fcmApplication else {
             return answer(404, message: "firebase.project_id does not match any mobile app with an FCM application")
         }

@@ -20,7 +20,7 @@ public struct RegistrationContext: Sendable {
     private let accountKeys = RegistrationAccountKeys()
 
     public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
         self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)
@@ -123,7 +123,7 @@ struct RegistrationFields {
 
     func requiredUUID(_ key: String) throws(JSONAPIError) -> UUID {
         let text = try requiredString(key, maxLength: 64)
-        guard let id = UUID(uuidString: text) else {
+        guard let id = UUID(text: text) else {
             throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' must be a UUID.")
         }
         return id

@@ -22,7 +22,7 @@ enum PublishActions {
             let target = try await resolveTarget(request, context)
             let message = try accept(request.parameters, target: target, request: request, context: context)
             let id = try await commit(message, context)
-            return XMLResponse { $0.element("MessageId", id.externalID.uuidString.lowercased()) }
+            return XMLResponse { $0.element("MessageId", id.externalID.lowercasedText) }
         }
 
         table.register("PublishBatch") { request throws(SNSError) in
@@ -65,7 +65,7 @@ enum PublishActions {
             var successful: [(id: String, messageID: String)] = []
             for (id, _) in accepted {
                 switch stored[id] {
-                case .success(let messageID)?: successful.append((id, messageID.externalID.uuidString.lowercased()))
+                case .success(let messageID)?: successful.append((id, messageID.externalID.lowercasedText))
                 default: failed.append((id, SNSError.internalError()))
                 }
             }

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// SNS's ARN forms (providers.md C; issue 5):
@@ -22,9 +23,9 @@ struct SNSARN: Equatable {
         let base = "arn:aws:sns:\(region):\(account):"
         switch resource {
         case .application(let platform, let name): return base + "app/\(platform)/\(name)"
-        case .endpoint(let platform, let application, let id): return base + "endpoint/\(platform)/\(application)/\(id.uuidString.lowercased())"
+        case .endpoint(let platform, let application, let id): return base + "endpoint/\(platform)/\(application)/\(id.lowercasedText)"
         case .topic(let name): return base + name
-        case .subscription(let topic, let id): return base + "\(topic):\(id.uuidString.lowercased())"
+        case .subscription(let topic, let id): return base + "\(topic):\(id.lowercasedText)"
         }
     }
 
@@ -46,25 +47,29 @@ struct SNSARN: Equatable {
 
     /// Parses any of the four forms; nil for anything else.
     static func parse(_ text: String) -> SNSARN? {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        // Split on the UTF-8 bytes (':' and '/' are ASCII): Character-wise splitting and its grapheme breaking
+        // were a visible share of every Publish.
+        let parts = Substring(text).cut(at: UInt8(ascii: ":"))
         guard parts.count == 6 || parts.count == 7, parts[0] == "arn", parts[1] == "aws", parts[2] == "sns",
               !parts[3].isEmpty, !parts[4].isEmpty, !parts[5].isEmpty else { return nil }
-        let (region, account, rest) = (parts[3], parts[4], parts[5])
+        let (region, account, rest) = (String(parts[3]), String(parts[4]), parts[5])
         if parts.count == 7 {
-            guard !rest.contains("/"), let id = UUID(uuidString: parts[6]) else { return nil }
-            return SNSARN(region: region, account: account, resource: .subscription(topic: rest, id: id))
+            guard !rest.utf8.contains(UInt8(ascii: "/")), let id = UUID(text: parts[6]) else { return nil }
+            return SNSARN(region: region, account: account, resource: .subscription(topic: String(rest), id: id))
         }
-        let segments = rest.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let segments = rest.cut(at: UInt8(ascii: "/"))
         switch segments.first {
         case "app" where segments.count == 3 && !segments[1].isEmpty && !segments[2].isEmpty:
-            return SNSARN(region: region, account: account, resource: .application(platform: segments[1], name: segments[2]))
-        case "endpoint" where segments.count == 4 && !segments[1].isEmpty && !segments[2].isEmpty:
-            guard let id = UUID(uuidString: segments[3]) else { return nil }
             return SNSARN(region: region, account: account,
-                          resource: .endpoint(platform: segments[1], application: segments[2], id: id))
+                          resource: .application(platform: String(segments[1]), name: String(segments[2])))
+        case "endpoint" where segments.count == 4 && !segments[1].isEmpty && !segments[2].isEmpty:
+            guard let id = UUID(text: segments[3]) else { return nil }
+            return SNSARN(region: region, account: account,
+                          resource: .endpoint(platform: String(segments[1]), application: String(segments[2]), id: id))
         default:
             guard segments.count == 1 else { return nil }
-            return SNSARN(region: region, account: account, resource: .topic(name: rest))
+            return SNSARN(region: region, account: account, resource: .topic(name: String(rest)))
         }
     }
+
 }

@@ -21,7 +21,7 @@ public struct SNSActionContext: Sendable {
     public init(accounts: AccountRepository, applications: PlatformApplicationRepository, endpoints: EndpointRepository,
                 topics: TopicRepository, subscriptions: SubscriptionRepository, tags: TagRepository, batcher: PublishBatcher,
                 region: String, clock: @escaping @Sendable () -> Date = { Date() },
-                makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+                makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
         self.accounts = accounts
         self.applications = applications
         self.endpoints = endpoints
@@ -36,7 +36,7 @@ public struct SNSActionContext: Sendable {
 
     /// Every repository over one pool and master key.
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
         self.init(accounts: AccountRepository(pool: pool, masterKey: masterKey),
                   applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
                   endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),

@@ -101,7 +101,7 @@ public struct CampaignRepository: Sendable {
     }
 
     static func report(_ c: PGConnection, id: String, accountKey: Int64?) throws(StoreError) -> EngagementReport? {
-        if let uuid = UUID(uuidString: id),
+        if let uuid = UUID(text: id),
            let row = try c.query("SELECT id, account FROM messages WHERE external_id = $1", [uuid]).first,
            let key = row.int64(0), accountKey == nil || row.int64(1) == accountKey {
             return try Self.report(c, subject: .message(uuid), scope: "SELECT id, published_at FROM messages WHERE id = $1",

@@ -67,7 +67,7 @@ public struct EngagementReport: Sendable, Hashable {
                 ("namespace", .string(campaign.namespace)),
             ]))
         case .message(let id):
-            object["message"] = .object(JSONObject([("id", .string(id.uuidString.lowercased()))]))
+            object["message"] = .object(JSONObject([("id", .string(id.lowercasedText))]))
         }
         object["messages"] = number(messages)
         object["first_published_at"] = firstPublishedAt.map { .string(Self.timestamp($0)) } ?? .null
@@ -100,7 +100,7 @@ public struct EngagementReport: Sendable, Hashable {
             rows.append(("Namespace", campaign.namespace))
             rows.append(("Messages", String(messages)))
         case .message(let id):
-            rows.append(("Message", id.uuidString.lowercased()))
+            rows.append(("Message", id.lowercasedText))
         }
         if let firstPublishedAt { rows.append(("Published", Self.timestamp(firstPublishedAt))) }
         rows += [("Targeted", String(targeted)), ("Sent", String(sent)), ("Accepted", String(accepted)),

@@ -21,20 +21,26 @@ enum PGArrayLiteral {
         strings(values.map { PGTimestamp.format($0) })
     }
 
-    /// Quoted elements; `"` and `\` escaped; nil is NULL.
+    /// Quoted elements; `"` and `\` escaped; nil is NULL. Built as UTF-8 bytes (the publish path turns every
+    /// column of a batch into one of these; scalar-by-scalar String appends were a visible cost there).
     static func strings(_ values: [String?]) -> String {
-        var out = "{"
-        for (i, value) in values.enumerated() {
-            if i > 0 { out += "," }
-            guard let value else { out += "NULL"; continue }
-            out += "\""
-            for ch in value.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
+        var out: [UInt8] = []
+        out.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
+        for (i, element) in values.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            guard var element else { out.append(contentsOf: "NULL".utf8); continue }
+            out.append(UInt8(ascii: "\""))
+            element.withUTF8 { bytes in
+                for byte in bytes {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                    out.append(byte)
+                }
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
@@ -42,4 +48,11 @@ enum PGArrayLiteral {
 struct PGArrayParameter: PGEncodable {
     let text: String
     var pgText: String? { text }
+}
+
+extension PGArrayParameter {
+    /// A text array (`$1::text[]`, or any type PostgreSQL reads from text elements).
+    init(_ values: [String?]) {
+        text = PGArrayLiteral.strings(values)
+    }
 }

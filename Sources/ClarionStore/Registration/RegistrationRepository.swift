@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 
@@ -121,13 +122,13 @@ public struct RegistrationRepository: Sendable {
         guard !requests.isEmpty else { return }
         var ids: [String?] = [], bodies: [String?] = [], urls: [String?] = [], headers: [String?] = []
         for request in requests {
-            ids.append(request.id.uuidString.lowercased())
+            ids.append(request.id.lowercasedText)
             bodies.append(PGJSON(["userId": request.userID, "platform": request.platform.rawValue, "token": request.deviceToken]).text)
             urls.append(request.callbackURL)
             headers.append(request.callbackURL == nil ? nil : PGJSON(request.callbackHeaders).text)
         }
-        let parameters: [any PGEncodable] = [caller.appKey, caller.tokenID, PGArrayText(ids), PGArrayText(bodies),
-                                             PGArrayText(urls), PGArrayText(headers)]
+        let parameters: [any PGEncodable] = [caller.appKey, caller.tokenID, PGArrayParameter(ids), PGArrayParameter(bodies),
+                                             PGArrayParameter(urls), PGArrayParameter(headers)]
         try await pool.withConnection { (c) throws(StoreError) in
             _ = try c.query("""
                 INSERT INTO registration_requests (id, mobile_app, token_id, request, callback_url, callback_headers)
@@ -142,7 +143,7 @@ public struct RegistrationRepository: Sendable {
     public func states(ids: [UUID], accountID: String, appExternalID: UUID, apiToken: String) async throws(StoreError) -> [RegistrationState] {
         guard !ids.isEmpty else { return [] }
         let hash = PGBytes(Digest.sha256(apiToken))
-        let list = PGArrayText(ids.map { $0.uuidString.lowercased() })
+        let list = PGArrayParameter(ids.map { $0.lowercasedText })
         let found = try await pool.withConnection { (c) throws(StoreError) -> [UUID: RegistrationState] in
             var out: [UUID: RegistrationState] = [:]
             for row in try c.query("""
@@ -171,7 +172,7 @@ public struct RegistrationRepository: Sendable {
                 FROM c WHERE r.id = c.id
                 RETURNING r.id
                 """, [limit, leaseSeconds])
-            let ids = result.rows.compactMap { $0.uuid(0)?.uuidString.lowercased() }
+            let ids = result.rows.compactMap { $0.uuid(0)?.lowercasedText }
             guard !ids.isEmpty else { return [] }
             var out: [ClaimedRow] = []
             for row in try c.query("""
@@ -182,7 +183,7 @@ public struct RegistrationRepository: Sendable {
                 FROM registration_requests r JOIN mobile_apps m ON m.id = r.mobile_app
                 LEFT JOIN mobile_app_tokens t ON t.id = r.token_id
                 WHERE r.id = ANY($1::uuid[]) ORDER BY r.created_at
-                """, [PGArrayText(ids)]).rows {
+                """, [PGArrayParameter(ids)]).rows {
                 guard let id = row.uuid(0) else { continue }
                 out.append(ClaimedRow(
                     id: id, appKey: try row.requireInt64(1), accountKey: try row.requireInt64(2), apns: row.int64(3),

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// A stored message: the internal key (shards, delivery ids) and the external id (SNS's MessageId).
@@ -177,17 +178,17 @@ public struct MessageRepository: Sendable {
                 references.append(nil); platforms.append(nil); applications.append(nil)
             case .endpointReference(let id, let platform, let application, let arn):
                 kinds.append("endpoint"); keys.append(nil); arns.append(arn)
-                references.append(id.uuidString.lowercased()); platforms.append(platform); applications.append(application)
+                references.append(id.lowercasedText); platforms.append(platform); applications.append(application)
             }
         }
-        return PGCommand(insertBatch, [
-            PGArrayText(messages.map { $0.externalID.uuidString.lowercased() }),
-            PGArrayText(messages.map { String($0.accountKey) }),
-            PGArrayText(kinds), PGArrayText(keys), PGArrayText(arns),
-            PGArrayText(messages.map { $0.message }), PGArrayText(messages.map { $0.structure }),
-            PGArrayText(messages.map { $0.subject }), PGArrayText(messages.map { $0.attributesJSON }),
-            PGArrayText(messages.map { $0.expiresAt?.pgText }),
-            PGArrayText(references), PGArrayText(platforms), PGArrayText(applications),
+        return PGCommand(prepared: "clarion_publish_batch", insertBatch, [
+            PGArrayParameter(messages.map { $0.externalID.lowercasedText }),
+            PGArrayParameter(messages.map { String($0.accountKey) }),
+            PGArrayParameter(kinds), PGArrayParameter(keys), PGArrayParameter(arns),
+            PGArrayParameter(messages.map { $0.message }), PGArrayParameter(messages.map { $0.structure }),
+            PGArrayParameter(messages.map { $0.subject }), PGArrayParameter(messages.map { $0.attributesJSON }),
+            PGArrayParameter(messages.map { $0.expiresAt?.pgText }),
+            PGArrayParameter(references), PGArrayParameter(platforms), PGArrayParameter(applications),
         ])
     }
 
@@ -234,29 +235,4 @@ public struct MessageRepository: Sendable {
             }
         }
     }
-}
-
-/// A PostgreSQL array literal bound as one text parameter (`$1::text[]`): elements double-quoted with `"` and
-/// `\` escaped, nil as NULL.
-struct PGArrayText: PGEncodable {
-    let text: String
-
-    init(_ values: [String?]) {
-        var out = "{"
-        out.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
-        for (index, value) in values.enumerated() {
-            if index > 0 { out.append(",") }
-            guard let value else { out.append("NULL"); continue }
-            out.append("\"")
-            for scalar in value.unicodeScalars {
-                if scalar == "\"" || scalar == "\\" { out.append("\\") }
-                out.unicodeScalars.append(scalar)
-            }
-            out.append("\"")
-        }
-        out.append("}")
-        text = out
-    }
-
-    var pgText: String? { text }
 }
