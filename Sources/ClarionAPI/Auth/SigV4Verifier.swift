@@ -191,12 +191,10 @@ public struct SigV4Verifier: Sendable {
             let part = trimSpaces(component)
             guard let equals = part.firstIndex(of: "=") else { continue }
             let value = part[part.index(after: equals)...]
-            switch part[..<equals] {
-            case "Credential": credential = value
-            case "SignedHeaders": signedHeaders = value
-            case "Signature": signature = value
-            default: continue
-            }
+            let name = part[..<equals]
+            if name.hasBytes("Credential") { credential = value }
+            else if name.hasBytes("SignedHeaders") { signedHeaders = value }
+            else if name.hasBytes("Signature") { signature = value }
         }
         guard let credential, let signedHeaders, let signature else {
             var missing: [String] = []
@@ -245,17 +243,17 @@ public struct SigV4Verifier: Sendable {
 
     private func checkTime(_ requestTime: Int64, presented: Presented) throws(SigV4Error) {
         let current = Int64(now().timeIntervalSince1970.rounded(.down))
-        let nowText = AWSTimestamp.formatBasic(current)
-        let dateText = AWSTimestamp.formatBasic(requestTime)
+        // The texts are built only for an error message (formatting three timestamps per request showed).
+        func text(_ seconds: Int64) -> String { AWSTimestamp.formatBasic(seconds) }
         if requestTime > current + allowedSkew {
-            throw mismatch("Signature not yet current: \(dateText) is still later than \(AWSTimestamp.formatBasic(current + allowedSkew)) (\(nowText) + 15 min.)")
+            throw mismatch("Signature not yet current: \(text(requestTime)) is still later than \(text(current + allowedSkew)) (\(text(current)) + 15 min.)")
         }
         if let expires = presented.expires {
             if current > requestTime + expires {
-                throw mismatch("Signature expired: \(dateText) is now earlier than \(AWSTimestamp.formatBasic(current - expires)) (\(nowText) - \(expires) sec.)")
+                throw mismatch("Signature expired: \(text(requestTime)) is now earlier than \(text(current - expires)) (\(text(current)) - \(expires) sec.)")
             }
         } else if requestTime < current - allowedSkew {
-            throw mismatch("Signature expired: \(dateText) is now earlier than \(AWSTimestamp.formatBasic(current - allowedSkew)) (\(nowText) - 15 min.)")
+            throw mismatch("Signature expired: \(text(requestTime)) is now earlier than \(text(current - allowedSkew)) (\(text(current)) - 15 min.)")
         }
     }
 

@@ -3,17 +3,26 @@ extension Substring {
     /// bytes: `split(separator:)` on Characters runs grapheme breaking, which showed in the per-request
     /// profile (ARNs, the Authorization header, credential scopes).
     func cut(at separator: UInt8) -> [Substring] {
+        var positions: [Int] = []
+        var copy = self
+        copy.withUTF8 { bytes in
+            for i in 0..<bytes.count where bytes[i] == separator { positions.append(i) }
+        }
         var pieces: [Substring] = []
+        pieces.reserveCapacity(positions.count + 1)
         var start = startIndex
-        var index = utf8.startIndex
-        while index != utf8.endIndex {
-            if utf8[index] == separator {
-                pieces.append(self[start..<index])
-                start = utf8.index(after: index)
-            }
-            index = utf8.index(after: index)
+        for position in positions {
+            let end = utf8.index(utf8.startIndex, offsetBy: position)
+            pieces.append(self[start..<end])
+            start = utf8.index(after: end)
         }
         pieces.append(self[start...])
         return pieces
+    }
+
+    /// Byte equality with `other` (no Unicode normalisation: for ASCII tokens such as header field names,
+    /// where `==` between a Substring and a String took String's slow comparison path).
+    func hasBytes(_ other: String) -> Bool {
+        utf8.elementsEqual(other.utf8)
     }
 }

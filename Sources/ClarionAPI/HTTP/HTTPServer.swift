@@ -153,6 +153,7 @@ public final class HTTPServer: Sendable {
             thread.start()
         }
         daemon.retainedCore.release()
+        configuration.accessLog?.flush()
         state.withLock { $0 = .stopped }
         stopped.fire()
     }

@@ -142,7 +142,10 @@ private func dispatch(_ core: ServerCore, _ connection: OpaquePointer, _ context
             return .YES
         case .asynchronous(let handler):
             let responder = suspend(core, connection, context)
-            Task { responder.respond(await handler(request)) }
+            // The handler starts on this worker thread and runs until it first really suspends (a store call,
+            // the publish batcher's commit): parsing and authentication no longer wait for a hop to the
+            // cooperative pool. Handlers never block a thread (store work runs on the pool's own threads).
+            Task.immediate { responder.respond(await handler(request)) }
             return .YES
         }
     }

@@ -27,12 +27,18 @@ public struct SNSRequest: Sendable {
 /// An action handler: parameters in, the `<{Action}Result>` content out, or an SNS error.
 public typealias SNSActionHandler = @Sendable (SNSRequest) async throws(SNSError) -> XMLResponse
 
+/// An action handler that answers through `reply`, exactly once, from whatever thread finishes the work
+/// (Publish replies from the batcher's writer thread right after the commit, so no task is woken per message).
+public typealias SNSCompletingHandler = @Sendable (SNSRequest, @escaping @Sendable (Result<XMLResponse, SNSError>) -> Void) async -> Void
+
 public struct SNSAction: Sendable {
     public let name: String
     /// When set, the action refuses requests whose parameter values total more UTF-8 bytes (413,
     /// RequestEntityTooLarge). Publish and PublishBatch use SNS's 262,144.
     public let maxPayloadBytes: Int?
     public let handler: SNSActionHandler
+    /// Set for actions registered with `registerCompleting`; `handler` then awaits it.
+    public let completing: SNSCompletingHandler?
 }
 
 /// The dispatch table: action name -> handler.
@@ -52,7 +58,19 @@ public struct SNSActionTable: Sendable {
     public init() {}
 
     public mutating func register(_ name: String, maxPayloadBytes: Int? = nil, _ handler: @escaping SNSActionHandler) {
-        actions[name] = SNSAction(name: name, maxPayloadBytes: maxPayloadBytes, handler: handler)
+        actions[name] = SNSAction(name: name, maxPayloadBytes: maxPayloadBytes, handler: handler, completing: nil)
+    }
+
+    /// Registers a callback-style handler (see `SNSCompletingHandler`).
+    public mutating func registerCompleting(_ name: String, maxPayloadBytes: Int? = nil,
+                                            _ completing: @escaping SNSCompletingHandler) {
+        let handler: SNSActionHandler = { request throws(SNSError) in
+            let result: Result<XMLResponse, SNSError> = await withCheckedContinuation { continuation in
+                Task.immediate { await completing(request) { continuation.resume(returning: $0) } }
+            }
+            return try result.get()
+        }
+        actions[name] = SNSAction(name: name, maxPayloadBytes: maxPayloadBytes, handler: handler, completing: completing)
     }
 
     public subscript(name: String) -> SNSAction? { actions[name] }

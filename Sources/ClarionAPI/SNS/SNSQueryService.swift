@@ -31,17 +31,38 @@ public struct SNSQueryService: Sendable {
         let service = self
         for method in [HTTPMethod.post, .get] {
             router.add(method, "/", maxBodyBytes: maxBodyBytes, errorFormat: .snsXML,
-                       .asynchronous { request in await service.handle(request) })
+                       .suspending { request, responder in
+                           // Starts on the server's thread and runs until it really waits (see handle(_:reply:)).
+                           Task.immediate { await service.handle(request) { responder.respond($0) } }
+                       })
         }
     }
 
     public func handle(_ http: HTTPRequest) async -> HTTPResponse {
+        await withCheckedContinuation { continuation in
+            Task.immediate { await handle(http) { continuation.resume(returning: $0) } }
+        }
+    }
+
+    /// Answers through `reply`, exactly once. Actions registered as completing (Publish) call back from the
+    /// thread that finished their work, and the response is built and sent from there.
+    public func handle(_ http: HTTPRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) async {
         do throws(SNSError) {
             let (action, request) = try await prepare(http)
+            if let completing = action.completing {
+                let requestID = http.requestID
+                await completing(request) { result in
+                    switch result {
+                    case .success(let response): reply(.xml(response.document(action: action.name, requestID: requestID)))
+                    case .failure(let error): reply(error.response(requestID: requestID))
+                    }
+                }
+                return
+            }
             let result = try await action.handler(request)
-            return .xml(result.document(action: action.name, requestID: http.requestID))
+            reply(.xml(result.document(action: action.name, requestID: http.requestID)))
         } catch {
-            return error.response(requestID: http.requestID)
+            reply(error.response(requestID: http.requestID))
         }
     }
 

@@ -87,6 +87,11 @@ public struct XMLWriter: Sendable {
     public mutating func appendRaw(_ fragment: [UInt8]) { bytes.append(contentsOf: fragment) }
 
     public mutating func appendEscaped(_ text: String) {
+        // Fast path: printable ASCII with nothing to escape (ids, ARNs, request ids) is copied as is.
+        if text.utf8.allSatisfy(Self.isPlainASCII) {
+            bytes.append(contentsOf: text.utf8)
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "&": bytes.append(contentsOf: "&amp;".utf8)
@@ -106,6 +111,11 @@ public struct XMLWriter: Sendable {
                 }
             }
         }
+    }
+
+    private static func isPlainASCII(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte < 0x7f && byte != UInt8(ascii: "&") && byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">")
+            && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "'")
     }
 
     public static func escape(_ text: String) -> String {

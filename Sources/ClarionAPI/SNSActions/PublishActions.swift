@@ -18,11 +18,22 @@ enum PublishActions {
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
         // No table-level size limit: a message over 256 KB is SNS's InvalidParameter "Message too long",
         // answered by the handler (the router's body limit still bounds what is read).
-        table.register("Publish") { request throws(SNSError) in
-            let target = try await resolveTarget(request, context)
-            let message = try accept(request.parameters, target: target, request: request, context: context)
-            let id = try await commit(message, context)
-            return XMLResponse { $0.element("MessageId", id.externalID.lowercasedText) }
+        table.registerCompleting("Publish") { request, reply in
+            let message: NewMessage
+            do throws(SNSError) {
+                let target = try await resolveTarget(request, context)
+                message = try accept(request.parameters, target: target, request: request, context: context)
+            } catch {
+                reply(.failure(error))
+                return
+            }
+            // Answered from the batcher's writer thread, right after the commit that holds the message.
+            context.batcher.submit(message) { result in
+                switch result {
+                case .success(let id): reply(.success(XMLResponse { $0.element("MessageId", id.externalID.lowercasedText) }))
+                case .failure(let error): reply(.failure(snsError(for: error)))
+                }
+            }
         }
 
         table.register("PublishBatch") { request throws(SNSError) in
@@ -94,14 +105,19 @@ enum PublishActions {
         do {
             return try await context.batcher.publish(message)
         } catch {
-            switch (error.code, error.constraint) {
-            case (.notFound, _):
-                throw SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
-            case (.checkViolation, "platform_applications_enabled"?): throw SNSError.platformApplicationDisabled()
-            case (.checkViolation, "endpoints_enabled"?): throw SNSError.endpointDisabled()
-            case (.unavailable, _): throw SNSError.throttled("Publish rate exceeded; try again")
-            default: throw SNSError.internalError()
-            }
+            throw snsError(for: error)
+        }
+    }
+
+    /// What a failed store of a publish means to the caller, in SNS's terms.
+    static func snsError(for error: StoreError) -> SNSError {
+        switch (error.code, error.constraint) {
+        case (.notFound, _):
+            SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
+        case (.checkViolation, "platform_applications_enabled"?): SNSError.platformApplicationDisabled()
+        case (.checkViolation, "endpoints_enabled"?): SNSError.endpointDisabled()
+        case (.unavailable, _): SNSError.throttled("Publish rate exceeded; try again")
+        default: SNSError.internalError()
         }
     }
 

@@ -50,7 +50,7 @@ struct SNSARN: Equatable {
         // Split on the UTF-8 bytes (':' and '/' are ASCII): Character-wise splitting and its grapheme breaking
         // were a visible share of every Publish.
         let parts = Substring(text).cut(at: UInt8(ascii: ":"))
-        guard parts.count == 6 || parts.count == 7, parts[0] == "arn", parts[1] == "aws", parts[2] == "sns",
+        guard parts.count == 6 || parts.count == 7, parts[0].hasBytes("arn"), parts[1].hasBytes("aws"), parts[2].hasBytes("sns"),
               !parts[3].isEmpty, !parts[4].isEmpty, !parts[5].isEmpty else { return nil }
         let (region, account, rest) = (String(parts[3]), String(parts[4]), parts[5])
         if parts.count == 7 {
@@ -58,18 +58,20 @@ struct SNSARN: Equatable {
             return SNSARN(region: region, account: account, resource: .subscription(topic: String(rest), id: id))
         }
         let segments = rest.cut(at: UInt8(ascii: "/"))
-        switch segments.first {
-        case "app" where segments.count == 3 && !segments[1].isEmpty && !segments[2].isEmpty:
+        let kind = segments[0]
+        if kind.hasBytes("app") {
+            guard segments.count == 3, !segments[1].isEmpty, !segments[2].isEmpty else { return nil }
             return SNSARN(region: region, account: account,
                           resource: .application(platform: String(segments[1]), name: String(segments[2])))
-        case "endpoint" where segments.count == 4 && !segments[1].isEmpty && !segments[2].isEmpty:
-            guard let id = UUID(text: segments[3]) else { return nil }
+        }
+        if kind.hasBytes("endpoint") {
+            guard segments.count == 4, !segments[1].isEmpty, !segments[2].isEmpty, let id = UUID(text: segments[3]) else {
+                return nil
+            }
             return SNSARN(region: region, account: account,
                           resource: .endpoint(platform: String(segments[1]), application: String(segments[2]), id: id))
-        default:
-            guard segments.count == 1 else { return nil }
-            return SNSARN(region: region, account: account, resource: .topic(name: String(rest)))
         }
+        guard segments.count == 1 else { return nil }
+        return SNSARN(region: region, account: account, resource: .topic(name: String(rest)))
     }
-
 }

@@ -20,7 +20,7 @@ public final class PublishBatcher: Sendable {
 
     private struct Waiter {
         let message: NewMessage
-        let continuation: CheckedContinuation<Result<MessageID, StoreError>, Never>
+        let completion: @Sendable (Result<MessageID, StoreError>) -> Void
     }
 
     private struct State {
@@ -47,35 +47,42 @@ public final class PublishBatcher: Sendable {
     /// Stores the message durably; returns once its batch committed.
     public func publish(_ message: NewMessage) async throws(StoreError) -> MessageID {
         let result: Result<MessageID, StoreError> = await withCheckedContinuation { continuation in
-            var refusal: StoreError?
-            var startWriters = false
-            wake.lock()
-            state.withLock { state in
-                if state.shutDown {
-                    refusal = StoreError(.shutDown, "the publish batcher is shut down")
-                } else if state.queue.count >= maxQueued {
-                    refusal = StoreError(.unavailable, "too many publishes waiting for a commit")
-                } else {
-                    state.queue.append(Waiter(message: message, continuation: continuation))
-                    if !state.started {
-                        state.started = true
-                        state.running = writers
-                        startWriters = true
-                    }
-                }
-            }
-            wake.signal()
-            wake.unlock()
-            if let refusal { continuation.resume(returning: .failure(refusal)); return }
-            if startWriters {
-                for index in 0..<writers {
-                    let thread = Thread { [self] in self.writerLoop() }
-                    thread.name = "clarion-publish-\(index)"
-                    thread.start()
+            submit(message) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Queues the message; `completion` is called exactly once, on a writer thread right after the commit
+    /// that holds it (or at once when the batcher refuses it). For callers that answer from a callback: the
+    /// API's Publish replies from here without waking a task per message.
+    public func submit(_ message: NewMessage, completion: @escaping @Sendable (Result<MessageID, StoreError>) -> Void) {
+        var refusal: StoreError?
+        var startWriters = false
+        wake.lock()
+        state.withLock { state in
+            if state.shutDown {
+                refusal = StoreError(.shutDown, "the publish batcher is shut down")
+            } else if state.queue.count >= maxQueued {
+                refusal = StoreError(.unavailable, "too many publishes waiting for a commit")
+            } else {
+                state.queue.append(Waiter(message: message, completion: completion))
+                if !state.started {
+                    state.started = true
+                    state.running = writers
+                    startWriters = true
                 }
             }
         }
-        return try result.get()
+        wake.signal()
+        wake.unlock()
+        if let refusal { completion(.failure(refusal)); return }
+        if startWriters {
+            for index in 0..<writers {
+                let thread = Thread { [self] in self.writerLoop() }
+                thread.name = "clarion-publish-\(index)"
+                thread.start()
+            }
+        }
     }
 
     /// Batches committed so far.
@@ -123,7 +130,7 @@ public final class PublishBatcher: Sendable {
                 results = messages.map { _ in .failure(error) }
             }
             state.withLock { $0.batches += 1 }
-            for (waiter, result) in zip(batch, results) { waiter.continuation.resume(returning: result) }
+            for (waiter, result) in zip(batch, results) { waiter.completion(result) }
         }
         state.withLock { $0.running -= 1 }
     }
