@@ -255,6 +255,8 @@ public final class ProviderClient: Sendable {
                 outcome = TransportFailureClassifier.classify(.connectFailed(text))
             case .tlsVerificationFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed("TLS verification: \(text)"))
+            case .tlsClientCertificateRejected(let text):
+                outcome = TransportFailureClassifier.classify(.clientCertificateRejected(text))
             case .timeout:
                 outcome = TransportFailureClassifier.classify(.timeout)
             case .streamReset(let code):
