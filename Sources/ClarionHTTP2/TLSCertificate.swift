@@ -76,6 +76,11 @@ public struct TLSPeerCertificate: Sendable, Hashable {
     /// OpenSSL's reason (e.g. "unable to get local issuer certificate").
     public let verificationError: String?
 
+    public init(certificate: TLSCertificate, verificationError: String?) {
+        self.certificate = certificate
+        self.verificationError = verificationError
+    }
+
     public var isVerified: Bool { verificationError == nil }
 }
 
