@@ -74,6 +74,17 @@ enum NativeRules {
         }
     }
 
+    /// APNs certificate auth: the certificate in `principal` and the key in `credential` must load and match
+    /// (`PlatformApplicationActions.checkAPNsCertificate`); the refusal names the half at fault.
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
+        do {
+            try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform)
+        } catch {
+            let field = error.message.contains("PlatformCredential") ? "credential" : "principal"
+            throw JSONAPIError.invalidField(field, error.message)
+        }
+    }
+
     /// A given credential or principal must not be empty (SNS refuses empty secrets).
     static func credentials(_ body: NativeFields) throws(JSONAPIError) -> PlatformCredentials {
         let credential = try body.string("credential"), principal = try body.string("principal")
