@@ -22,7 +22,7 @@ enum NativeApplicationRoutes {
             }
             let credentials = try NativeRules.credentials(body)
             let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
-                                                                   credential: credentials.credential)
+                                                                   credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
             try NativeRules.checkAPNsCertificate(credentials, platform: platform)
             let enabled = try body.bool("enabled")
@@ -63,7 +63,8 @@ enum NativeApplicationRoutes {
             try body.allowOnly(["credential", "principal", "attributes", "enabled"])
             let credentials = try NativeRules.credentials(body)
             let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
-                                                                   platform: record.platform, credential: credentials.credential)
+                                                                   platform: record.platform, credential: credentials.credential,
+                                                                   principal: credentials.principal)
             let completed: PlatformCredentials
             do throws(StoreError) {
                 completed = try await PlatformApplicationActions.completed(credentials, record, c.applications)

@@ -169,7 +169,10 @@ enum PlatformApplicationActions {
         out["Enabled"] = record.enabled ? "true" : "false"
         switch record.platform {
         case "APNS", "APNS_SANDBOX":
-            out["AuthenticationMethod"] = record.attributes["ApplePlatformTeamID"] != nil ? "Token" : "Certificate"
+            // Applications stored before the method was recorded from the principal: judged by the team id.
+            if out["AuthenticationMethod"] == nil {
+                out["AuthenticationMethod"] = record.attributes["ApplePlatformTeamID"] != nil ? "Token" : "Certificate"
+            }
         default:
             break
         }
@@ -223,6 +226,10 @@ enum PlatformApplicationActions {
         // read-only AuthenticationMethod says which, without revealing the credential.
         if platform == "GCM", let credential = attributes["PlatformCredential"], !credential.isEmpty {
             split.stored["AuthenticationMethod"] = credential.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") ? "Token" : "Key"
+        }
+        // APNs: a PEM certificate as the principal is certificate auth (C.7), a key id token auth.
+        if platform == "APNS" || platform == "APNS_SANDBOX", let principal = attributes["PlatformPrincipal"], !principal.isEmpty {
+            split.stored["AuthenticationMethod"] = principal.contains("-----BEGIN") ? "Certificate" : "Token"
         }
         return split
     }

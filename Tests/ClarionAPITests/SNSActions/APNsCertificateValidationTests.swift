@@ -86,8 +86,13 @@ struct APNsCertificateValidationTests {
         #expect(await actions.refusal("GetPlatformApplicationAttributes",
                                       ["PlatformApplicationArn": "arn:aws:sns:us-east-1:123456789012:app/APNS/certapp"])?.code == "NotFound")
 
-        create.merge(Self.attributes(principal: Self.push.certificateChainPEM, credential: Self.push.privateKeyPEM)) { $1 }
+        // A team id does not make it token auth: the principal decides (C.7).
+        create.merge(Self.attributes(principal: Self.push.certificateChainPEM, credential: Self.push.privateKeyPEM,
+                                     extra: ["ApplePlatformTeamID": "TEAM123456"])) { $1 }
         #expect(await actions.refusal("CreatePlatformApplication", create) == nil)
+        let record = try await actions.context.applications.get(
+            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS", name: "certapp")
+        #expect(PlatformApplicationActions.visibleAttributes(record)["AuthenticationMethod"] == "Certificate")
         // Token auth (a key id) and other platforms keep their presence-only checks.
         #expect(await actions.refusal("CreatePlatformApplication",
                                       ["Name": "tokenapp", "Platform": "APNS"].merging(Self.attributes(principal: "ABCDE12345", credential: "k")) { $1 }) == nil)
