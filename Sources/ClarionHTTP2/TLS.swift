@@ -309,7 +309,7 @@ final class TLSSession {
     /// that it requires one); nil otherwise (the queue is left for the caller).
     private func clientCertificateRefusal() -> HTTP2Error? {
         guard !context.isServer else { return nil }
-        let code = ERR_peek_error()
+        let code = ERR_peek_last_error()  // the alert this call just read, not an older entry
         guard code != 0 else { return nil }
         let reason = ERR_GET_REASON(code)
         guard Self.certificateAlertReasons.contains(reason),
