@@ -36,7 +36,7 @@ let modules: [Target] = [
     // Fan-out jobs, shard workers, retries, delivery accounting.
     .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
     // HTTP/1.1 server (libmicrohttpd), SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionDispatch", "CMicroHTTPD"], swiftSettings: swiftSettings),
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "CMicroHTTPD"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
@@ -55,7 +55,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionHTTP2Tests": ["ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["ClarionProviders", "ClarionEmulator", "ClarionTestSupport"],
     "ClarionDispatchTests": ["ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionAPI", "ClarionTestSupport"],
+    "ClarionAPITests": ["ClarionAPI", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionEmulator", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionAppTests": ["ClarionApp", "ClarionTestSupport"],
 ]

@@ -1,4 +1,5 @@
 import ClarionCrypto
+import ClarionHTTP2
 import Foundation
 
 /// APNs' HTTP/2 provider API as providers.md section A describes it: `POST /3/device/<token>` with a
@@ -8,7 +9,12 @@ import Foundation
 /// 1. `:method` POST (A.1) else 405 `MethodNotAllowed`; `:path` `/3/device/<token>` else 404 `BadPath`;
 ///    an empty token is 400 `MissingDeviceToken`.
 /// 2. A header field sent twice: 400 `DuplicateHeaders` (A.2).
-/// 3. Provider token (A.5): absent or not `bearer` is 403 `MissingProviderToken`; unreadable, not ES256,
+/// 3. Authentication. A TLS client certificate the emulator accepts (issued by `apns.certificates`' CA, or
+///    listed there; in date; for this environment) authenticates the connection and `authorization` is
+///    ignored (A.2). Otherwise, without a provider token: a certificate that is not accepted is 403
+///    `BadCertificate`, one restricted to the other environment 403 `BadCertificateEnvironment` (A.6), and
+///    no certificate at all 403 `MissingProviderToken` ("no cert and no token", A.6).
+///    Provider token (A.5): absent or not `bearer` is 403 `MissingProviderToken`; unreadable, not ES256,
 ///    unknown `kid`, `iss` not the key's team, bad signature, no integer `iat`, or `iat` in the future is
 ///    403 `InvalidProviderToken`; `iat` more than an hour old is 403 `ExpiredProviderToken`; a key limited
 ///    to the other environment is 403 `BadEnvironmentKeyIdInToken`; on a connection already bound to a
@@ -18,7 +24,8 @@ import Foundation
 ///    with the same `authorization` only have their age checked.
 /// 4. `apns-id` not a UUID: 400 `BadMessageId` (A.2).
 /// 5. `apns-push-type` not a known type (or absent when required): 400 `InvalidPushType` (A.2, A.3).
-/// 6. `apns-topic` absent: 400 `MissingTopic`; not a bundle id the key's team may push to (with any
+/// 6. `apns-topic` absent: 400 `MissingTopic`; not a bundle id the key's team (or the certificate's
+///    subject UID) may push to (with any
 ///    suffix): 400 `TopicDisallowed`; a permitted bundle id with the wrong suffix for the push type
 ///    (A.3 table): 400 `BadTopic` (emulator choice: Apple does not say which reason a suffix mismatch gets).
 /// 7. `apns-priority` not 10, 5 or 1: 400 `BadPriority`; `background` with anything but 5 (an absent
@@ -89,6 +96,10 @@ struct APNsEmulator: Sendable {
     let rules: TokenRuleSet
     /// `{"reason":"..."}` per reason, built once.
     let reasonBodies: [String: [UInt8]]
+    /// Certificate auth: the CA certificates (PEM) client certificates are verified against, for the TLS server.
+    let trustedClientCAPEM: String?
+    /// Certificate auth: SHA-256 of each certificate accepted as it is.
+    let acceptedCertificateHashes: Set<String>
 
     init(configuration: EmulatorConfiguration.APNs, rules: [EmulatorTokenRule]) throws(EmulatorConfigurationError) {
         self.configuration = configuration
@@ -124,6 +135,7 @@ struct APNsEmulator: Sendable {
         var bundles: [String: Set<String>] = [:]
         for team in configuration.teams { bundles[team.teamID, default: []].formUnion(team.bundleIDs) }
         self.bundlesByTeam = bundles
+        (trustedClientCAPEM, acceptedCertificateHashes) = try Self.loadCertificates(configuration.certificates)
         self.rules = TokenRuleSet(rules, provider: .apns)
         for rule in self.rules.rules where Self.statusForReason[rule.outcome] == nil {
             throw EmulatorConfigurationError("token rule outcome \(rule.outcome) is not an APNs reason")
@@ -284,7 +296,27 @@ struct APNsEmulator: Sendable {
     }
 
     func authenticate(_ authorization: String?, connection: EmulatorConnectionState, now: Double) -> Authentication {
-        guard let authorization, !authorization.isBlank else { return .rejected("MissingProviderToken") }
+        // A.2: a connection the TLS client certificate authenticates needs no provider token (`authorization` is
+        // ignored). Judged once per connection: the certificate cannot change under it.
+        let certificate: CertificateVerdict
+        if let known = connection.apnsCertificateVerdict {
+            certificate = known
+        } else {
+            certificate = judge(connection.peerCertificate, now: now)
+            connection.apnsCertificateVerdict = certificate
+        }
+        if case .accepted = certificate {
+            let first = !connection.apnsCertificateAuthenticated
+            connection.apnsCertificateAuthenticated = true
+            return .accepted(firstOnConnection: first)
+        }
+        guard let authorization, !authorization.isBlank else {
+            switch certificate {
+            case .notAccepted: return .rejected("BadCertificate")
+            case .wrongEnvironment: return .rejected("BadCertificateEnvironment")
+            case .none, .accepted: return .rejected("MissingProviderToken")
+            }
+        }
         // Hot path: the token this connection already presented.
         if authorization == connection.apnsAcceptedAuthorization {
             if Int64(now) - connection.apnsTokenIssuedAt > configuration.tokenMaximumAgeSeconds {
@@ -336,9 +368,84 @@ struct APNsEmulator: Sendable {
         return .accepted(firstOnConnection: first)
     }
 
+    // MARK: - Client certificate (A.2, A.6)
+
+    /// What a connection's client certificate is worth.
+    enum CertificateVerdict: Sendable, Equatable {
+        /// No certificate (h2c, or the client sent none).
+        case none
+        /// Accepted; it may push to these bundle ids (its subject UID).
+        case accepted(bundleIDs: Set<String>)
+        /// Not issued by the configured CA nor listed, or out of date: `BadCertificate`.
+        case notAccepted
+        /// Accepted, but marked for the other environment: `BadCertificateEnvironment`.
+        case wrongEnvironment
+    }
+
+    /// Apple's environment markers in push certificates (obs: OIDs as third-party APNs clients read them, e.g.
+    /// SwiftyAPNS; Apple's pages read here name only the topic extension 1.2.840.113635.100.6.3.6, A.3). A
+    /// certificate with only the development marker is sandbox-only, with only the production marker
+    /// production-only; with both or neither ("universal") it works in both.
+    static let developmentMarkerOID = "1.2.840.113635.100.6.3.1"
+    static let productionMarkerOID = "1.2.840.113635.100.6.3.2"
+
+    var acceptsCertificates: Bool { trustedClientCAPEM != nil || !acceptedCertificateHashes.isEmpty }
+
+    func judge(_ peer: TLSPeerCertificate?, now: Double) -> CertificateVerdict {
+        guard let peer else { return .none }
+        let certificate = peer.certificate
+        // OpenSSL has checked a CA-issued certificate's dates (against the real clock) in the handshake; a
+        // certificate accepted as it is has its expiry checked here, against the emulator's clock.
+        let issued = trustedClientCAPEM != nil && peer.isVerified
+        let pinned = acceptedCertificateHashes.contains(certificate.sha256) && (certificate.notAfter ?? .max) >= Int64(now)
+        guard issued || pinned else { return .notAccepted }
+        let development = certificate.extensionOIDs.contains(Self.developmentMarkerOID)
+        let production = certificate.extensionOIDs.contains(Self.productionMarkerOID)
+        if development != production {
+            let environment: EmulatorConfiguration.APNs.Environment = development ? .sandbox : .production
+            if environment != configuration.environment { return .wrongEnvironment }
+        }
+        let bundleIDs = certificate.subjectUserID.map { Set([$0]) } ?? []
+        return .accepted(bundleIDs: bundleIDs)
+    }
+
+    static func loadCertificates(_ certificates: EmulatorConfiguration.APNs.Certificates) throws(EmulatorConfigurationError) -> (String?, Set<String>) {
+        func read(_ path: String) throws(EmulatorConfigurationError) -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw EmulatorConfigurationError("APNs certificates: cannot read \(path)")
+            }
+            return text
+        }
+        var caParts: [String] = []
+        if let inline = certificates.trustedCAPEM { caParts.append(inline) }
+        if let path = certificates.trustedCAPath { caParts.append(try read(path)) }
+        let caPEM = caParts.isEmpty ? nil : caParts.joined(separator: "\n")
+        if let caPEM {
+            do {
+                _ = try TLSCertificate(pem: caPEM)
+            } catch {
+                throw EmulatorConfigurationError("APNs certificates: trustedCA is not a PEM certificate")
+            }
+        }
+        var hashes = Set<String>()
+        var accepted = certificates.acceptedCertificatePEMs
+        for path in certificates.acceptedCertificatePaths { accepted.append(try read(path)) }
+        for pem in accepted {
+            do {
+                hashes.insert(try TLSCertificate(pem: pem).sha256)
+            } catch {
+                throw EmulatorConfigurationError("APNs certificates: an accepted certificate is not a PEM certificate")
+            }
+        }
+        return (caPEM, hashes)
+    }
+
     // MARK: - Topic (A.3)
 
     private func allowedBundles(connection: EmulatorConnectionState) -> Set<String> {
+        if connection.apnsCertificateAuthenticated, case .accepted(let bundleIDs) = connection.apnsCertificateVerdict {
+            return bundleIDs
+        }
         guard let kid = connection.apnsKeyID, let key = keys[kid] else { return [] }
         return key.bundleIDs ?? bundlesByTeam[key.teamID] ?? []
     }

@@ -66,6 +66,8 @@ public struct EmulatorConfiguration: Codable, Sendable {
         tls.writeCertificateTo = resolve(tls.writeCertificateTo)
         recordPath = resolve(recordPath)
         for index in apns.keys.indices { apns.keys[index].publicKeyPath = resolve(apns.keys[index].publicKeyPath) }
+        apns.certificates.trustedCAPath = resolve(apns.certificates.trustedCAPath)
+        apns.certificates.acceptedCertificatePaths = apns.certificates.acceptedCertificatePaths.compactMap { resolve($0) }
         for index in fcm.serviceAccounts.indices {
             fcm.serviceAccounts[index].publicKeyPath = resolve(fcm.serviceAccounts[index].publicKeyPath)
             fcm.serviceAccounts[index].serviceAccountPath = resolve(fcm.serviceAccounts[index].serviceAccountPath)
@@ -99,6 +101,10 @@ public struct EmulatorConfiguration: Codable, Sendable {
         public var keys: [Key] = []
         /// Bundle ids each team may push to (A.5: a team-scoped key works for all topics of its team).
         public var teams: [Team] = []
+        /// Certificate-based auth: the TLS client certificates that authenticate a connection (A.2). Takes
+        /// `tls.enabled`: over h2c there is no certificate to look at, and a request without a provider token is
+        /// `403 MissingProviderToken` whatever this says.
+        public var certificates: Certificates = Certificates()
         /// Advertised until the connection presents a valid provider token (A.7: "only one stream").
         public var maxConcurrentStreamsBeforeToken: UInt32 = 1
         /// Advertised after it: undocumented by Apple; 500 and ~1,500 have been observed (A.7, G.1).
@@ -167,6 +173,33 @@ public struct EmulatorConfiguration: Codable, Sendable {
             public init(teamID: String, bundleIDs: [String]) {
                 self.teamID = teamID
                 self.bundleIDs = bundleIDs
+            }
+        }
+
+        /// Which client certificates the emulator accepts in place of a provider token. A certificate may push
+        /// to the bundle id in its subject UID (where Apple puts it), with the push types' topic suffixes.
+        public struct Certificates: Codable, Sendable {
+            /// CA certificate(s), PEM, inline: every client certificate they issued (and that is in date) is
+            /// accepted...
+            public var trustedCAPEM: String?
+            /// ...or in a file (`clarion emulator --write-demo-credentials` writes `apns-client-ca.pem`).
+            public var trustedCAPath: String?
+            /// Single certificates accepted as they are (self-signed ones, say), PEM, inline...
+            public var acceptedCertificatePEMs: [String] = []
+            /// ...or in files.
+            public var acceptedCertificatePaths: [String] = []
+
+            public init(trustedCAPEM: String? = nil, trustedCAPath: String? = nil, acceptedCertificatePEMs: [String] = [],
+                        acceptedCertificatePaths: [String] = []) {
+                self.trustedCAPEM = trustedCAPEM
+                self.trustedCAPath = trustedCAPath
+                self.acceptedCertificatePEMs = acceptedCertificatePEMs
+                self.acceptedCertificatePaths = acceptedCertificatePaths
+            }
+
+            /// No certificate is accepted: the TLS server does not ask for one.
+            public var isEmpty: Bool {
+                trustedCAPEM == nil && trustedCAPath == nil && acceptedCertificatePEMs.isEmpty && acceptedCertificatePaths.isEmpty
             }
         }
     }
@@ -295,7 +328,7 @@ extension EmulatorConfiguration.TLS {
 
 extension EmulatorConfiguration.APNs {
     enum CodingKeys: String, CodingKey {
-        case environment, keys, teams, maxConcurrentStreamsBeforeToken, maxConcurrentStreamsAfterToken
+        case environment, keys, teams, certificates, maxConcurrentStreamsBeforeToken, maxConcurrentStreamsAfterToken
         case lowerLimitAfterRejection, minimumTokenLength, maximumTokenLength, requirePushType, unregisteredTokens
         case tokenMaximumAgeSeconds, tokenMinimumRefreshSeconds, tokenClockSkewSeconds
     }
@@ -306,6 +339,7 @@ extension EmulatorConfiguration.APNs {
         environment = try c.decode(.environment, default: d.environment)
         keys = try c.decode(.keys, default: d.keys)
         teams = try c.decode(.teams, default: d.teams)
+        certificates = try c.decode(.certificates, default: d.certificates)
         maxConcurrentStreamsBeforeToken = try c.decode(.maxConcurrentStreamsBeforeToken, default: d.maxConcurrentStreamsBeforeToken)
         maxConcurrentStreamsAfterToken = try c.decode(.maxConcurrentStreamsAfterToken, default: d.maxConcurrentStreamsAfterToken)
         lowerLimitAfterRejection = try c.decode(.lowerLimitAfterRejection, default: d.lowerLimitAfterRejection)
@@ -349,5 +383,20 @@ extension EmulatorConfiguration.ADM {
         maximumPayloadBytes = try c.decode(.maximumPayloadBytes, default: d.maximumPayloadBytes)
         maximumExpiresAfterSeconds = try c.decode(.maximumExpiresAfterSeconds, default: d.maximumExpiresAfterSeconds)
         maxConcurrentStreams = try c.decode(.maxConcurrentStreams, default: d.maxConcurrentStreams)
+    }
+}
+
+extension EmulatorConfiguration.APNs.Certificates {
+    enum CodingKeys: String, CodingKey {
+        case trustedCAPEM, trustedCAPath, acceptedCertificatePEMs, acceptedCertificatePaths
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = Self()
+        trustedCAPEM = try c.decodeIfPresent(String.self, forKey: .trustedCAPEM)
+        trustedCAPath = try c.decodeIfPresent(String.self, forKey: .trustedCAPath)
+        acceptedCertificatePEMs = try c.decode(.acceptedCertificatePEMs, default: d.acceptedCertificatePEMs)
+        acceptedCertificatePaths = try c.decode(.acceptedCertificatePaths, default: d.acceptedCertificatePaths)
     }
 }

@@ -1,3 +1,5 @@
+import ClarionHTTP2
+
 /// What the emulator remembers about one HTTP/2 connection.
 ///
 /// Confined to the connection's event-loop thread (the transport calls the emulator for a connection
@@ -14,6 +16,8 @@ public final class EmulatorConnectionState {
     public internal(set) var advertisedMaxConcurrentStreams: UInt32
     /// Set once a GOAWAY was decided: later streams are refused too.
     var goingAway = false
+    /// The TLS client certificate the connection presented (nil: none, or h2c).
+    public let peerCertificate: TLSPeerCertificate?
 
     // APNs (A.5, A.7)
     /// The `authorization` value last accepted, verbatim (`bearer <jwt>`).
@@ -26,6 +30,10 @@ public final class EmulatorConnectionState {
     var apnsCheckedTopic: String?
     var apnsCheckedPushType: String?
     var apnsCheckedResolvedType: String?
+    /// What the connection's client certificate is worth for APNs, judged at its first APNs request.
+    var apnsCertificateVerdict: APNsEmulator.CertificateVerdict?
+    /// A request was accepted on the strength of the client certificate (A.2: `authorization` is then ignored).
+    var apnsCertificateAuthenticated = false
 
     // FCM / ADM: the access token last accepted, to skip the shared store's lock on repeat requests.
     var fcmAccessToken: String?
@@ -33,11 +41,15 @@ public final class EmulatorConnectionState {
     var admAccessToken: String?
     var admGrant: IssuedAccessToken?
 
-    public init(id: UInt64, advertisedMaxConcurrentStreams: UInt32) {
+    public init(id: UInt64, advertisedMaxConcurrentStreams: UInt32, peerCertificate: TLSPeerCertificate? = nil) {
         self.id = id
         self.advertisedMaxConcurrentStreams = advertisedMaxConcurrentStreams
+        self.peerCertificate = peerCertificate
     }
 
     /// The APNs key id this connection is bound to, if any.
     public var boundAPNsKeyID: String? { apnsKeyID }
+
+    /// True once an APNs request was accepted on this connection's client certificate.
+    public var isAPNsCertificateAuthenticated: Bool { apnsCertificateAuthenticated }
 }

@@ -1,9 +1,11 @@
 import ClarionCrypto
+import ClarionHTTP2
 import Foundation
 
 /// A complete, freshly generated set of provider credentials that the emulator accepts: an APNs `.p8`
-/// key with its key id, team id and bundle id; a Google service-account JSON with a new RSA key; an
-/// ADM client id and secret. For tests, the demo and `clarion emulator --write-demo-credentials DIR`.
+/// key with its key id, team id and bundle id; an APNs client certificate and key (certificate-based auth)
+/// issued by a demo CA the emulator trusts; a Google service-account JSON with a new RSA key; an ADM client
+/// id and secret. For tests, the demo and `clarion emulator --write-demo-credentials DIR`.
 ///
 /// These are real keys (generated here, never issued by Apple, Google or Amazon); treat the files as
 /// secrets anyway: they let anyone authenticate to an emulator configured with them.
@@ -15,6 +17,18 @@ public struct EmulatorDemoCredentials: Sendable {
         /// PKCS#8 PEM, exactly the shape of an `AuthKey_<keyID>.p8` file.
         public var privateKeyPEM: String
         public var publicKeyPEM: String
+    }
+
+    /// APNs certificate-based auth (SNS: the certificate in `PlatformPrincipal`, the key in
+    /// `PlatformCredential`). Shaped like an Apple push certificate: subject UID = bundle id, CN "Apple Push
+    /// Services: <bundle id>", OU = team id, RSA 2048, no environment marker (works in both).
+    public struct APNsCertificate: Sendable {
+        public var bundleID: String
+        /// The demo CA that issued the certificate: what the emulator trusts. Its key is not kept.
+        public var caCertificatePEM: String
+        public var certificatePEM: String
+        /// PEM (PKCS#8), unencrypted, as SNS takes it.
+        public var privateKeyPEM: String
     }
 
     public struct FCM: Sendable {
@@ -35,6 +49,7 @@ public struct EmulatorDemoCredentials: Sendable {
     }
 
     public var apns: APNs
+    public var apnsCertificate: APNsCertificate
     public var fcm: FCM
     public var adm: ADM
 
@@ -67,20 +82,35 @@ public struct EmulatorDemoCredentials: Sendable {
             "universe_domain": "googleapis.com",
         ])
 
+        let apnsCertificate: APNsCertificate
+        do {
+            let authority = try CertificateAuthority.generate(commonName: "Clarion emulator APNs client CA")
+            let issued = try authority.issueClientCertificate(
+                subject: [("UID", bundleID), ("CN", "Apple Push Services: \(bundleID)"), ("OU", teamID), ("O", "Clarion demo")],
+                keyType: .rsa2048)
+            apnsCertificate = APNsCertificate(bundleID: bundleID, caCertificatePEM: authority.certificatePEM,
+                                              certificatePEM: issued.certificateChainPEM, privateKeyPEM: issued.privateKeyPEM)
+        } catch {
+            throw CryptoError(.certificateFailed, "demo APNs client certificate: \(error.reason)")
+        }
+
         return EmulatorDemoCredentials(
             apns: APNs(keyID: keyID, teamID: teamID, bundleID: bundleID, privateKeyPEM: apnsKey.pkcs8PEM,
                        publicKeyPEM: apnsKey.verifyingKey.pem),
+            apnsCertificate: apnsCertificate,
             fcm: FCM(projectID: projectID, clientEmail: clientEmail, privateKeyID: privateKeyID, tokenURI: tokenURI,
                      serviceAccountJSON: serviceAccount.jsonString, publicKeyPEM: rsaKey.verifyingKey.pem),
             adm: ADM(clientID: "amzn1.application-oa2-client.\(SecureRandom.bytes(16).hexString)",
                      clientSecret: SecureRandom.bytes(32).hexString))
     }
 
-    /// `base` with these credentials added: the APNs key (both environments) and team bundle id, the
-    /// FCM service account, the ADM client.
+    /// `base` with these credentials added: the APNs key (both environments) and team bundle id, the demo
+    /// client CA for APNs certificate auth (it takes TLS), the FCM service account, the ADM client.
     public func configuration(base: EmulatorConfiguration = EmulatorConfiguration()) -> EmulatorConfiguration {
         var configuration = base
         configuration.apns.keys.append(.init(keyID: apns.keyID, teamID: apns.teamID, publicKeyPEM: apns.publicKeyPEM))
+        configuration.apns.certificates.trustedCAPEM = [configuration.apns.certificates.trustedCAPEM, apnsCertificate.caCertificatePEM]
+            .compactMap { $0 }.joined(separator: "\n")
         configuration.apns.teams.append(.init(teamID: apns.teamID, bundleIDs: [apns.bundleID]))
         configuration.fcm.serviceAccounts.append(.init(clientEmail: fcm.clientEmail, projectID: fcm.projectID,
                                                        privateKeyID: fcm.privateKeyID, publicKeyPEM: fcm.publicKeyPEM))
@@ -92,6 +122,10 @@ public struct EmulatorDemoCredentials: Sendable {
     public enum FileName {
         public static func apnsKey(keyID: String) -> String { "AuthKey_\(keyID).p8" }
         public static let apns = "apns.json"
+        public static let apnsCertificateInfo = "apns-certificate.json"
+        public static let apnsClientCertificate = "apns-client-certificate.pem"
+        public static let apnsClientKey = "apns-client-key.pem"
+        public static let apnsClientCA = "apns-client-ca.pem"
         public static let fcmServiceAccount = "fcm-service-account.json"
         public static let adm = "adm-client.json"
         public static let emulatorConfiguration = "emulator.json"
@@ -100,6 +134,9 @@ public struct EmulatorDemoCredentials: Sendable {
     /// Writes the credentials and a matching emulator configuration into `directory` (created if
     /// needed), private files with mode 0600:
     /// - `AuthKey_<keyID>.p8`: the APNs key; `apns.json`: `keyID`, `teamID`, `bundleID`, `keyFile`
+    /// - `apns-client-certificate.pem` and `apns-client-key.pem` (0600): APNs certificate auth, for
+    ///   `PlatformPrincipal` and `PlatformCredential`; `apns-client-ca.pem`: the CA that issued it;
+    ///   `apns-certificate.json`: `bundleID`, `certificateFile`, `keyFile`, `caFile`
     /// - `fcm-service-account.json`: the Google service-account key file
     /// - `adm-client.json`: `clientID`, `clientSecret`
     /// - `emulator.json`: `configuration(base:)`, loadable with `EmulatorConfiguration.load(path:)`
@@ -130,6 +167,14 @@ public struct EmulatorDemoCredentials: Sendable {
             "keyID": .string(apns.keyID), "teamID": .string(apns.teamID), "bundleID": .string(apns.bundleID), "keyFile": .string(keyFile),
         ]
         try put(FileName.apns, apnsInfo.jsonString + "\n", secret: false)
+        try put(FileName.apnsClientCertificate, apnsCertificate.certificatePEM, secret: false)
+        try put(FileName.apnsClientKey, apnsCertificate.privateKeyPEM, secret: true)
+        try put(FileName.apnsClientCA, apnsCertificate.caCertificatePEM, secret: false)
+        let certificateInfo: JWTValue = [
+            "bundleID": .string(apnsCertificate.bundleID), "certificateFile": .string(FileName.apnsClientCertificate),
+            "keyFile": .string(FileName.apnsClientKey), "caFile": .string(FileName.apnsClientCA),
+        ]
+        try put(FileName.apnsCertificateInfo, certificateInfo.jsonString + "\n", secret: false)
         try put(FileName.fcmServiceAccount, fcm.serviceAccountJSON + "\n", secret: true)
         let admInfo: JWTValue = ["clientID": .string(adm.clientID), "clientSecret": .string(adm.clientSecret)]
         try put(FileName.adm, admInfo.jsonString + "\n", secret: true)

@@ -77,7 +77,9 @@ public final class EmulatorHandle: Sendable {
 ///
 /// TLS: with `tls.enabled`, the certificate and key come from `tls.certificatePath`/`privateKeyPath`,
 /// or a self-signed certificate is generated (and written to `tls.writeCertificateTo` when set) so
-/// clients can trust it.
+/// clients can trust it. With `apns.certificates` set, the TLS server also asks clients for a certificate
+/// (APNs certificate-based auth); it never refuses a handshake for it: the APNs logic answers `403` instead.
+/// Over h2c no certificate can be checked, so only provider tokens authenticate.
 ///
 /// - Parameters:
 ///   - group: event loops to serve on; nil starts `configuration.eventLoops` threads owned by the handle.
@@ -88,7 +90,7 @@ public func runEmulator(configuration: EmulatorConfiguration, group: EventLoopGr
     let identity = try tlsIdentity(configuration.tls)
     let serverConfiguration = HTTP2ServerConfiguration(
         host: configuration.host, port: configuration.port, tls: identity,
-        maxConcurrentStreams: emulator.initialMaxConcurrentStreams)
+        clientCertificates: emulator.clientCertificateRequest, maxConcurrentStreams: emulator.initialMaxConcurrentStreams)
     let ownsGroup = group == nil
     let loops = try group ?? EventLoopGroup(threadCount: max(1, configuration.eventLoops))
     let server: HTTP2Server
@@ -111,7 +113,7 @@ func makeHandler(_ emulator: ProviderEmulator) -> HTTP2ServerHandler {
         if let existing = context.connectionState as? EmulatorConnectionState {
             state = existing
         } else {
-            state = emulator.makeConnectionState(id: context.connectionID)
+            state = emulator.makeConnectionState(id: context.connectionID, peerCertificate: context.peerCertificate)
             context.connectionState = state
         }
         let decision = emulator.handle(request, connection: state)

@@ -1,4 +1,5 @@
 import ClarionCrypto
+import ClarionHTTP2
 import Foundation
 import Synchronization
 
@@ -15,9 +16,10 @@ import Synchronization
 /// - `GET /_emulator/stats` (counters as JSON), `POST /_emulator/reset` (clear counters and records),
 ///   `GET /_emulator/records` (in-memory records as JSON lines), `GET /_emulator/health`
 ///
-/// Streams: a connection starts at `initialMaxConcurrentStreams` (APNs' 1 when APNs keys are
-/// configured, A.7). APNs raises it when the connection presents a valid provider token; the first FCM
-/// or ADM request on a connection raises it to that provider's limit.
+/// Streams: a connection starts at `initialMaxConcurrentStreams` (APNs' 1 when APNs keys or certificates
+/// are configured, A.7). APNs raises it when the connection presents a valid provider token (or its first
+/// request is accepted on its client certificate: emulator choice, Apple documents the single stream for token
+/// auth only); the first FCM or ADM request on a connection raises it to that provider's limit.
 ///
 /// Thread safety: the configuration is immutable; shared mutable state (issued access tokens, counters,
 /// records, the fault sequence) sits behind `Mutex`/`Atomic`. Per-connection state is confined to the
@@ -59,14 +61,20 @@ public final class ProviderEmulator: Sendable {
                                         recordLimit: configuration.recordLimit)
         faults = configuration.faults
         faultsEnabled = !configuration.faults.isEmpty
-        initialMaxConcurrentStreams = configuration.apns.keys.isEmpty
+        initialMaxConcurrentStreams = configuration.apns.keys.isEmpty && configuration.apns.certificates.isEmpty
             ? max(configuration.fcm.maxConcurrentStreams, configuration.adm.maxConcurrentStreams)
             : configuration.apns.maxConcurrentStreamsBeforeToken
     }
 
     /// State for a new connection; the transport keeps it in the connection's slot.
-    public func makeConnectionState(id: UInt64) -> EmulatorConnectionState {
-        EmulatorConnectionState(id: id, advertisedMaxConcurrentStreams: initialMaxConcurrentStreams)
+    /// - Parameter peerCertificate: the TLS client certificate the connection presented, if any.
+    public func makeConnectionState(id: UInt64, peerCertificate: TLSPeerCertificate? = nil) -> EmulatorConnectionState {
+        EmulatorConnectionState(id: id, advertisedMaxConcurrentStreams: initialMaxConcurrentStreams, peerCertificate: peerCertificate)
+    }
+
+    /// How the TLS server asks for client certificates: nil when APNs certificate auth is not configured.
+    public var clientCertificateRequest: TLSClientCertificateRequest? {
+        apns.acceptsCertificates ? TLSClientCertificateRequest(trustedCAPEM: apns.trustedClientCAPEM, requireVerified: false) : nil
     }
 
     // MARK: - Handling
@@ -120,7 +128,8 @@ public final class ProviderEmulator: Sendable {
         switch endpoint {
         case .apnsSend:
             answer = apns.handle(request, connection: connection, now: now, ids: ids)
-            if configuration.apns.lowerLimitAfterRejection, connection.apnsAcceptedAuthorization != nil {
+            if configuration.apns.lowerLimitAfterRejection,
+               connection.apnsAcceptedAuthorization != nil || connection.apnsCertificateAuthenticated {
                 // A.7 (observed): 1 after a rejected notification, back up after the next accepted one.
                 let wanted: UInt32 = answer.isAccepted ? configuration.apns.maxConcurrentStreamsAfterToken : 1
                 if wanted != connection.advertisedMaxConcurrentStreams { answer.maxConcurrentStreams = wanted }

@@ -1,15 +1,29 @@
 import Synchronization
 
 /// The pools of one application, keyed by origin + credential identity (APNs: team + key id + environment), never
-/// by host alone. Pools are spread over the group's loops as they are created.
+/// by host alone; a pool with a TLS client certificate is keyed by that certificate too. Pools are spread over the
+/// group's loops as they are created.
 public final class HTTP2Client: Sendable {
     public struct PoolKey: Hashable, Sendable {
         public var origin: HTTP2Origin
         public var identity: String
+        /// SHA-256 (hex) of the client certificate the pool presents; nil without one. Part of the key whatever
+        /// `identity` says, so two certificates never share connections.
+        public var clientCertificateSHA256: String?
 
-        public init(origin: HTTP2Origin, identity: String) {
+        public init(origin: HTTP2Origin, identity: String, clientCertificateSHA256: String? = nil) {
             self.origin = origin
             self.identity = identity
+            self.clientCertificateSHA256 = clientCertificateSHA256
+        }
+
+        /// The key of the pool `configuration` describes.
+        public init(configuration: HTTP2PoolConfiguration) {
+            self.init(origin: configuration.origin, identity: configuration.identity,
+                      clientCertificateSHA256: configuration.clientIdentity.map { identity in
+                          // An unreadable certificate cannot make a pool (creation throws); key it apart anyway.
+                          (try? identity.leafCertificate().sha256) ?? "unreadable"
+                      })
         }
     }
 
@@ -23,9 +37,9 @@ public final class HTTP2Client: Sendable {
     /// The pool for `configuration.origin` + `configuration.identity`, created with `configuration` the first
     /// time; later calls with the same key return that pool (their other settings are ignored).
     public func pool(for configuration: HTTP2PoolConfiguration) throws(TLSConfigurationError) -> HTTP2ClientPool {
-        let key = PoolKey(origin: configuration.origin, identity: configuration.identity)
-        // Created under the lock so two callers never build two pools for one key. Creation loads the CA store
-        // (a few milliseconds, once per pool); no I/O on any connection happens here.
+        let key = PoolKey(configuration: configuration)
+        // Created under the lock so two callers never build two pools for one key. Creation parses the PEMs
+        // (once per pool); no I/O on any connection happens here.
         return try pools.withLock { pools throws(TLSConfigurationError) -> HTTP2ClientPool in
             if let existing = pools[key] { return existing }
             let created = try HTTP2ClientPool(configuration: configuration, group: group)
@@ -34,14 +48,24 @@ public final class HTTP2Client: Sendable {
         }
     }
 
+    public func existingPool(_ key: PoolKey) -> HTTP2ClientPool? {
+        pools.withLock { $0[key] }
+    }
+
+    /// The pool without a client certificate for `origin` + `identity`.
     public func existingPool(origin: HTTP2Origin, identity: String) -> HTTP2ClientPool? {
-        pools.withLock { $0[PoolKey(origin: origin, identity: identity)] }
+        existingPool(PoolKey(origin: origin, identity: identity))
     }
 
     /// Shuts one pool down and forgets it (e.g. the credential was deleted).
-    public func removePool(origin: HTTP2Origin, identity: String) async {
-        let pool = pools.withLock { $0.removeValue(forKey: PoolKey(origin: origin, identity: identity)) }
+    public func removePool(_ key: PoolKey) async {
+        let pool = pools.withLock { $0.removeValue(forKey: key) }
         await pool?.shutdown()
+    }
+
+    /// `removePool(_:)` for the pool without a client certificate for `origin` + `identity`.
+    public func removePool(origin: HTTP2Origin, identity: String) async {
+        await removePool(PoolKey(origin: origin, identity: identity))
     }
 
     public var poolKeys: [PoolKey] { pools.withLock { Array($0.keys) } }

@@ -126,6 +126,7 @@ final class HTTP2ClientConnection: SocketChannel {
         let lost = error.map { error -> HTTP2Error in
             if case .connectionLost = error { return error }
             if case .protocolError = error { return error }
+            if case .tlsClientCertificateRejected = error { return error }  // the caller must see it was the certificate
             return .connectionLost("\(error)")
         } ?? .connectionLost("connection closed")
         for i in 0..<streams.count {

@@ -8,12 +8,16 @@
 /// Lifecycle: the pool runs until `shutdown()`; its loop keeps it alive until then (or until the group stops).
 public final class HTTP2ClientPool: Sendable {
     public let configuration: HTTP2PoolConfiguration
+    /// Origin + identity + client-certificate hash: how `HTTP2Client` files this pool.
+    public let key: HTTP2Client.PoolKey
     public let eventLoop: EventLoop
     private let driver: HTTP2PoolDriver
 
-    /// Creates the pool on the next loop of `group`. Connections open on demand. Throws if `trustedCAPEM` is bad.
+    /// Creates the pool on the next loop of `group`. Connections open on demand. Throws if `trustedCAPEM` is bad,
+    /// or `clientIdentity` is unusable (unreadable certificate or key, or a key that is not the certificate's).
     public init(configuration: HTTP2PoolConfiguration, group: EventLoopGroup) throws(TLSConfigurationError) {
         self.configuration = configuration
+        key = HTTP2Client.PoolKey(configuration: configuration)
         let loop = group.next()
         eventLoop = loop
         let driver = try HTTP2PoolDriver(configuration: configuration, loop: loop, resolver: group.resolver)

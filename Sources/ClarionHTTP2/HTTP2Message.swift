@@ -132,6 +132,11 @@ public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
     case tlsVerificationFailed(String)
     /// The TLS handshake failed for another reason, or the server did not select ALPN "h2".
     case tlsHandshakeFailed(String)
+    /// The server refused the client certificate we presented (a TLS alert: bad, unknown, expired or revoked
+    /// certificate, unknown CA, access denied), or requires one and we have none. During the handshake, or at
+    /// the first read under TLS 1.3, where the server judges the certificate after the client finished. Retrying
+    /// with the same certificate will not help.
+    case tlsClientCertificateRejected(String)
     /// The request's deadline passed (queued or in flight).
     case timeout
     /// The server reset the stream with this HTTP/2 error code (REFUSED_STREAM is retried, not reported).
@@ -155,6 +160,7 @@ public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         case .connectFailed(let reason): "connect failed: \(reason)"
         case .tlsVerificationFailed(let reason): "TLS certificate verification failed: \(reason)"
         case .tlsHandshakeFailed(let reason): "TLS handshake failed: \(reason)"
+        case .tlsClientCertificateRejected(let reason): "TLS client certificate refused by the server: \(reason)"
         case .timeout: "request timed out"
         case .streamReset(let code): "stream reset by peer (HTTP/2 error code \(code))"
         case .goAwayRetryExhausted: "request refused by GOAWAY/REFUSED_STREAM too many times"

@@ -73,6 +73,10 @@ public struct HTTP2PoolConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Extra trusted CA certificates (PEM), on top of the system store (private providers, the emulator).
     public var trustedCAPEM: String?
+    /// A TLS client certificate and key presented when the server asks (APNs certificate-based auth). Checked when
+    /// the pool is created (`TLSConfigurationError` with code `.certificate`, `.privateKey` or `.keyMismatch`); the
+    /// pool is keyed by the certificate's SHA-256 as well as `identity`, so no two certificates share a pool.
+    public var clientIdentity: TLSIdentity?
     /// Send a PING after this long without reading anything; nil disables keepalive.
     public var pingInterval: Duration?
     /// With a PING outstanding, declare the peer dead after this long without reading anything.
@@ -94,7 +98,7 @@ public struct HTTP2PoolConfiguration: Sendable {
         origin: HTTP2Origin, identity: String = "", connectionCount: Int = 1,
         maxConcurrentStreamsPerConnection: Int = 1000, initialConcurrentStreams: Int = 1,
         maxQueuedRequests: Int = 10_000, requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
-        trustedCAPEM: String? = nil, pingInterval: Duration? = .seconds(30), pingTimeout: Duration = .seconds(10),
+        trustedCAPEM: String? = nil, clientIdentity: TLSIdentity? = nil, pingInterval: Duration? = .seconds(30), pingTimeout: Duration = .seconds(10),
         idleTimeout: Duration? = .seconds(600), backoff: HTTP2Backoff = HTTP2Backoff(), maxRefusedRetries: Int = 3,
         initialWindowSize: UInt32 = 1 << 20, tickInterval: Duration = .milliseconds(100),
         onGoAway: (@Sendable (HTTP2GoAway) -> Void)? = nil
@@ -108,6 +112,7 @@ public struct HTTP2PoolConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.trustedCAPEM = trustedCAPEM
+        self.clientIdentity = clientIdentity
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
         self.idleTimeout = idleTimeout

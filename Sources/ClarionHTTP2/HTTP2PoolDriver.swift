@@ -99,8 +99,10 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
         if let pem = configuration.trustedCAPEM {
             // Fail fast on a bad PEM (parsing in memory, no I/O).
-            for certificate in try readCertificates(pem: pem) { freeCertificate(certificate) }
+            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
         }
+        // Fail fast on an unusable client certificate or a key that is not its key (in memory, no I/O).
+        try configuration.clientIdentity?.validate()
         connectionConfiguration = HTTP2ConnectionStateMachine.Configuration(
             pingInterval: configuration.pingInterval?.nanoseconds,
             pingTimeout: configuration.pingTimeout.nanoseconds,
@@ -235,6 +237,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         if case .connectFailed = error { connectAttemptsFailed += 1 }
         if case .tlsVerificationFailed = error { connectAttemptsFailed += 1 }
         if case .tlsHandshakeFailed = error { connectAttemptsFailed += 1 }
+        if case .tlsClientCertificateRejected = error { connectAttemptsFailed += 1 }
         perform(machine.connectionClosed(connection.connectionID, error: error))
         scheduleDispatch()
     }
@@ -307,7 +310,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         if configuration.origin.scheme == .https {
             if tlsContext == nil {
                 do {
-                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM)
+                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity)
                 } catch {
                     failed(.tlsHandshakeFailed("\(error)"))
                     return

@@ -24,7 +24,7 @@ public final class HTTP2Server: Sendable {
                 handler: @escaping HTTP2ServerHandler) throws {
         self.configuration = configuration
         let tlsContext = try configuration.tls.map { identity throws(TLSConfigurationError) in
-            try TLSContext(server: identity)
+            try TLSContext(server: identity, clientCertificates: configuration.clientCertificates)
         }
         core = HTTP2ServerCore(configuration: configuration, group: group, tlsContext: tlsContext, handler: handler)
     }

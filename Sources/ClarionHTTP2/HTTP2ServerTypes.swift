@@ -85,6 +85,10 @@ public struct HTTP2ServerStreamContext {
     /// Unique per server, in accept order.
     public var connectionID: UInt64 { connection.connectionID }
 
+    /// The TLS client certificate of this connection, when the server asks for one (`clientCertificates`) and the
+    /// client presented one; nil otherwise (and always for h2c).
+    public var peerCertificate: TLSPeerCertificate? { connection.tls?.peerCertificate }
+
     /// A per-connection slot for the handler's own state (e.g. "this connection presented a valid JWT").
     /// Lives as long as the connection; only touched on the connection's loop thread.
     public var connectionState: Any? {
@@ -162,6 +166,8 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var port: Int
     /// nil serves h2c (prior knowledge); otherwise TLS with ALPN "h2".
     public var tls: TLSIdentity?
+    /// With TLS: ask clients for a certificate (mutual TLS); handlers see it as `peerCertificate`. Ignored for h2c.
+    public var clientCertificates: TLSClientCertificateRequest?
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised when a connection starts.
     public var maxConcurrentStreams: UInt32
     /// SETTINGS_INITIAL_WINDOW_SIZE (per-stream receive window) advertised when a connection starts.
@@ -172,12 +178,14 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var gracefulCloseTimeout: Duration
     public var backlog: Int32
 
-    public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSIdentity? = nil, maxConcurrentStreams: UInt32 = 100,
+    public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSIdentity? = nil,
+                clientCertificates: TLSClientCertificateRequest? = nil, maxConcurrentStreams: UInt32 = 100,
                 initialWindowSize: UInt32 = 65_535, connectionWindowSize: UInt32 = 16 * 1024 * 1024,
                 gracefulCloseTimeout: Duration = .seconds(5), backlog: Int32 = 1024) {
         self.host = host
         self.port = port
         self.tls = tls
+        self.clientCertificates = clientCertificates
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialWindowSize = initialWindowSize
         self.connectionWindowSize = connectionWindowSize

@@ -195,8 +195,8 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
             case .closed:
                 close(error: .connectionLost("peer closed TLS"))
                 return
-            case .failed(let reason):
-                close(error: .connectionLost("TLS: \(reason)"))
+            case .failed(let error):
+                close(error: error)
                 return
             }
         }

@@ -1,6 +1,7 @@
 internal import COpenSSL
 
-/// A certificate chain and private key in PEM, for a server.
+/// A certificate chain and private key in PEM: a server's identity, or a client's (TLS client-certificate
+/// authentication, e.g. APNs certificate-based auth).
 public struct TLSIdentity: Sendable {
     /// The leaf certificate first, then any intermediates.
     public var certificateChainPEM: String
@@ -10,11 +11,46 @@ public struct TLSIdentity: Sendable {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
     }
+
+    /// Loads the identity into a scratch `SSL_CTX` exactly as a pool or server would (certificate, chain, key,
+    /// `SSL_CTX_check_private_key`) and throws what that would throw: a configuration-time check, in memory.
+    public func validate() throws(TLSConfigurationError) {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
+        }
+        defer { SSL_CTX_free(ctx) }
+        try loadTLSIdentity(self, into: ctx)
+    }
+
+    /// The leaf (first) certificate of the chain.
+    public func leafCertificate() throws(TLSConfigurationError) -> TLSCertificate {
+        try TLSCertificate(pem: certificateChainPEM)
+    }
 }
 
-/// Errors while building a TLS context from configuration (bad PEM, unusable key).
-public struct TLSConfigurationError: Error, Sendable, CustomStringConvertible {
+/// Errors while building a TLS context from configuration (bad PEM, unusable key, key not matching).
+public struct TLSConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// A certificate (the identity's chain) is not readable PEM.
+        case certificate
+        /// The private key is not a readable, unencrypted PEM key.
+        case privateKey
+        /// The private key is readable but is not the key of the leaf certificate.
+        case keyMismatch
+        /// Extra trusted CA certificates (a pool's `trustedCAPEM`, a server's client-certificate CAs) do not load.
+        case trustedCA
+        /// OpenSSL failed for another reason (allocation, key generation, signing).
+        case openSSL
+    }
+
+    public var code: Code
     public var reason: String
+
+    public init(code: Code = .openSSL, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
     public var description: String { "TLS configuration: \(reason)" }
 }
 
@@ -35,8 +71,8 @@ func freeCertificate(_ certificate: OpaquePointer) {
     X509_free(certificate)
 }
 
-/// Reads every certificate in a PEM string.
-func readCertificates(pem: String) throws(TLSConfigurationError) -> [OpaquePointer] {
+/// Reads every certificate in a PEM string (errors carry `code`).
+func readCertificates(pem: String, code: TLSConfigurationError.Code = .certificate) throws(TLSConfigurationError) -> [OpaquePointer] {
     let bytes = Array(pem.utf8)
     let bio: OpaquePointer? = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
     guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
@@ -46,8 +82,45 @@ func readCertificates(pem: String) throws(TLSConfigurationError) -> [OpaquePoint
         certificates.append(cert)
     }
     ERR_clear_error()  // the loop ends with a "no start line" error
-    if certificates.isEmpty { throw TLSConfigurationError(reason: "no certificate in PEM") }
+    if certificates.isEmpty { throw TLSConfigurationError(code: code, reason: "no certificate in PEM") }
     return certificates
+}
+
+/// Reads the first private key in a PEM string (PKCS#8, SEC 1 or PKCS#1; unencrypted). The caller frees it.
+func readPrivateKey(pem: String) throws(TLSConfigurationError) -> OpaquePointer {
+    let keyBytes = Array(pem.utf8)
+    let bio: OpaquePointer? = keyBytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+    guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
+    defer { BIO_free(bio) }
+    // A nil password callback would prompt on the terminal for an encrypted key: refuse instead.
+    guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
+        throw TLSConfigurationError(code: .privateKey,
+                                    reason: "private key is not a readable unencrypted PEM key: \(openSSLErrorText())")
+    }
+    return key
+}
+
+/// Installs `identity` in `ctx`: the leaf certificate, the rest of the chain as extra chain certificates, the
+/// private key, and OpenSSL's own check that the key belongs to the certificate. Shared by servers and clients,
+/// so a pool's configuration-time check (`TLSIdentity.validate`) is the very code that runs at connect.
+func loadTLSIdentity(_ identity: TLSIdentity, into ctx: OpaquePointer) throws(TLSConfigurationError) {
+    let chain = try readCertificates(pem: identity.certificateChainPEM)
+    defer { chain.forEach { X509_free($0) } }
+    guard SSL_CTX_use_certificate(ctx, chain[0]) == 1 else {
+        throw TLSConfigurationError(code: .certificate, reason: "certificate not usable: \(openSSLErrorText())")
+    }
+    for intermediate in chain.dropFirst() {
+        guard clarion_SSL_CTX_add1_chain_cert(ctx, intermediate) == 1 else {
+            throw TLSConfigurationError(code: .certificate, reason: "chain certificate not usable: \(openSSLErrorText())")
+        }
+    }
+    let key = try readPrivateKey(pem: identity.privateKeyPEM)
+    defer { EVP_PKEY_free(key) }
+    // SSL_CTX_use_PrivateKey itself refuses a key whose public half differs from the certificate's.
+    guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+        ERR_clear_error()
+        throw TLSConfigurationError(code: .keyMismatch, reason: "the private key does not match the certificate")
+    }
 }
 
 /// An `SSL_CTX` shared by the connections of one pool or one server. `SSL_CTX` is safe to share across threads
@@ -55,51 +128,66 @@ func readCertificates(pem: String) throws(TLSConfigurationError) -> [OpaquePoint
 final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
     let isServer: Bool
+    /// Client: we present a certificate, so a peer's certificate alert is about ours.
+    let presentsCertificate: Bool
+    /// Server: client certificates are requested (their details reach the handler).
+    let requestsClientCertificates: Bool
 
-    /// A client context: TLS 1.2+, ALPN "h2", peer verification against the system CA store plus `extraTrustedCAPEM`.
-    init(clientTrusting extraTrustedCAPEM: String?) throws(TLSConfigurationError) {
+    /// A client context: TLS 1.2+, ALPN "h2", peer verification against the system CA store plus `extraTrustedCAPEM`,
+    /// and `identity` presented when the server asks for a client certificate.
+    init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil) throws(TLSConfigurationError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
             throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
         }
         context = ctx
         isServer = false
+        presentsCertificate = identity != nil
+        requestsClientCertificates = false
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
         if SSL_CTX_set_default_verify_paths(ctx) != 1 { ERR_clear_error() }
         if let pem = extraTrustedCAPEM {
             let store = SSL_CTX_get_cert_store(ctx)
-            for cert in try readCertificates(pem: pem) {
+            for cert in try readCertificates(pem: pem, code: .trustedCA) {
                 X509_STORE_add_cert(store, cert)
                 X509_free(cert)
             }
         }
+        if let identity { try loadTLSIdentity(identity, into: ctx) }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         _ = alpn.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
     }
 
-    /// A server context that selects ALPN "h2".
-    init(server identity: TLSIdentity) throws(TLSConfigurationError) {
+    /// A server context that selects ALPN "h2", and with `clientCertificates` asks clients for a certificate.
+    init(server identity: TLSIdentity, clientCertificates: TLSClientCertificateRequest? = nil) throws(TLSConfigurationError) {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
         }
         context = ctx
         isServer = true
+        presentsCertificate = false
+        requestsClientCertificates = clientCertificates != nil
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
-        let chain = try readCertificates(pem: identity.certificateChainPEM)
-        defer { chain.forEach { X509_free($0) } }
-        guard SSL_CTX_use_certificate(ctx, chain[0]) == 1 else {
-            throw TLSConfigurationError(reason: "certificate: \(openSSLErrorText())")
-        }
-        for intermediate in chain.dropFirst() { _ = clarion_SSL_CTX_add1_chain_cert(ctx, intermediate) }
-        let keyBytes = Array(identity.privateKeyPEM.utf8)
-        let bio: OpaquePointer? = keyBytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        guard let bio, let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
-            throw TLSConfigurationError(reason: "private key: \(openSSLErrorText())")
-        }
-        BIO_free(bio)
-        defer { EVP_PKEY_free(key) }
-        guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
-            throw TLSConfigurationError(reason: "private key does not match certificate: \(openSSLErrorText())")
+        try loadTLSIdentity(identity, into: ctx)
+        if let request = clientCertificates {
+            if let pem = request.trustedCAPEM {
+                let store = SSL_CTX_get_cert_store(ctx)
+                for cert in try readCertificates(pem: pem, code: .trustedCA) {
+                    X509_STORE_add_cert(store, cert)
+                    _ = SSL_CTX_add_client_CA(ctx, cert)  // named in the CertificateRequest
+                    X509_free(cert)
+                }
+            }
+            // Resumed sessions need a context id when peers are verified (OpenSSL refuses them otherwise).
+            let sessionContext = Array("clarion-h2".utf8)
+            _ = SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count))
+            if request.requireVerified {
+                SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+            } else {
+                // Ask, never refuse: the handshake completes and the handler judges what was presented
+                // (`TLSPeerCertificate.verificationError` keeps OpenSSL's verdict).
+                SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, { _, _ in 1 })
+            }
         }
         SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, input, inputLength, _ in
             // Walk the client's length-prefixed protocol list and pick "h2".
@@ -137,8 +225,11 @@ final class TLSSession {
         case bytes(Int)
         case needMoreInput
         case closed
-        case failed(String)
+        case failed(HTTP2Error)
     }
+
+    /// Server with client certificates requested: what the client presented (nil: nothing), set at handshake.
+    private(set) var peerCertificate: TLSPeerCertificate?
 
     private let ssl: OpaquePointer
     private let readBIO: OpaquePointer
@@ -188,6 +279,7 @@ final class TLSSession {
             guard context.isServer || negotiatedH2 else {
                 return .failed(.tlsHandshakeFailed("server did not select ALPN h2"))
             }
+            if context.requestsClientCertificates { peerCertificate = capturePeerCertificate() }
             return .done
         }
         let error = SSL_get_error(ssl, rc)
@@ -199,8 +291,38 @@ final class TLSSession {
                 ERR_clear_error()
                 return .failed(.tlsVerificationFailed("\(text) (X509 error \(verify))"))
             }
+            if let refusal = clientCertificateRefusal() { return .failed(refusal) }
         }
         return .failed(.tlsHandshakeFailed(openSSLErrorText()))
+    }
+
+    /// Alerts a server sends about the client's certificate (RFC 8446 6.2). With TLS 1.3 the client finishes its
+    /// handshake before the server has judged the certificate, so the alert may arrive at the first read instead.
+    private static let certificateAlertReasons: Set<Int32> = [
+        SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE,
+        SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED, SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED,
+        SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN, SSL_R_TLSV1_ALERT_UNKNOWN_CA, SSL_R_TLSV1_ALERT_ACCESS_DENIED,
+        SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED,
+    ]
+
+    /// `.tlsClientCertificateRejected` when the error queue holds the server's alert about our certificate (or
+    /// that it requires one); nil otherwise (the queue is left for the caller).
+    private func clientCertificateRefusal() -> HTTP2Error? {
+        guard !context.isServer else { return nil }
+        let code = ERR_peek_last_error()  // the alert this call just read, not an older entry
+        guard code != 0 else { return nil }
+        let reason = ERR_GET_REASON(code)
+        guard Self.certificateAlertReasons.contains(reason),
+              context.presentsCertificate || reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED else { return nil }
+        return .tlsClientCertificateRejected(openSSLErrorText())
+    }
+
+    private func capturePeerCertificate() -> TLSPeerCertificate? {
+        guard let x509 = SSL_get0_peer_certificate(ssl) else { return nil }
+        let certificate = TLSCertificate(x509: x509)
+        let verify = SSL_get_verify_result(ssl)
+        let problem = verify == X509_V_OK ? nil : "\(String(cString: X509_verify_cert_error_string(verify))) (X509 error \(verify))"
+        return TLSPeerCertificate(certificate: certificate, verificationError: problem)
     }
 
     var negotiatedH2: Bool {
@@ -218,7 +340,7 @@ final class TLSSession {
         switch error {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needMoreInput
         case SSL_ERROR_ZERO_RETURN: return .closed
-        default: return .failed(openSSLErrorText())
+        default: return .failed(clientCertificateRefusal() ?? .connectionLost("TLS: \(openSSLErrorText())"))
         }
     }
 

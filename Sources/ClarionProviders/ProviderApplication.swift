@@ -52,6 +52,11 @@ public struct ProviderApplication: Sendable {
             throw ProviderError(.invalidAttribute, attribute: endpointAttribute,
                                 "must be https://host[:port] or http://host[:port] (h2c), without a path")
         }
+        if case .apnsCertificate = credentials, origin.scheme == .http {
+            // A client certificate lives in TLS: over h2c there is nothing to present it in.
+            throw ProviderError(.invalidAttribute, attribute: endpointAttribute,
+                                "APNs certificate authentication needs TLS: use an https:// endpoint, not h2c")
+        }
 
         let authOverride = attributes[ProviderAttribute.providerAuthEndpoint].map { $0.trimmingCharacters(in: .whitespaces) }
             .flatMap { $0.isEmpty ? nil : $0 }
@@ -75,6 +80,7 @@ public struct ProviderApplication: Sendable {
         var print = [platform.rawValue, credentials.identity, endpointURL, authURL ?? "", trustedCAPEM ?? ""]
         if case .adm(let adm) = credentials { print.append(Digest.sha256(adm.clientSecret).hexString) }
         if case .apnsToken(let apns) = credentials { print.append(apns.bundleID) }
+        if case .apnsCertificate(let apns) = credentials { print.append(apns.topic ?? "") }
         fingerprint = Digest.sha256(print.joined(separator: "\u{1}")).hexString
     }
 
@@ -83,11 +89,12 @@ public struct ProviderApplication: Sendable {
         _ = try ProviderApplication(id: "validation", platform: platform, attributes: attributes)
     }
 
-    /// The base of `apns-topic` (`ApplePlatformBundleID`), for `RenderSettings.apnsBundleID`; nil for other providers.
+    /// The base of `apns-topic`, for `RenderSettings.apnsBundleID`: `ApplePlatformBundleID`, or with certificate
+    /// auth and no bundle id the certificate's topic (its subject UID); nil for other providers.
     public var apnsBundleID: String? {
         switch credentials {
         case .apnsToken(let c): c.bundleID
-        case .apnsCertificate(let c): c.bundleID
+        case .apnsCertificate(let c): c.topic
         default: nil
         }
     }

@@ -52,8 +52,12 @@ public protocol ProviderResultSink: AnyObject, Sendable {
 /// `authTokenExpired`, which `RetryPolicy` retries at once, with the new token.
 public final class ProviderClient: Sendable {
     enum Auth: Sendable {
+        /// APNs token auth: a provider JWT in `authorization` (A.5).
         case apns(APNsTokenSigner)
+        /// FCM / ADM: an OAuth access token in `authorization`.
         case oauth(AccessTokenSource)
+        /// APNs certificate auth: the pool's TLS client certificate authenticates; no `authorization` header.
+        case certificate
     }
 
     public let application: ProviderApplication
@@ -90,8 +94,10 @@ public final class ProviderClient: Sendable {
     public func send(_ push: RenderedPush, to delivery: ProviderDelivery) async -> DeliveryOutcome {
         if let refusal = precheck(push) { return refusal }
         if let refusal = Self.checkToken(delivery.token) { return refusal }
-        let authorization: String
+        let authorization: String?
         switch auth {
+        case .certificate:
+            authorization = nil
         case .apns(let signer):
             do {
                 authorization = try signer.authorization()
@@ -131,6 +137,8 @@ public final class ProviderClient: Sendable {
             return deliveries.count
         }
         switch auth {
+        case .certificate:
+            return submitRequests(push, deliveries, authorization: nil, sink: sink)
         case .apns(let signer):
             do {
                 let authorization = try signer.authorization()
@@ -160,7 +168,7 @@ public final class ProviderClient: Sendable {
         }
     }
 
-    private func submitRequests(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String,
+    private func submitRequests(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String?,
                                 sink: any ProviderResultSink) -> Int {
         let shape = RequestShape(push: push, client: self, authorization: authorization)
         var requests: [HTTP2Request] = []
@@ -203,6 +211,7 @@ public final class ProviderClient: Sendable {
                 return .messageInvalid(reason: "APNs payload is \(size) bytes, larger than the \(headers.pushType.payloadLimit)-byte limit")
             }
             if headers.topic == nil, application.apnsBundleID == nil {
+                // Certificate auth falls back to the certificate's UID; this one has none.
                 return .messageInvalid(reason: "no apns-topic: set AWS.SNS.MOBILE.APNS.TOPIC or ApplePlatformBundleID")
             }
         case .adm:
@@ -221,7 +230,7 @@ public final class ProviderClient: Sendable {
 
     // MARK: - Classification
 
-    func classify(_ result: HTTP2Result, delivery: ProviderDelivery, authorization: String) -> DeliveryOutcome {
+    func classify(_ result: HTTP2Result, delivery: ProviderDelivery, authorization: String?) -> DeliveryOutcome {
         let now = clock()
         switch result {
         case .success(let response):
@@ -255,6 +264,8 @@ public final class ProviderClient: Sendable {
                 outcome = TransportFailureClassifier.classify(.connectFailed(text))
             case .tlsVerificationFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed("TLS verification: \(text)"))
+            case .tlsClientCertificateRejected(let text):
+                outcome = TransportFailureClassifier.classify(.clientCertificateRejected(text))
             case .timeout:
                 outcome = TransportFailureClassifier.classify(.timeout)
             case .streamReset(let code):
@@ -275,13 +286,19 @@ public final class ProviderClient: Sendable {
                 outcome = .rejected(reason: "request not sendable: \(text)")
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
+            if case .credentialsInvalid(let reason) = outcome {
+                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
+            }
             return outcome
         }
     }
 
     /// The provider called the token in `authorization` expired or unknown.
-    private func authTokenRefused(_ authorization: String) {
+    private func authTokenRefused(_ authorization: String?) {
+        guard let authorization else { return }  // certificate auth: no token to renew
         switch auth {
+        case .certificate:
+            break
         case .apns(let signer):
             if signer.providerTokenExpired(rejected: authorization) {
                 log.event("APNs provider token renewed after ExpiredProviderToken; recycling connections", ["application": application.id])
@@ -317,9 +334,10 @@ struct RequestShape {
     let push: RenderedPush
     let fixedPath: String?
 
-    init(push: RenderedPush, client: ProviderClient, authorization: String) {
+    init(push: RenderedPush, client: ProviderClient, authorization: String?) {
         self.push = push
-        var headers: [(String, String)] = [("authorization", authorization)]
+        // No `authorization` at all with certificate auth: the TLS client certificate authenticates (A.2).
+        var headers: [(String, String)] = authorization.map { [("authorization", $0)] } ?? []
         switch push.request {
         case .apns(let apns):
             pathPrefix = "/3/device/"
@@ -391,10 +409,10 @@ extension ProviderClient {
 final class BatchContext: HTTP2CompletionSink {
     let client: ProviderClient
     let deliveries: [ProviderDelivery]
-    let authorization: String
+    let authorization: String?
     let sink: any ProviderResultSink
 
-    init(client: ProviderClient, deliveries: [ProviderDelivery], authorization: String, sink: any ProviderResultSink) {
+    init(client: ProviderClient, deliveries: [ProviderDelivery], authorization: String?, sink: any ProviderResultSink) {
         self.client = client
         self.deliveries = deliveries
         self.authorization = authorization

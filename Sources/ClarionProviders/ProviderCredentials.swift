@@ -1,5 +1,6 @@
 import ClarionCore
 import ClarionCrypto
+import ClarionHTTP2
 import Foundation
 
 /// Platform-application attribute names the provider layer reads: SNS's own, and Clarion's additions.
@@ -32,14 +33,26 @@ public struct APNsTokenCredentials: Sendable {
     public let keyFingerprint: String
 }
 
-/// APNs certificate-based auth: a TLS client certificate and its private key (PEM).
+/// APNs certificate-based auth: a TLS client certificate and its private key (PEM), presented on every connection
+/// of the application's pool instead of a provider JWT (A.2: the certificate authenticates, no `authorization`).
 public struct APNsCertificateCredentials: Sendable {
+    /// The certificate (leaf first, then any intermediates), as given in `PlatformPrincipal`.
     public let certificatePEM: String
     public let privateKeyPEM: String
-    /// `ApplePlatformBundleID` when given: the base of `apns-topic`.
+    /// `ApplePlatformBundleID` when given.
     public let bundleID: String?
-    /// Hex SHA-256 of the certificate's public key.
-    public let certificateFingerprint: String
+    /// The leaf certificate: its SHA-256, subject and expiry.
+    public let certificate: TLSCertificate
+    /// Hex SHA-256 of the leaf certificate's DER: the credential's identity (a renewed certificate is a new one).
+    public var certificateFingerprint: String { certificate.sha256 }
+
+    /// The base of `apns-topic`: `ApplePlatformBundleID`, else the certificate's topic, which Apple puts in the
+    /// subject's UID. A.2/G.2: APNs falls back to the certificate's topic when the header is absent, but the
+    /// gateway always sends it.
+    public var topic: String? { bundleID ?? certificate.subjectUserID.flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// The pair as ClarionHTTP2 presents it.
+    public var tlsIdentity: TLSIdentity { TLSIdentity(certificateChainPEM: certificatePEM, privateKeyPEM: privateKeyPEM) }
 }
 
 /// A Google service account (FCM HTTP v1, B.2).
@@ -94,7 +107,7 @@ public enum ProviderCredentials: Sendable {
     public var identity: String {
         switch self {
         case .apnsToken(let c): "apns-token:\(c.teamID):\(c.keyID):\(c.keyFingerprint.prefix(16))"
-        case .apnsCertificate(let c): "apns-cert:\(c.certificateFingerprint.prefix(16))"
+        case .apnsCertificate(let c): "apns-cert:\(c.certificateFingerprint)"
         case .fcm(let c): "fcm:\(c.projectID):\(c.clientEmail):\(c.keyFingerprint.prefix(16))"
         case .adm(let c): "adm:\(c.clientID)"
         }
@@ -131,6 +144,10 @@ public enum ProviderCredentials: Sendable {
                                     keyFingerprint: Digest.sha256(key.verifyingKey.subjectPublicKeyInfoDER).hexString)
     }
 
+    /// Certificate auth: the certificate in `PlatformPrincipal`, its unencrypted private key in `PlatformCredential`.
+    /// The pair is loaded into an OpenSSL context exactly as the HTTP/2 pool will load it, so a key that is not the
+    /// certificate's, or a certificate OpenSSL cannot use, is refused here (CreatePlatformApplication) rather than
+    /// at the first send.
     static func parseAPNsCertificate(_ certificatePEM: String, _ attributes: [String: String]) throws(ProviderError) -> APNsCertificateCredentials {
         let blocks: [PEMBlock]
         do {
@@ -142,29 +159,37 @@ public enum ProviderCredentials: Sendable {
             throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
                                 "expected a PEM CERTIFICATE first, found \(blocks.first?.label ?? "none")")
         }
-        let certificateKey: VerifyingKey
-        do {
-            certificateKey = try VerifyingKey(pem: PEMBlock(label: "CERTIFICATE", der: blocks[0].der).text)
-        } catch {
+        guard blocks.allSatisfy({ $0.label == "CERTIFICATE" }) else {
             throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
-                                "not a readable certificate: \(error.message)")
+                                "only CERTIFICATE blocks belong here (the private key goes in PlatformCredential)")
         }
         let keyPEM = try required(ProviderAttribute.platformCredential, attributes)
-        let key: SigningKey
+        let identity = TLSIdentity(certificateChainPEM: certificatePEM, privateKeyPEM: keyPEM)
+        let certificate: TLSCertificate
         do {
-            key = try SigningKey(pem: keyPEM)
+            certificate = try identity.leafCertificate()
+            try identity.validate()
         } catch {
-            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
-                                "not a readable private key: \(error.message)")
-        }
-        guard key.verifyingKey.subjectPublicKeyInfoDER == certificateKey.subjectPublicKeyInfoDER else {
-            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
-                                "the private key does not match the certificate in PlatformPrincipal")
+            switch error.code {
+            case .certificate:
+                throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
+                                    "not a readable certificate: \(error.reason)")
+            case .privateKey:
+                throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                    "not a readable unencrypted private key (PEM)")
+            case .keyMismatch:
+                throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                    "the private key does not match the certificate in PlatformPrincipal")
+            case .trustedCA, .openSSL:
+                throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal, error.reason)
+            }
         }
         let bundleID = attributes[ProviderAttribute.appleBundleID].flatMap { $0.isEmpty ? nil : $0 }
-        return APNsCertificateCredentials(
-            certificatePEM: certificatePEM, privateKeyPEM: keyPEM, bundleID: bundleID,
-            certificateFingerprint: Digest.sha256(certificateKey.subjectPublicKeyInfoDER).hexString)
+        if let bundleID, bundleID.contains(where: { $0.isWhitespace }) {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.appleBundleID, "a bundle id has no spaces")
+        }
+        return APNsCertificateCredentials(certificatePEM: certificatePEM, privateKeyPEM: keyPEM, bundleID: bundleID,
+                                          certificate: certificate)
     }
 
     /// Apple key and team ids: 10 ASCII letters or digits.

@@ -8,9 +8,7 @@ public struct ProviderError: Error, Sendable, Hashable, CustomStringConvertible 
         case missingAttribute
         /// An attribute is present but unusable (not PEM, wrong key type, bad URL...).
         case invalidAttribute
-        /// The credentials are valid but Clarion cannot use them yet (APNs certificate auth: see `ProviderClient`).
-        case unsupported
-        /// The HTTP/2 pool could not be configured (e.g. the trusted CA PEM does not load).
+        /// The HTTP/2 pool could not be configured (e.g. the trusted CA PEM or the TLS client certificate does not load).
         case transportConfiguration
     }
 

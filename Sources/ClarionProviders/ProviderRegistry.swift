@@ -85,8 +85,8 @@ public final class ProviderRegistry: Sendable {
     /// The client of `application`: the existing one when nothing changed, else a new one (the old one keeps
     /// working for requests already submitted; its shared pieces go at the next `releaseUnused()`).
     ///
-    /// Throws for APNs certificate auth (no TLS client certificates in ClarionHTTP2 yet) and when the pool cannot
-    /// be configured (a bad `ProviderCACertificate`).
+    /// Throws when the pool cannot be configured (a bad `ProviderCACertificate`; for APNs certificate auth a
+    /// certificate or key the TLS layer refuses, which `ProviderApplication` has normally caught already).
     public func client(for application: ProviderApplication) throws(ProviderError) -> ProviderClient {
         if let existing = state.withLock({ $0.clients[application.id] }), existing.application.fingerprint == application.fingerprint {
             return existing
@@ -95,10 +95,12 @@ public final class ProviderRegistry: Sendable {
         // Pieces are created outside the lock where they can be (pool creation loads a CA PEM), then published
         // under it; a racing creator of the same key gets the first one's pieces.
         let auth: ProviderClient.Auth
+        var clientIdentity: TLSIdentity?
         switch application.credentials {
-        case .apnsCertificate:
-            throw ProviderError(.unsupported, attribute: ProviderAttribute.platformPrincipal,
-                                "APNs certificate authentication needs a TLS client certificate, which Clarion's HTTP/2 transport does not offer yet; use token authentication (.p8 key)")
+        case .apnsCertificate(let credentials):
+            // The certificate authenticates every connection of the pool: no JWT, no `authorization` header.
+            auth = .certificate
+            clientIdentity = credentials.tlsIdentity
         case .apnsToken(let credentials):
             let key = "\(credentials.teamID):\(credentials.keyID):\(credentials.keyFingerprint)"
             let fresh = APNsTokenSigner(credentials: credentials, renewalAge: options.apnsTokenRenewalAge,
@@ -118,30 +120,37 @@ public final class ProviderRegistry: Sendable {
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
         }
 
-        // APNs: team + key + environment (a ProviderEndpoint may name one host for both environments).
+        // APNs token auth: team + key + environment; certificate auth: the certificate's SHA-256 + environment (a
+        // ProviderEndpoint may name one host for both environments). The HTTP/2 layer adds the client
+        // certificate's hash to the key on its own, so certificates never share a pool whatever this says.
         let environment = application.platform.apnsEnvironment.map { ":" + $0.rawValue } ?? ""
         let identity = application.credentials.identity + environment
             + (application.trustedCAPEM.map { ":ca-" + Self.digest($0) } ?? "")
-        let poolKey = HTTP2Client.PoolKey(origin: application.origin, identity: identity)
+        var configuration = HTTP2PoolConfiguration(
+            origin: application.origin, identity: identity, connectionCount: max(1, options.connectionsPerPool),
+            maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
+            // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
+            initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
+            requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
+            trustedCAPEM: application.trustedCAPEM, clientIdentity: clientIdentity, pingInterval: options.pingInterval)
+        let poolKey = HTTP2Client.PoolKey(configuration: configuration)
         let memo = state.withLock { state in
             if let existing = state.goAways[poolKey] { return existing }
             let memo = GoAwayMemo(clock: now)
             state.goAways[poolKey] = memo
             return memo
         }
-        let configuration = HTTP2PoolConfiguration(
-            origin: application.origin, identity: identity, connectionCount: max(1, options.connectionsPerPool),
-            maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
-            // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
-            initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
-            requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
-            trustedCAPEM: application.trustedCAPEM, pingInterval: options.pingInterval,
-            onGoAway: { memo.record($0) })
+        configuration.onGoAway = { memo.record($0) }
         let pool: HTTP2ClientPool
         do {
             pool = try http.pool(for: configuration)
         } catch {
-            throw ProviderError(.transportConfiguration, attribute: ProviderAttribute.providerCACertificate, error.description)
+            let attribute = switch error.code {
+            case .certificate: ProviderAttribute.platformPrincipal
+            case .privateKey, .keyMismatch: ProviderAttribute.platformCredential
+            case .trustedCA, .openSSL: ProviderAttribute.providerCACertificate
+            }
+            throw ProviderError(.transportConfiguration, attribute: attribute, error.description)
         }
         let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log)
         return state.withLock { state in
@@ -186,10 +195,11 @@ public final class ProviderRegistry: Sendable {
             var signers = Set<ObjectIdentifier>()
             var sources = Set<ObjectIdentifier>()
             for client in state.clients.values {
-                poolKeys.insert(HTTP2Client.PoolKey(origin: client.pool.configuration.origin, identity: client.pool.configuration.identity))
+                poolKeys.insert(client.pool.key)
                 switch client.auth {
                 case .apns(let signer): signers.insert(ObjectIdentifier(signer))
                 case .oauth(let source): sources.insert(ObjectIdentifier(source))
+                case .certificate: break
                 }
             }
             state.signers = state.signers.filter { signers.contains(ObjectIdentifier($0.value)) }
@@ -197,7 +207,7 @@ public final class ProviderRegistry: Sendable {
             state.goAways = state.goAways.filter { poolKeys.contains($0.key) }
             return http.poolKeys.filter { !poolKeys.contains($0) }
         }
-        for key in unusedPools { await http.removePool(origin: key.origin, identity: key.identity) }
+        for key in unusedPools { await http.removePool(key) }
     }
 
     /// Closes every pool, stops the token thread and the event loops.

@@ -53,6 +53,8 @@ struct OutcomeClassificationTests {
              .credentialsInvalid(reason: "InvalidProviderToken")),
         Case("APNs A.6: 403 BadCertificate disables the application", 403, #"{"reason":"BadCertificate"}"#,
              .credentialsInvalid(reason: "BadCertificate")),
+        Case("APNs A.6: 403 BadCertificateEnvironment disables the application", 403, #"{"reason":"BadCertificateEnvironment"}"#,
+             .credentialsInvalid(reason: "BadCertificateEnvironment")),
         Case("APNs A.6: 403 BadEnvironmentKeyIdInToken disables the application", 403, #"{"reason":"BadEnvironmentKeyIdInToken"}"#,
              .credentialsInvalid(reason: "BadEnvironmentKeyIdInToken")),
         Case("APNs G.6: the BadEnvironmentKeyInToken spelling is matched too", 403, #"{"reason":"BadEnvironmentKeyInToken"}"#,
@@ -191,7 +193,7 @@ struct OutcomeClassificationTests {
         #expect(TokenExchangeClassifier.classify(c.response, now: t0) == c.expected)
     }
 
-    @Test("Transport failures are retried; an APNs GOAWAY naming bad credentials disables the application", arguments: [
+    @Test("Transport failures are retried; an APNs GOAWAY naming bad credentials, or a TLS alert refusing our client certificate (A.6 BadCertificate), disables the application", arguments: [
         (TransportFailure.connectionLost("EOF"), DeliveryOutcome.retryable(reason: "connection lost: EOF", retryAfter: nil)),
         (.streamReset(errorCode: 7), .retryable(reason: "stream reset (HTTP/2 error 7)", retryAfter: nil)),
         (.timeout, .retryable(reason: "timeout", retryAfter: nil)),
@@ -200,6 +202,8 @@ struct OutcomeClassificationTests {
         (.goAway(errorCode: 0, debugData: Array(#"{"reason":"BadCertificate"}"#.utf8)), .credentialsInvalid(reason: "BadCertificate")),
         (.goAway(errorCode: 0, debugData: Array(#"{"reason":"ExpiredProviderToken"}"#.utf8)), .authTokenExpired(reason: "ExpiredProviderToken")),
         (.goAway(errorCode: 2, debugData: []), .retryable(reason: "GOAWAY (HTTP/2 error 2)", retryAfter: nil)),
+        (.clientCertificateRejected("sslv3 alert certificate expired"),
+         .credentialsInvalid(reason: "BadCertificate (TLS client certificate refused: sslv3 alert certificate expired)")),
     ])
     func transport(_ failure: TransportFailure, _ expected: DeliveryOutcome) {
         #expect(TransportFailureClassifier.classify(failure) == expected)

@@ -1,4 +1,5 @@
 import ClarionCrypto
+import ClarionHTTP2
 import Foundation
 import Testing
 @testable import ClarionEmulator
@@ -132,13 +133,27 @@ import Testing
         let demo = try EmulatorDemoCredentials.generate()
         let written = try demo.write(to: dir.path)
         let names = Set(written.map { URL(fileURLWithPath: $0).lastPathComponent })
-        #expect(names == ["AuthKey_\(demo.apns.keyID).p8", "apns.json", "fcm-service-account.json", "adm-client.json", "emulator.json"])
+        #expect(names == ["AuthKey_\(demo.apns.keyID).p8", "apns.json", "apns-certificate.json", "apns-client-certificate.pem",
+                          "apns-client-key.pem", "apns-client-ca.pem", "fcm-service-account.json", "adm-client.json", "emulator.json"])
         let keyPath = dir.appendingPathComponent("AuthKey_\(demo.apns.keyID).p8").path
         let mode = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         #expect(try SigningKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)).algorithm == .es256)
+        // APNs certificate auth: the client key is a secret, the certificate and the CA are not; the pair matches,
+        // the certificate names the bundle id as Apple's do, and the emulator trusts its CA.
+        let clientKeyPath = dir.appendingPathComponent("apns-client-key.pem").path
+        #expect(try FileManager.default.attributesOfItem(atPath: clientKeyPath)[.posixPermissions] as? Int == 0o600)
+        let pair = TLSIdentity(certificateChainPEM: try String(contentsOfFile: dir.appendingPathComponent("apns-client-certificate.pem").path, encoding: .utf8),
+                               privateKeyPEM: try String(contentsOfFile: clientKeyPath, encoding: .utf8))
+        try pair.validate()
+        #expect(try pair.leafCertificate().subjectUserID == demo.apns.bundleID)
+        let info = try #require(JWTValue(jsonBytes: Array(try Data(contentsOf: dir.appendingPathComponent("apns-certificate.json")))))
+        #expect(info["bundleID"]?.stringValue == demo.apns.bundleID)
+        #expect(info["certificateFile"]?.stringValue == "apns-client-certificate.pem")
         let configuration = try EmulatorConfiguration.load(path: dir.appendingPathComponent("emulator.json").path)
         #expect(configuration.apns.keys.first?.keyID == demo.apns.keyID)
+        #expect(configuration.apns.certificates.trustedCAPEM == demo.apnsCertificate.caCertificatePEM)
+        #expect(try ProviderEmulator(configuration: configuration).clientCertificateRequest?.trustedCAPEM == demo.apnsCertificate.caCertificatePEM)
         #expect(configuration.fcm.serviceAccounts.first?.clientEmail == demo.fcm.clientEmail)
         // A configuration can also point at the service-account file itself.
         var fromFile = EmulatorConfiguration()

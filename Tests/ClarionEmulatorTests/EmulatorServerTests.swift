@@ -134,6 +134,68 @@ import Testing
         await running.close(pool)
     }
 
+    @Test("Server APNs A.2/A.6 over TLS: the demo client certificate (files from write(to:), emulator.json loaded back) is accepted with no JWT; no certificate is 403 MissingProviderToken; a certificate from another CA is 403 BadCertificate")
+    func apnsCertificateOverTLS() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("emu-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let demo = try EmulatorDemoCredentials.generate()
+        var base = EmulatorConfiguration()
+        base.tls.enabled = true
+        base.tls.writeCertificateTo = dir.appendingPathComponent("emulator-cert.pem").path
+        try demo.write(to: dir.path, base: base)
+        let configuration = try EmulatorConfiguration.load(path: dir.appendingPathComponent("emulator.json").path)
+        let handle = try runEmulator(configuration: configuration)
+        let loops = try EventLoopGroup(threadCount: 1)
+        let serverCA = try String(contentsOfFile: dir.appendingPathComponent("emulator-cert.pem").path, encoding: .utf8)
+        func pool(_ identity: TLSIdentity?) throws -> HTTP2ClientPool {
+            try HTTP2ClientPool(configuration: HTTP2PoolConfiguration(
+                origin: HTTP2Origin(scheme: .https, host: "127.0.0.1", port: handle.port), requestTimeout: .seconds(10),
+                trustedCAPEM: serverCA, clientIdentity: identity, pingInterval: nil), group: loops)
+        }
+        let push = HTTP2Request(method: "POST", path: "/3/device/\(F.validToken)",
+                                headers: [("apns-topic", demo.apns.bundleID), ("apns-push-type", "alert")],
+                                body: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+        func reason(_ response: HTTP2Response) -> String? { JWTValue(jsonBytes: response.body)?["reason"]?.stringValue }
+
+        let written = TLSIdentity(
+            certificateChainPEM: try String(contentsOfFile: dir.appendingPathComponent("apns-client-certificate.pem").path, encoding: .utf8),
+            privateKeyPEM: try String(contentsOfFile: dir.appendingPathComponent("apns-client-key.pem").path, encoding: .utf8))
+        let certified = try pool(written)
+        let accepted = try await certified.send(push).get()
+        #expect(accepted.status == 200, "\(reason(accepted) ?? "")")
+        #expect(accepted.header("apns-id").map(APNsEmulator.isUUID) == true)
+
+        let anonymous = try pool(nil)
+        let missing = try await anonymous.send(push).get()
+        #expect(missing.status == 403)
+        #expect(reason(missing) == "MissingProviderToken")
+
+        let strangerIdentity = try CertificateAuthority.generate().issueClientCertificate(subject: [("UID", demo.apns.bundleID)])
+        let stranger = try pool(strangerIdentity)
+        let refused = try await stranger.send(push).get()
+        #expect(refused.status == 403)
+        #expect(reason(refused) == "BadCertificate")
+
+        #expect(handle.stats()["apns"].statuses == ["200": 1, "403": 2])
+        for p in [certified, anonymous, stranger] { await p.shutdown() }
+        await handle.shutdown()
+        loops.shutdown()
+    }
+
+    @Test("Server APNs over h2c: no client certificate can exist, so with certificates configured a push without a JWT is still 403 MissingProviderToken")
+    func apnsCertificateNeedsTLS() async throws {
+        let authority = try CertificateAuthority.generate()
+        let running = try Running { $0.apns.certificates.trustedCAPEM = authority.certificatePEM }
+        #expect(!running.handle.usesTLS)
+        let pool = try running.pool()
+        let push = HTTP2Request(method: "POST", path: "/3/device/\(F.validToken)", headers: [("apns-topic", F.bundleID)],
+                                body: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+        let response = try await pool.send(push).get()
+        #expect(response.status == 403)
+        #expect(JWTValue(jsonBytes: response.body)?["reason"]?.stringValue == "MissingProviderToken")
+        await running.close(pool)
+    }
+
     @Test("Server: a client that does not trust the emulator's certificate fails verification")
     func untrustedCertificate() async throws {
         let running = try Running { $0.tls.enabled = true }

@@ -7,7 +7,7 @@ import Testing
 @Suite(.serialized) struct APNsProviderTests {
     static func credentials() throws -> APNsTokenCredentials {
         let application = try ProviderApplication(id: "a", platform: .apns, attributes: ProviderCredentialsTests.apnsAttributes())
-        guard case .apnsToken(let credentials) = application.credentials else { throw ProviderError(.unsupported, "not token auth") }
+        guard case .apnsToken(let credentials) = application.credentials else { throw ProviderError(.invalidAttribute, "not token auth") }
         return credentials
     }
 

@@ -189,7 +189,7 @@ import Testing
         #expect(both.trustedCAPEM?.contains(serverCA.certificatePEM) == true)
     }
 
-    @Test("C.7 APNs certificate auth: certificate PEM in PlatformPrincipal and its key in PlatformCredential; a key of another certificate is refused")
+    @Test("C.7 APNs certificate auth: certificate PEM in PlatformPrincipal and its key in PlatformCredential (openssl-made); a key of another certificate, a bad PEM or an h2c endpoint is refused naming the attribute; the pair builds a client")
     func apnsCertificate() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("prov-cert-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -201,6 +201,7 @@ import Testing
             ProviderAttribute.platformPrincipal: push.certificatePEM,
             ProviderAttribute.platformCredential: push.privateKeyPEM,
             ProviderAttribute.appleBundleID: "com.example.cert",
+            ProviderAttribute.providerEndpoint: "https://127.0.0.1:1",
         ]
         let application = try ProviderApplication(id: "cert", platform: .apns, attributes: attributes)
         guard case .apnsCertificate(let credentials) = application.credentials else {
@@ -208,22 +209,41 @@ import Testing
             return
         }
         #expect(credentials.bundleID == "com.example.cert")
+        #expect(application.apnsBundleID == "com.example.cert")
+        // The identity is the certificate's SHA-256 (of its DER), never the host.
+        #expect(application.credentials.identity == "apns-cert:\(credentials.certificate.sha256)")
+        #expect(credentials.certificate.subjectCommonName == "push")
 
-        var mismatched = attributes
-        mismatched[ProviderAttribute.platformCredential] = other.privateKeyPEM
-        #expect {
-            try ProviderApplication.validate(platform: .apns, attributes: mismatched)
-        } throws: { error in
-            (error as? ProviderError)?.attribute == ProviderAttribute.platformCredential
+        func refusal(_ change: (inout [String: String]) -> Void) -> ProviderError? {
+            var changed = attributes
+            change(&changed)
+            do {
+                try ProviderApplication.validate(platform: .apns, attributes: changed)
+                return nil
+            } catch {
+                return error
+            }
         }
+        let mismatched = refusal { $0[ProviderAttribute.platformCredential] = other.privateKeyPEM }
+        #expect(mismatched?.attribute == ProviderAttribute.platformCredential)
+        #expect(mismatched?.message.contains("does not match") == true, "\(String(describing: mismatched))")
+        #expect(refusal { $0[ProviderAttribute.platformCredential] = nil }?.attribute == ProviderAttribute.platformCredential)
+        #expect(refusal { $0[ProviderAttribute.platformCredential] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----" }?.attribute
+                == ProviderAttribute.platformCredential)
+        #expect(refusal { $0[ProviderAttribute.platformPrincipal] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----" }?.attribute
+                == ProviderAttribute.platformPrincipal)
+        #expect(refusal { $0[ProviderAttribute.platformPrincipal] = push.certificatePEM + push.privateKeyPEM }?.attribute
+                == ProviderAttribute.platformPrincipal, "a key pasted with the certificate")
+        let h2c = refusal { $0[ProviderAttribute.providerEndpoint] = "http://127.0.0.1:1" }
+        #expect(h2c?.attribute == ProviderAttribute.providerEndpoint)
+        #expect(h2c?.message.contains("TLS") == true)
 
-        // Valid, but not sendable yet: ClarionHTTP2 has no TLS client certificate.
+        // Valid and sendable: the registry builds a client whose pool presents the certificate.
         let registry = try ProviderRegistry(options: Harness.options)
-        #expect {
-            _ = try registry.client(for: application)
-        } throws: { error in
-            (error as? ProviderError)?.code == .unsupported
-        }
+        let client = try registry.client(for: application)
+        #expect(client.apnsTokenSigner == nil)
+        #expect(client.pool.configuration.clientIdentity?.certificateChainPEM == push.certificatePEM.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(client.pool.key.clientCertificateSHA256 == credentials.certificate.sha256)
         await registry.shutdown()
     }
 }

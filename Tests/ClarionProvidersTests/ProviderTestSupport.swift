@@ -97,6 +97,7 @@ final class Harness: Sendable {
         let seen = seenAPNsAuthorizations
         server = try HTTP2Server(
             configuration: HTTP2ServerConfiguration(host: "127.0.0.1", port: 0, tls: identity,
+                                                    clientCertificates: emulator.clientCertificateRequest,
                                                     maxConcurrentStreams: emulator.initialMaxConcurrentStreams),
             group: serverLoops,
             handler: { request, context in
@@ -134,6 +135,20 @@ final class Harness: Sendable {
         return attributes
     }
 
+    /// APNs certificate auth (C.7): the certificate in PlatformPrincipal, its key in PlatformCredential; the demo
+    /// pair (issued by the CA the emulator trusts) unless another is given. No ApplePlatformBundleID unless given:
+    /// the topic then comes from the certificate's UID.
+    func apnsCertificateAttributes(_ identity: TLSIdentity? = nil, bundleID: String? = nil) -> [String: String] {
+        var attributes = [
+            ProviderAttribute.platformPrincipal: identity?.certificateChainPEM ?? Demo.credentials.apnsCertificate.certificatePEM,
+            ProviderAttribute.platformCredential: identity?.privateKeyPEM ?? Demo.credentials.apnsCertificate.privateKeyPEM,
+            ProviderAttribute.providerEndpoint: baseURL,
+        ]
+        if let bundleID { attributes[ProviderAttribute.appleBundleID] = bundleID }
+        if let certificatePEM { attributes[ProviderAttribute.providerCACertificate] = certificatePEM }
+        return attributes
+    }
+
     /// The demo service account with its `token_uri` pointing at this emulator.
     func fcmAttributes(_ credentials: EmulatorDemoCredentials = Demo.credentials, trustCA: Bool = true) -> [String: String] {
         let json = credentials.fcm.serviceAccountJSON.replacingOccurrences(of: ProviderCredentials.googleTokenURI, with: tokenURL)
@@ -163,10 +178,11 @@ final class Harness: Sendable {
     // MARK: Rendering (the core renders; these helpers only pick inputs)
 
     func render(_ payloads: [SNSMessageKey: JSONObject] = [:], text: String? = "hello", platform: Platform,
-                attributes: MobilePushAttributes = MobilePushAttributes()) -> RenderedPush {
+                attributes: MobilePushAttributes = MobilePushAttributes(),
+                apnsBundleID: String? = Demo.apns.bundleID) -> RenderedPush {
         let result = PushRenderer.render(
             SNSMessage(defaultText: text, payloads: payloads), attributes: attributes, platform: platform,
-            settings: RenderSettings(apnsBundleID: Demo.apns.bundleID), publishedAt: clock.now, now: clock.now)
+            settings: RenderSettings(apnsBundleID: apnsBundleID), publishedAt: clock.now, now: clock.now)
         guard case .push(let push) = result else { fatalError("test message did not render: \(result)") }
         return push
     }

@@ -22,8 +22,9 @@ enum NativeApplicationRoutes {
             }
             let credentials = try NativeRules.credentials(body)
             let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
-                                                                   credential: credentials.credential)
+                                                                   credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
+            try NativeRules.checkAPNsCertificate(credentials, platform: platform)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 var (record, created) = try await c.applications.createOrUpdate(
@@ -62,7 +63,15 @@ enum NativeApplicationRoutes {
             try body.allowOnly(["credential", "principal", "attributes", "enabled"])
             let credentials = try NativeRules.credentials(body)
             let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
-                                                                   platform: record.platform, credential: credentials.credential)
+                                                                   platform: record.platform, credential: credentials.credential,
+                                                                   principal: credentials.principal)
+            let completed: PlatformCredentials
+            do throws(StoreError) {
+                completed = try await PlatformApplicationActions.completed(credentials, record, c.applications)
+            } catch {
+                throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
+            }
+            try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(

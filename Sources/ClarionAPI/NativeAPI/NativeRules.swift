@@ -35,10 +35,10 @@ enum NativeRules {
 
     /// Platform-application attributes, checked by `PlatformApplicationActions.validate` itself (one attribute at
     /// a time, so the refusal names its attribute), then split as it splits them: what is stored, including the
-    /// read-only AuthenticationMethod it derives from a GCM credential. The credential pair is not an attribute
+    /// read-only AuthenticationMethod it derives from a GCM credential or an APNs principal. The credential pair is not an attribute
     /// here (`credential`, `principal`), nor is Enabled (`enabled`).
     static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller, platform: String,
-                                      credential: String?) throws(JSONAPIError) -> [String: String] {
+                                      credential: String?, principal: String? = nil) throws(JSONAPIError) -> [String: String] {
         for name in attributes.keys.sorted() {
             let field = "attributes.\(name)"
             if PlatformApplicationActions.secretAttributes.contains(name) {
@@ -58,6 +58,7 @@ enum NativeRules {
         }
         var all = attributes
         all["PlatformCredential"] = credential
+        all["PlatformPrincipal"] = principal
         let split = try sns(field: "attributes") { () throws(SNSError) in
             try PlatformApplicationActions.validate(all, request: request, platform: platform)
         }
@@ -71,6 +72,17 @@ enum NativeRules {
         }
         if platform != "GCM", credentials.principal?.isEmpty ?? true {
             throw JSONAPIError.missingField("principal")
+        }
+    }
+
+    /// APNs certificate auth: the certificate in `principal` and the key in `credential` must load and match
+    /// (`PlatformApplicationActions.checkAPNsCertificate`); the refusal names the half at fault.
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
+        do {
+            try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform)
+        } catch {
+            let field = error.message.contains("PlatformCredential") ? "credential" : "principal"
+            throw JSONAPIError.invalidField(field, error.message)
         }
     }
 

@@ -1,3 +1,5 @@
+import ClarionCore
+import ClarionProviders
 import ClarionStore
 import Foundation
 
@@ -32,6 +34,7 @@ enum PlatformApplicationActions {
             }
             let split = try validate(attributes, request: request, platform: platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            try checkAPNsCertificate(credentials, platform: platform)
             switch platform {
             case "GCM":
                 guard credentials.credential?.isEmpty == false else {
@@ -67,6 +70,10 @@ enum PlatformApplicationActions {
             let attributes = try request.parameters.stringMap("Attributes")
             let split = try validate(attributes, request: request, platform: record.platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            let pair = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await completed(credentials, record, context.applications)
+            }
+            try checkAPNsCertificate(pair, platform: record.platform)
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
                                                        enabled: split.enabled, disabledReason: split.enabled == false ? "set by the API" : nil)
@@ -111,6 +118,33 @@ enum PlatformApplicationActions {
 
     static let notFound = SNSError.notFound("PlatformApplication does not exist")
 
+    /// APNs certificate auth (a PEM certificate in `PlatformPrincipal`, its private key in `PlatformCredential`,
+    /// providers.md C.7): the pair must load into TLS and the key must be the certificate's, checked by the very
+    /// code the HTTP/2 pool runs, so a bad pair is refused here rather than at the first send. Token auth, ADM and
+    /// GCM credentials are only checked for presence, as before.
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(SNSError) {
+        guard let platform = Platform(rawValue: platform), platform.provider == .apns,
+              let principal = credentials.principal, principal.contains("-----BEGIN") else { return }
+        var attributes = [ProviderAttribute.platformPrincipal: principal]
+        attributes[ProviderAttribute.platformCredential] = credentials.credential
+        do {
+            _ = try ProviderCredentials.parse(platform: platform, attributes: attributes)
+        } catch {
+            throw SNSError.invalidParameter("Attributes", reason: error.description)
+        }
+    }
+
+    /// The pair as it will be after an update that gives only one half: the other half from the store. Opened
+    /// only when it matters (an APNs application and one half given).
+    static func completed(_ given: PlatformCredentials, _ record: PlatformApplicationRecord,
+                          _ applications: PlatformApplicationRepository) async throws(StoreError) -> PlatformCredentials {
+        guard Platform(rawValue: record.platform)?.provider == .apns, (given.credential == nil) != (given.principal == nil) else {
+            return given
+        }
+        let stored = try await applications.credentials(applicationKey: record.key)
+        return PlatformCredentials(credential: given.credential ?? stored.credential, principal: given.principal ?? stored.principal)
+    }
+
     static func isNameByte(_ b: UInt8) -> Bool {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
     }
@@ -135,7 +169,10 @@ enum PlatformApplicationActions {
         out["Enabled"] = record.enabled ? "true" : "false"
         switch record.platform {
         case "APNS", "APNS_SANDBOX":
-            out["AuthenticationMethod"] = record.attributes["ApplePlatformTeamID"] != nil ? "Token" : "Certificate"
+            // Applications stored before the method was recorded from the principal: judged by the team id.
+            if out["AuthenticationMethod"] == nil {
+                out["AuthenticationMethod"] = record.attributes["ApplePlatformTeamID"] != nil ? "Token" : "Certificate"
+            }
         default:
             break
         }
@@ -189,6 +226,10 @@ enum PlatformApplicationActions {
         // read-only AuthenticationMethod says which, without revealing the credential.
         if platform == "GCM", let credential = attributes["PlatformCredential"], !credential.isEmpty {
             split.stored["AuthenticationMethod"] = credential.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") ? "Token" : "Key"
+        }
+        // APNs: a PEM certificate as the principal is certificate auth (C.7), a key id token auth.
+        if platform == "APNS" || platform == "APNS_SANDBOX", let principal = attributes["PlatformPrincipal"], !principal.isEmpty {
+            split.stored["AuthenticationMethod"] = principal.contains("-----BEGIN") ? "Certificate" : "Token"
         }
         return split
     }

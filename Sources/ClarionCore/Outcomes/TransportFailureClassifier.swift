@@ -4,6 +4,9 @@ import Foundation
 public enum TransportFailure: Sendable, Hashable {
     /// Could not connect (DNS, TCP, TLS handshake).
     case connectFailed(String)
+    /// The provider refused our TLS client certificate with a TLS alert (bad, unknown, expired or revoked
+    /// certificate; APNs certificate-based auth). Nothing was processed, and resending with it will not help.
+    case clientCertificateRejected(String)
     /// The connection dropped with the request in flight.
     case connectionLost(String)
     /// The stream was reset (RST_STREAM) with this HTTP/2 error code; REFUSED_STREAM (7) means not processed.
@@ -17,10 +20,13 @@ public enum TransportFailure: Sendable, Hashable {
 /// Failures below HTTP -> `DeliveryOutcome`.
 public enum TransportFailureClassifier {
     /// Everything is retryable (at-least-once: a push that may have arrived is sent again), except a GOAWAY whose
-    /// APNs reason condemns the credentials (A.7: on a revoked certificate or key APNs closes all connections).
+    /// APNs reason condemns the credentials (A.7: on a revoked certificate or key APNs closes all connections) and
+    /// a refused client certificate: both are the credentials' fault (A.6 `BadCertificate`, F), not the network's.
     public static func classify(_ failure: TransportFailure) -> DeliveryOutcome {
         switch failure {
         case .connectFailed(let detail): return .retryable(reason: "connect failed: \(detail)", retryAfter: nil)
+        case .clientCertificateRejected(let detail):
+            return .credentialsInvalid(reason: "BadCertificate (TLS client certificate refused: \(detail))")
         case .connectionLost(let detail): return .retryable(reason: "connection lost: \(detail)", retryAfter: nil)
         case .streamReset(let code): return .retryable(reason: "stream reset (HTTP/2 error \(code))", retryAfter: nil)
         case .timeout: return .retryable(reason: "timeout", retryAfter: nil)

@@ -50,7 +50,8 @@ struct NativeAPITests {
 
             let ios = try await f.json("POST", "/v1/applications", #"{"name":"ios","platform":"APNS","credential":"k","principal":"ABCDE12345","enabled":false}"#, expect: 201)
             #expect(ios["enabled"] as? Bool == false)
-            #expect((ios["attributes"] as? [String: String])?["AuthenticationMethod"] == "Certificate")
+            // A key id as the principal is token auth (C.7), team id given or not.
+            #expect((ios["attributes"] as? [String: String])?["AuthenticationMethod"] == "Token")
             let list = try await f.json("GET", "/v1/applications", expect: 200)
             #expect((list["items"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["GCM:chat", "APNS:ios"])
             #expect(list["next_cursor"] is NSNull)
