@@ -84,13 +84,15 @@ public enum Digest {
 extension Array where Element == UInt8 {
     /// Lower-case hexadecimal, as SigV4 and logs want it.
     public var hexString: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(count * 2)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        String(unsafeUninitializedCapacity: count * 2) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { hex in
+                for (i, byte) in enumerated() {
+                    out[2 * i] = hex[Int(byte >> 4)]
+                    out[2 * i + 1] = hex[Int(byte & 0x0f)]
+                }
+            }
+            return count * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -237,6 +237,11 @@ print(json.dumps(out))
         let query = try SigV4Verifier.decodeQuery("b=2&a=2&a=1&c=x+y&d=%7e&X-Amz-Signature=s")
         #expect(SigV4Verifier.canonicalQuery(query, excludeSignature: true) == "a=1&a=2&b=2&c=x%20y&d=~")
         #expect(SigV4Verifier.trimAll("  a \t  b  ") == "a b")
+        // AWS's Trimall, as botocore computes it (' '.join(v.split())), on the fast path's edges.
+        for (value, expected) in [("", ""), ("a", "a"), ("a b", "a b"), (" a", "a"), ("a ", "a"), ("a  b", "a b"),
+                                  ("a\tb", "a b"), ("a\nb", "a b"), ("a\r\n b", "a b"), (" ", ""), ("application/x-www-form-urlencoded; charset=utf-8", "application/x-www-form-urlencoded; charset=utf-8")] {
+            #expect(SigV4Verifier.trimAll(value) == expected, "\(value.debugDescription)")
+        }
     }
 
     @Test("timestamps round-trip", arguments: ["19700101T000000Z", "20000229T235959Z", "20260102T030405Z", "21001231T120000Z"])

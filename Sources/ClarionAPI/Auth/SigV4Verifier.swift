@@ -182,14 +182,14 @@ public struct SigV4Verifier: Sendable {
         // Plain Substring work, no Foundation: this runs for every signed request.
         let trimmed = trimSpaces(Substring(header))
         let prefix = "AWS4-HMAC-SHA256 "
-        guard trimmed.hasPrefix(prefix) else {
+        guard trimmed.utf8.starts(with: prefix.utf8) else {
             let algorithm = trimmed.split(separator: " ").first.map(String.init) ?? ""
             throw SigV4Error(code: .incompleteSignature, message: "Unsupported AWS 'algorithm': '\(algorithm)'.")
         }
         var credential: Substring?, signedHeaders: Substring?, signature: Substring?
         for component in trimmed.dropFirst(prefix.utf8.count).cut(at: UInt8(ascii: ",")) where !component.isEmpty {
             let part = trimSpaces(component)
-            guard let equals = part.firstIndex(of: "=") else { continue }
+            guard let equals = part.utf8.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let value = part[part.index(after: equals)...]
             let name = part[..<equals]
             if name.hasBytes("Credential") { credential = value }
@@ -274,19 +274,29 @@ public struct SigV4Verifier: Sendable {
     static func canonicalRequest(method: String, rawPath: String, query: [(name: String, value: String)],
                                  excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
                                  signedHeaderList: String, payloadHash: String) -> String {
-        var lines: [String] = []
-        lines.reserveCapacity(6 + signedHeaders.count)
-        lines.append(method)
-        lines.append(canonicalURI(rawPath))
-        lines.append(canonicalQuery(query, excludeSignature: excludeSignature))
-        for name in signedHeaders {
-            let values = headers.values(name).map(trimAll)
-            lines.append("\(name):\(values.joined(separator: ","))")
+        // Built as bytes: this runs for every signed request.
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        func line(_ text: String) {
+            out.append(contentsOf: text.utf8)
+            out.append(UInt8(ascii: "\n"))
         }
-        lines.append("")
-        lines.append(signedHeaderList)
-        lines.append(payloadHash)
-        return lines.joined(separator: "\n")
+        line(method)
+        line(canonicalURI(rawPath))
+        line(canonicalQuery(query, excludeSignature: excludeSignature))
+        for name in signedHeaders {
+            out.append(contentsOf: name.utf8)
+            out.append(UInt8(ascii: ":"))
+            for (index, value) in headers.values(name).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: trimAll(value).utf8)
+            }
+            out.append(UInt8(ascii: "\n"))
+        }
+        out.append(UInt8(ascii: "\n"))
+        line(signedHeaderList)
+        out.append(contentsOf: payloadHash.utf8)
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func canonicalURI(_ rawPath: String) -> String {
@@ -316,8 +326,26 @@ public struct SigV4Verifier: Sendable {
 
     /// Trim, and turn every run of whitespace into one space (AWS's Trimall; botocore's `' '.join(v.split())`).
     static func trimAll(_ value: String) -> String {
-        value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{0B}" || $0 == "\u{0C}" })
-            .joined(separator: " ")
+        // Fast path: no tab, line break or other separator, no leading, trailing or doubled space (nearly every
+        // header value): nothing to change.
+        var previousSpace = true
+        var plain = true
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: " "):
+                if previousSpace { plain = false }
+                previousSpace = true
+            case 0x09, 0x0A, 0x0B, 0x0C, 0x0D:
+                plain = false
+            default:
+                previousSpace = false
+            }
+            if !plain { break }
+        }
+        if plain && (!previousSpace || value.isEmpty) { return value }
+        // On bytes, not Characters: "\r\n" is one Character and would not match either separator.
+        let words = value.utf8.split(whereSeparator: { $0 == 0x20 || (0x09...0x0D).contains($0) })
+        return words.map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
     }
 }
 
