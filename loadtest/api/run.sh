@@ -2,6 +2,7 @@
 # API benchmark (issue 5): durable, SigV4-signed direct SNS Publish through a running `clarion serve` (release,
 # --role api, embedded PostgreSQL with default durability), next to the same server's GET /health as the ceiling.
 # wrk cannot sign, so presign.py signs COUNT distinct Publish requests with botocore just before the run.
+# The same run then measures the native API's durable publish (POST /v1/publish, bearer key, one endpoint target).
 #
 #   loadtest/api/run.sh                       # wrk -t2 -c64 -d10s
 #   DURATION=20s CONNECTIONS=128 loadtest/api/run.sh
@@ -37,5 +38,19 @@ wrk -t2 -c"$CONNECTIONS" -d"$DURATION" "http://127.0.0.1:$port/health" | grep -E
 echo "== SigV4-signed durable Publish (direct, group commit)"
 before=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
 wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$work/publish.lua" "http://127.0.0.1:$port/" | grep -E "Requests/sec|Latency|50%|99%|Non-2xx|requests in"
+after=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
+echo "messages stored during the run: $((after - before))"
+
+echo "== native API durable publish (POST /v1/publish, bearer key, direct to one endpoint)"
+apikey=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
+endpoint_id=${arn##*/}
+cat > "$work/native.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer $apikey"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"targets":[{"endpoint":"$endpoint_id"}],"message":{"default":"load test"}}'
+LUA
+before=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
+wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$work/native.lua" "http://127.0.0.1:$port/v1/publish" | grep -E "Requests/sec|Latency|50%|99%|Non-2xx|requests in"
 after=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
 echo "messages stored during the run: $((after - before))"
