@@ -4,7 +4,7 @@ import Synchronization
 /// Group commit for publishes (design.md, "publish intake").
 ///
 /// Concurrent `publish` calls queue up; a writer thread takes what queued during a short window (1 ms by
-/// default) and writes it with one pipelined round trip and one commit through the pool, then answers every
+/// default) and writes it with one pipelined round trip and one commit on its own session, then answers every
 /// caller of that batch. A caller is answered only after the commit that holds its message, so an
 /// acknowledged publish survives a crash. Waiting callers hold no thread: they are suspended on a
 /// continuation. The queue is bounded: past `maxQueued` waiting messages, `publish` fails fast with
@@ -97,7 +97,10 @@ public final class PublishBatcher: Sendable {
         while state.withLock({ $0.running }) > 0 { usleep(1_000) }
     }
 
+    /// Each writer owns its session (opened on first use, reopened after a loss): a batch is written from this
+    /// thread, with no hand-off to a pool thread and back per batch.
     private func writerLoop() {
+        var connection: PGConnection?
         let windowMicros = UInt32(max(0, window.components.seconds * 1_000_000 + window.components.attoseconds / 1_000_000_000_000))
         while true {
             // Wait for work.
@@ -122,10 +125,13 @@ public final class PublishBatcher: Sendable {
             guard !batch.isEmpty else { continue }
             let messages = batch.map(\.message)
             let results: [Result<MessageID, StoreError>]
-            do {
-                results = try pool.withConnectionBlocking { (c) throws(StoreError) -> [Result<MessageID, StoreError>] in
-                    MessageRepository.write(messages, on: c)
+            do throws(StoreError) {
+                if connection == nil || connection?.isHealthy == false {
+                    connection = nil
+                    connection = try PGConnection(conninfo: pool.conninfo, applicationName: "clarion-publish")
                 }
+                results = MessageRepository.write(messages, on: connection!)
+                if connection?.isHealthy == false { connection = nil }
             } catch {
                 results = messages.map { _ in .failure(error) }
             }
