@@ -134,7 +134,7 @@ public final class ClarionNode: @unchecked Sendable {
 
     func startAPI() throws(NodeError) {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
-        let batcher = PublishBatcher(pool: pool)
+        let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters)
         self.batcher = batcher
         var router = Router()
         let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region)

@@ -24,6 +24,8 @@ public struct Configuration: Sendable, Equatable {
     public var databasePoolSize = 8
     public var providerCAFile: String?
     public var apiThreads = 4
+    /// Publish batcher writers, each with its own PostgreSQL session (group commit).
+    public var publishWriters = 2
     /// Start the provider emulator in-process (a first try without real provider credentials).
     public var withEmulator = false
     public var emulatorListen = "127.0.0.1:0"
@@ -92,6 +94,10 @@ public struct Configuration: Sendable, Equatable {
         Setting(key: "CLARION_API_THREADS", flag: "--api-threads", secret: false, help: "HTTP server threads (default 4)",
                 apply: { (c, v) throws(ConfigurationError) in c.apiThreads = try parseInt(v, key: "CLARION_API_THREADS", range: 1...64) },
                 read: { String($0.apiThreads) }),
+        Setting(key: "CLARION_PUBLISH_WRITERS", flag: "--publish-writers", secret: false,
+                help: "group-commit writers for publishes, each with its own PostgreSQL session (default 2)",
+                apply: { (c, v) throws(ConfigurationError) in c.publishWriters = try parseInt(v, key: "CLARION_PUBLISH_WRITERS", range: 1...16) },
+                read: { String($0.publishWriters) }),
         Setting(key: "CLARION_PROVIDER_CA_FILE", flag: "--provider-ca-file", secret: false,
                 help: "extra CA (PEM) trusted for every provider connection",
                 apply: { c, v in c.providerCAFile = v.isEmpty ? nil : v }, read: { $0.providerCAFile }),
