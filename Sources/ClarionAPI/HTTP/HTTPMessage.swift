@@ -58,18 +58,18 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     }
 
     /// The first value of a field, or nil.
+    /// Lookups compare the stored lower-case keys with the name's bytes lower-cased on the fly: no String is
+    /// made per lookup (header reads are on every request's path).
     public subscript(name: String) -> String? {
-        let key = name.asciiLowercased()
-        guard let index = keys.firstIndex(of: key) else { return nil }
+        guard let index = keys.firstIndex(where: { $0.equalsLowercased(name) }) else { return nil }
         return fields[index].value
     }
 
     public func values(_ name: String) -> [String] {
-        let key = name.asciiLowercased()
-        return keys.indices.filter { keys[$0] == key }.map { fields[$0].value }
+        keys.indices.filter { keys[$0].equalsLowercased(name) }.map { fields[$0].value }
     }
 
-    public func contains(_ name: String) -> Bool { keys.contains(name.asciiLowercased()) }
+    public func contains(_ name: String) -> Bool { keys.contains { $0.equalsLowercased(name) } }
 
     public var count: Int { fields.count }
     public func makeIterator() -> IndexingIterator<[Element]> { fields.makeIterator() }
@@ -151,6 +151,21 @@ extension String {
 
     func asciiLowercased() -> String {
         if !utf8.contains(where: { $0 >= 65 && $0 <= 90 }) { return self }
-        return String(decoding: utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self)
+        return String(unsafeUninitializedCapacity: utf8.count) { out in
+            var i = 0
+            for byte in utf8 {
+                out[i] = (byte >= 65 && byte <= 90) ? byte + 32 : byte
+                i += 1
+            }
+            return i
+        }
+    }
+
+    /// True when `name`, ASCII-lower-cased, equals this (already lower-case) string.
+    func equalsLowercased(_ name: String) -> Bool {
+        let a = utf8, b = name.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != ((y >= 65 && y <= 90) ? y + 32 : y) { return false }
+        return true
     }
 }
