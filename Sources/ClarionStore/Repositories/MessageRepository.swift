@@ -197,7 +197,7 @@ public struct MessageRepository: Sendable {
     /// is written on its own so the others still commit; a lost connection fails them all (none was answered).
     static func write(_ messages: [NewMessage], on c: PGConnection) -> [Result<MessageID, StoreError>] {
         guard !messages.isEmpty else { return [] }
-        let notify = PGCommand("SELECT pg_notify($1, '')", [workChannel])
+        let notify = PGCommand(prepared: "clarion_notify_work", "SELECT pg_notify($1, '')", [workChannel])
         func outcomes(_ batch: [NewMessage]) throws(StoreError) -> [Result<MessageID, StoreError>] {
             let results = try c.pipeline([batchCommand(batch), notify])
             var rows: [UUID: (status: String, key: Int64?)] = [:]
