@@ -81,3 +81,13 @@ class Node:
 def clarion_bin():
     assert os.access(CLARION, os.X_OK), f"build clarion first: {CLARION}"
     return CLARION
+
+
+def wait_for(predicate, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")

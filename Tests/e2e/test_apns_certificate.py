@@ -15,20 +15,10 @@ import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, free_port
+from conftest import CLARION, Node, free_port, wait_for
 
 KEY = "AKIACLARIONE2ECERT01"
 SECRET = "e2e-certificate-secret-0123456789abcdefgh"
-
-
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

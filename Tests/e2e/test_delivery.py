@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node
+from conftest import CLARION, Node, wait_for
 
 KEY = "AKIACLARIONE2EDELIV1"
 SECRET = "e2e-delivery-secret-0123456789abcdefghij"
@@ -60,16 +60,6 @@ def applications(sns, emulator, demo):
             "ProviderEndpoint": emulator, "ProviderAuthEndpoint": emulator + "/auth/o2/token"})["PlatformApplicationArn"],
     }
     return apps
-
-
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_topic_publish_reaches_every_endpoint_exactly_once_on_each_platform(stack):
