@@ -35,4 +35,20 @@ final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         return value
     }
+
+    /// The cached value when present and fresh; no load.
+    func cached(_ key: Key) -> Value? {
+        let instant = now()
+        guard let entry = entries.withLock({ $0[key] }), entry.expires > instant else { return nil }
+        return entry.value
+    }
+
+    /// Stores a value learned elsewhere.
+    func remember(_ key: Key, _ value: Value) {
+        let entry = Entry(value: value, expires: now() + lifetime)
+        entries.withLock { table in
+            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
+            table[key] = entry
+        }
+    }
 }

@@ -22,6 +22,10 @@ public struct NativeAPIContext: Sendable {
     public let clock: @Sendable () -> Date
     public let makeID: @Sendable () -> UUID
     private let accountKeys = NativeAccountKeys()
+    /// What never changes about an endpoint (its platform and application), by account and id: a publish to
+    /// an endpoint id it has seen skips the lookup; the statement that stores the message still checks that the
+    /// endpoint exists in the account and that it and its application are enabled.
+    let endpointIdentities = ExpiringCache<EndpointIdentityKey, EndpointIdentity>(lifetime: .seconds(300), capacity: 100_000)
 
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, applications: PlatformApplicationRepository,
                 endpoints: EndpointRepository, topics: TopicRepository, subscriptions: SubscriptionRepository,
@@ -94,4 +98,14 @@ final class NativeAccountKeys: Sendable {
     private let keys = Mutex<[String: Int64]>([:])
     func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
     func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
+}
+
+struct EndpointIdentityKey: Hashable, Sendable {
+    let accountKey: Int64
+    let id: UUID
+}
+
+struct EndpointIdentity: Sendable {
+    let platform: String
+    let applicationName: String
 }

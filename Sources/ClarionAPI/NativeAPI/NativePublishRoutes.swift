@@ -90,8 +90,23 @@ enum NativePublishRoutes {
                     }
                     let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
                     planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
+                } else if let id = try target.string("endpoint"), let uuid = UUID(text: id),
+                          let known = c.endpointIdentities.cached(EndpointIdentityKey(accountKey: caller.accountKey, id: uuid)) {
+                    // Seen before: no lookup. The store's statement checks existence, account and both enabled
+                    // flags (a deleted or disabled endpoint is answered from there, naming this field).
+                    let field = target.name("endpoint")
+                    if let platform = Platform(rawValue: known.platform) {
+                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                    }
+                    let arn = SNSARN.endpoint(caller.region, caller.accountID, platform: known.platform,
+                                              application: known.applicationName, id: uuid)
+                    let reference = MessageTarget.endpointReference(id: uuid, platform: known.platform,
+                                                                    application: known.applicationName, arn: arn)
+                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
                 } else if let id = try target.string("endpoint") {
                     let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
+                    c.endpointIdentities.remember(EndpointIdentityKey(accountKey: caller.accountKey, id: endpoint.externalID),
+                                                  EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName))
                     try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
                     // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
                     // the endpoint exists and both it and its application are enabled (no gap between check and insert).

@@ -314,6 +314,20 @@ struct NativeAPITests {
             let plainID = try #require(UUID(uuidString: plainText))
             let stored = try await f.context.messages.get(externalID: plainID)
             #expect(stored.message == "plain text" && stored.structure == nil)
+
+            // By id a second time: the endpoint's identity is remembered and not looked up again, so the storing
+            // statement alone decides; a disabled or deleted endpoint is still refused on its field.
+            _ = try await f.json("PATCH", "/v1/endpoints/\(e1)", #"{"enabled":false}"#, expect: 200)
+            #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1)"}],"message":"hi"}"#)
+                    == (400, "endpoint_disabled", "targets[0].endpoint"))
+            _ = try await f.json("PATCH", "/v1/endpoints/\(e1)", #"{"enabled":true}"#, expect: 200)
+            _ = try await f.json("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1)"}],"message":"hi"}"#, expect: 202)
+            // A message map without the endpoint's platform is refused before anything is stored, cached or not.
+            #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1)"}],"message":{"GCM":{"data":{}}}}"#)
+                    == (400, "invalid_field", "message.APNS"))
+            _ = try await f.json("DELETE", "/v1/endpoints/\(e1)", expect: 204)
+            #expect(try await f.error("POST", "/v1/publish", #"{"targets":[{"endpoint":"\#(e1)"}],"message":"hi"}"#)
+                    == (404, "not_found", "targets[0].endpoint"))
         }
     }
 
