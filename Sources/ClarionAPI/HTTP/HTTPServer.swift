@@ -172,7 +172,7 @@ public final class HTTPServer: Sendable {
         guard let address = SocketAddress(host: config.host, port: UInt16(config.port)) else {
             throw HTTPServerError(code: .invalidAddress, message: "'\(config.host)' is not a numeric IP address")
         }
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
 
         let retained = Unmanaged.passRetained(core)
