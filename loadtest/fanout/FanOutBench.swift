@@ -173,6 +173,7 @@ func runBench(directory: String, count: Int) async {
     do {
         registry = try ProviderRegistry(options: ProviderOptions(
             eventLoopThreads: setting("LOOPS", 1), connectionsPerPool: setting("CONNS", 2),
+            fcmConnectionsPerPool: setting("FCM_CONNS", ProviderOptions().fcmConnectionsPerPool),
             maxConcurrentStreamsPerConnection: 1000,
             maxQueuedRequestsPerPool: 10_000, requestTimeout: .seconds(30), pingInterval: nil))
     } catch {
@@ -188,7 +189,7 @@ func runBench(directory: String, count: Int) async {
         pageSize: setting("PAGE", 5_000), shardSize: setting("SHARD", 10_000), maxPollInterval: 0.1)
     print("settings             WORKERS=\(workers) INFLIGHT=\(configuration.maxInFlightPerShard) PAGE=\(configuration.pageSize) "
           + "SHARD=\(configuration.shardSize) CHECKPOINT_EVERY=\(configuration.checkpointEvery) "
-          + "CONNS=\(registry.options.connectionsPerPool) LOOPS=\(registry.options.eventLoopThreads)")
+          + "CONNS=\(registry.options.connectionsPerPool) FCM_CONNS=\(registry.options.fcmConnectionsPerPool) LOOPS=\(registry.options.eventLoopThreads)")
     let dispatcher = Dispatcher(pool: pool, directory: directoryImpl, configuration: configuration)
     let running = Task { await dispatcher.run() }
     try? await Task.sleep(for: .milliseconds(300))  // LISTEN is up
