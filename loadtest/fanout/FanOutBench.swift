@@ -185,7 +185,7 @@ func runBench(directory: String, count: Int) async {
     })
     let configuration = DispatcherConfiguration(
         owner: "bench", shardWorkers: workers, leaseDuration: 30, checkpointEvery: setting("CHECKPOINT_EVERY", 5_000),
-        checkpointInterval: 0.25, maxInFlightPerShard: setting("INFLIGHT", 2_000), submitBatchSize: 256,
+        checkpointInterval: 0.25, maxInFlightPerShard: setting("INFLIGHT", 4_000), submitBatchSize: 256,
         pageSize: setting("PAGE", 5_000), shardSize: setting("SHARD", 10_000), maxPollInterval: 0.1)
     print("settings             WORKERS=\(workers) INFLIGHT=\(configuration.maxInFlightPerShard) PAGE=\(configuration.pageSize) "
           + "SHARD=\(configuration.shardSize) CHECKPOINT_EVERY=\(configuration.checkpointEvery) "
