@@ -50,8 +50,11 @@ struct DeliveryAccounting {
     /// were counted when first streamed). `sent`: a provider got the push.
     @discardableResult
     mutating func record(
-        _ outcome: DeliveryOutcome, facts: DeliveryFacts, sent: Bool, targeted: Bool, now: Date, unitRandom: Double
+        _ outcome: DeliveryOutcome, facts: DeliveryFacts, sent: Bool, targeted: Bool, now: Date,
+        unitRandom: @autoclosure () -> Double
     ) -> Disposition {
+        // `unitRandom` is drawn only when a success is sampled or a retry jittered: the system generator is a
+        // getrandom(2) call, which per delivery was a visible share of the gateway's CPU.
         if targeted { effects.counters.targeted += 1 }
         if sent { effects.counters.sent += 1 }
         let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
@@ -83,7 +86,7 @@ struct DeliveryAccounting {
             return .final
         case .retryable(let reason, _), .authTokenExpired(let reason):
             switch policy.next(attempt: facts.attempt, outcome: outcome, now: now, expiresAt: facts.expiresAt,
-                               unitRandom: unitRandom) {
+                               unitRandom: unitRandom()) {
             case .retry(let at):
                 effects.counters.retried += 1
                 effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt, notBefore: at, reason: reason))
@@ -108,8 +111,8 @@ struct DeliveryAccounting {
             dwellMilliseconds: dwell))
     }
 
-    private mutating func sampleSuccess(_ facts: DeliveryFacts, dwell: Int, unitRandom: Double) {
-        guard facts.successSampleRate > 0, unitRandom * 100 < Double(facts.successSampleRate) else { return }
+    private mutating func sampleSuccess(_ facts: DeliveryFacts, dwell: Int, unitRandom: () -> Double) {
+        guard facts.successSampleRate > 0, unitRandom() * 100 < Double(facts.successSampleRate) else { return }
         effects.log.append(DeliveryLogEntry(
             endpoint: facts.endpoint, status: "SUCCESS", providerStatus: nil, providerResponse: nil,
             attempts: facts.attempt, dwellMilliseconds: dwell))

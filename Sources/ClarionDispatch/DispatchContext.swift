@@ -19,6 +19,14 @@ final class DispatchContext: Sendable {
     }
 
     private let state = Mutex(State())
+    private let timings = Mutex(DispatcherTimings())
+
+    /// A worker's wall-time breakdown, added when it ends.
+    func record(_ worker: DispatcherTimings) {
+        timings.withLock { $0.add(worker) }
+    }
+
+    var totalTimings: DispatcherTimings { timings.withLock { $0 } }
 
     init(jobs: FanOutJobs, directory: any PushTransportDirectory, configuration: DispatcherConfiguration,
          observer: (any DispatcherObserver)?) {

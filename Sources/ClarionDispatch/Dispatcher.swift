@@ -38,6 +38,9 @@ public final class Dispatcher: Sendable {
 
     public var owner: String { configuration.owner }
 
+    /// Where the shard workers that ended so far spent their time (diagnosis, the load test).
+    public var timings: DispatcherTimings { context.totalTimings }
+
     /// Works until `shutdown()` (then returns after every shard was finished or handed back).
     public func run() async {
         let listener = WorkListener(conninfo: listenConninfo, channel: FanOutJobs.workChannel) { [signal] in signal.raise() }

@@ -37,6 +37,7 @@ final class ShardWorker {
     /// Applications this worker disabled: their pools are released once the worker is done with them.
     private var disabledHere: [Int64] = []
     private let clock = ContinuousClock()
+    private var timings = DispatcherTimings()
     private var configuration: DispatcherConfiguration { context.configuration }
 
     init(claim: ShardClaim, context: DispatchContext) {
@@ -47,6 +48,7 @@ final class ShardWorker {
     }
 
     func run() async -> ShardWorkerExit {
+        let started = clock.now
         context.register(inbox)
         let exit: ShardWorkerExit
         do {
@@ -56,6 +58,9 @@ final class ShardWorker {
             exit = .failed(error.description)
         }
         context.unregister(inbox)
+        timings.workers = 1
+        timings.workerSeconds = DispatcherTimings.seconds(started.duration(to: clock.now))
+        context.record(timings)
         // Only now: releasing a pool while this worker still waited on it could strand outcomes.
         for application in disabledHere { await context.directory.applicationDisabled(application) }
         return exit
@@ -95,6 +100,8 @@ final class ShardWorker {
             if stoppingSince == nil {
                 while window.count < configuration.maxInFlightPerShard, !exhausted {
                     if index == page.count {
+                        let waitStart = clock.now
+                        timings.pagesRead += 1
                         if let prefetch = nextPage {
                             page = try await prefetch.value.get()
                             nextPage = nil
@@ -102,6 +109,7 @@ final class ShardWorker {
                             page = try await context.jobs.targets(
                                 of: job, shard: claim, after: cursor, limit: configuration.pageSize, staleBefore: staleBefore)
                         }
+                        timings.pageWaitSeconds += DispatcherTimings.seconds(waitStart.duration(to: clock.now))
                         index = 0
                         if page.isEmpty {
                             exhausted = true
@@ -111,7 +119,9 @@ final class ShardWorker {
                         if page.count == configuration.pageSize, let last = page.last?.key {
                             nextPage = prefetch(job: job, after: last, staleBefore: staleBefore)
                         }
+                        let laneStart = clock.now
                         try await context.lanes(for: page.map(\.application), content: content, into: &lanes)
+                        timings.laneSeconds += DispatcherTimings.seconds(laneStart.duration(to: clock.now))
                     }
                     let target = page[index]
                     index += 1
@@ -151,7 +161,14 @@ final class ShardWorker {
             let canFill = stoppingSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
                 && pendingCount == 0
             if absorbed == 0, !canFill {
+                let waitStart = clock.now
+                timings.outcomeWaits += 1
+                if window.count >= configuration.maxInFlightPerShard { timings.outcomeWaitsWindowFull += 1 }
+                if pendingCount > 0 { timings.outcomeWaitsPoolFull += 1 }
+                timings.awaitingAtWaitSum += awaiting
+                timings.windowAtWaitSum += window.count
                 await inbox.wait(timeout: waitTimeout())
+                timings.outcomeWaitSeconds += DispatcherTimings.seconds(waitStart.duration(to: clock.now))
             }
         }
     }
@@ -288,6 +305,11 @@ final class ShardWorker {
         let effects = accounting.take()
         let key = lease == .finish ? claim.hi : checkpointKey
         var attempt = 0
+        let started = clock.now
+        defer {
+            timings.checkpoints += 1
+            timings.checkpointSeconds += DispatcherTimings.seconds(started.duration(to: clock.now))
+        }
         while true {
             do {
                 let result = try await context.jobs.checkpoint(

@@ -116,6 +116,25 @@ public final class ProviderClient: Sendable {
         return classify(result, delivery: delivery, authorization: authorization)
     }
 
+    /// The request `send` and `submit` would put on the wire for this delivery, with the current credentials
+    /// (the JWT or access token fetched if needed); nil when the push would be refused without a round trip.
+    /// For load tests that replay the gateway's exact requests with another client (h2load).
+    public func sampleRequest(_ push: RenderedPush, delivery: ProviderDelivery) async -> HTTP2Request? {
+        if precheck(push) != nil || Self.checkToken(delivery.token) != nil { return nil }
+        let authorization: String?
+        switch auth {
+        case .certificate:
+            authorization = nil
+        case .apns(let signer):
+            guard let value = try? signer.authorization() else { return nil }
+            authorization = value
+        case .oauth(let source):
+            guard case .success(let token) = await source.token() else { return nil }
+            authorization = "Bearer " + token
+        }
+        return RequestShape(push: push, client: self, authorization: authorization).request(for: delivery, tag: 0)
+    }
+
     /// `send(_:to:)` for one token.
     public func send(_ push: RenderedPush, token: String, deliveryID: String? = nil, tokenUpdatedAt: Date? = nil) async -> DeliveryOutcome {
         await send(push, to: ProviderDelivery(token: token, deliveryID: deliveryID, tokenUpdatedAt: tokenUpdatedAt))
@@ -308,6 +327,9 @@ public final class ProviderClient: Sendable {
             source.invalidate(token: String(authorization.dropFirst("Bearer ".count)))
         }
     }
+
+    /// Connections this client's pool keeps open (load tests give a replaying client the same number).
+    public var poolConnectionCount: Int { pool.configuration.connectionCount }
 
     /// The pool's counters (connections opened, in flight...), for tests and metrics.
     public func poolStatistics() async -> ProviderPoolStatistics {

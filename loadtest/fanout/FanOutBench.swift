@@ -8,6 +8,7 @@
 //                                   publishes once and runs the dispatcher until the message completes; prints
 //                                   deliveries/s from publish to completion, CPU and peak RSS of this process
 import ClarionCore
+import ClarionHTTP2
 import ClarionDispatch
 import ClarionEmulator
 import ClarionProviders
@@ -34,11 +35,24 @@ func cpuSeconds() -> Double {
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
 }
 
+/// An integer tunable from the environment.
+func setting(_ name: String, _ fallback: Int) -> Int {
+    Int(ProcessInfo.processInfo.environment[name] ?? "") ?? fallback
+}
+
 func readJSON(_ path: String) -> [String: Any] {
     guard let data = FileManager.default.contents(atPath: path),
           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { fail("cannot read \(path)") }
     return object
 }
+
+struct SeedReused: Error {}
+
+/// The one topic publish (SNS message structure json).
+let benchMessage = #"{"default":"hello","APNS":"{\"aps\":{\"alert\":\"bench\"}}"}"#
+
+func apnsToken(_ i: Int) -> String { String(format: "%016llx", UInt64(i)) + String(repeating: "a", count: 48) }
+func fcmToken(_ i: Int) -> String { "fcm-\(i)" }
 
 func runEmulatorCommand(directory: String) -> Never {
     do {
@@ -46,7 +60,7 @@ func runEmulatorCommand(directory: String) -> Never {
         try credentials.write(to: directory)
         var configuration = credentials.configuration()
         configuration.recordInMemory = false
-        configuration.eventLoops = 1
+        configuration.eventLoops = setting("EMU_LOOPS", 1)
         let handle = try runEmulator(configuration: configuration)
         try String(handle.port).write(toFile: directory + "/port", atomically: true, encoding: .utf8)
     } catch {
@@ -92,10 +106,29 @@ func runBench(directory: String, count: Int) async {
     do {
         let c = try PGConnection(conninfo: url)
         try Migrator().migrate(c)
-        try c.execute("TRUNCATE accounts CASCADE")
-        account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
         let apnsAttributes = PGJSON([ProviderAttribute.appleTeamID: teamID, ProviderAttribute.appleBundleID: bundleID,
                                      ProviderAttribute.providerEndpoint: base])
+        // REUSE=1 with DATABASE_URL: keep the endpoints a previous run seeded (same N), point the applications
+        // at this run's emulator and drop the old messages. Saves the seeding when iterating.
+        if ProcessInfo.processInfo.environment["REUSE"] == "1",
+           let row = try c.query("""
+               SELECT t.id, t.account, (SELECT count(*) FROM subscriptions s WHERE s.topic = t.id),
+                   (SELECT id FROM platform_applications WHERE name = 'ios'),
+                   (SELECT id FROM platform_applications WHERE name = 'android')
+               FROM topics t WHERE t.name = 'bench'
+               """).first, row.int64(2) == Int64(count) {
+            topic = row.int64(0)!
+            account = row.int64(1)!
+            apnsApp = row.int64(3)!
+            fcmApp = row.int64(4)!
+            try c.query("UPDATE platform_applications SET attributes = $2, enabled = true WHERE id = $1", [apnsApp, apnsAttributes])
+            try c.query("UPDATE platform_applications SET attributes = $2, enabled = true WHERE id = $1",
+                        [fcmApp, PGJSON([ProviderAttribute.providerEndpoint: base])])
+            try c.execute("TRUNCATE messages CASCADE")
+            throw SeedReused()
+        }
+        try c.execute("TRUNCATE accounts CASCADE")
+        account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
         apnsApp = try c.query("""
             INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, 'ios', 'APNS', $2) RETURNING id
             """, [account, apnsAttributes]).first!.int64(0)!
@@ -111,7 +144,7 @@ func runBench(directory: String, count: Int) async {
             let end = min(count, next + 10_000)
             while next < end {
                 let isAPNs = next % 2 == 0
-                let token = isAPNs ? String(format: "%016llx", UInt64(next)) + String(repeating: "a", count: 48) : "fcm-\(next)"
+                let token = isAPNs ? apnsToken(next) : fcmToken(next)
                 PGCopy.append(UUID().uuidString.lowercased(), to: &chunk)
                 chunk.append(0x09)
                 PGCopy.append(String(isAPNs ? apnsApp : fcmApp), to: &chunk)
@@ -127,16 +160,21 @@ func runBench(directory: String, count: Int) async {
             SELECT gen_random_uuid(), $1, 'application', id FROM endpoints ORDER BY id
             """, [topic])
         try c.execute("ANALYZE endpoints; ANALYZE subscriptions")
+    } catch is SeedReused {
+        print("seeding              reused the endpoints of an earlier run (REUSE=1)")
     } catch {
         fail("seed: \(error)")
     }
     let seedSeconds = Date().timeIntervalSince(seedStart)
 
-    let pool = PGPool(conninfo: url, size: 8, applicationName: "fanoutbench")
+    let workers = setting("WORKERS", 4)
+    let pool = PGPool(conninfo: url, size: 2 * workers + 2, applicationName: "fanoutbench")
     let registry: ProviderRegistry
     do {
         registry = try ProviderRegistry(options: ProviderOptions(
-            eventLoopThreads: 1, connectionsPerPool: 2, maxConcurrentStreamsPerConnection: 1000,
+            eventLoopThreads: setting("LOOPS", 1), connectionsPerPool: setting("CONNS", 2),
+            fcmConnectionsPerPool: setting("FCM_CONNS", ProviderOptions().fcmConnectionsPerPool),
+            maxConcurrentStreamsPerConnection: 1000,
             maxQueuedRequestsPerPool: 10_000, requestTimeout: .seconds(30), pingInterval: nil))
     } catch {
         fail("registry: \(error)")
@@ -145,10 +183,13 @@ func runBench(directory: String, count: Int) async {
     let directoryImpl = ProviderRegistryDirectory(registry: registry, credentials: { key in
         key == apnsKey ? PlatformCredentials(credential: keyPEM, principal: keyID) : PlatformCredentials(credential: serviceAccountJSON)
     })
-    let workers = Int(ProcessInfo.processInfo.environment["WORKERS"] ?? "") ?? 4
     let configuration = DispatcherConfiguration(
-        owner: "bench", shardWorkers: workers, leaseDuration: 30, checkpointEvery: 5_000, checkpointInterval: 0.25,
-        maxInFlightPerShard: 2_000, submitBatchSize: 256, pageSize: 5_000, shardSize: 10_000, maxPollInterval: 0.1)
+        owner: "bench", shardWorkers: workers, leaseDuration: 30, checkpointEvery: setting("CHECKPOINT_EVERY", 5_000),
+        checkpointInterval: 0.25, maxInFlightPerShard: setting("INFLIGHT", 4_000), submitBatchSize: 256,
+        pageSize: setting("PAGE", 5_000), shardSize: setting("SHARD", 10_000), maxPollInterval: 0.1)
+    print("settings             WORKERS=\(workers) INFLIGHT=\(configuration.maxInFlightPerShard) PAGE=\(configuration.pageSize) "
+          + "SHARD=\(configuration.shardSize) CHECKPOINT_EVERY=\(configuration.checkpointEvery) "
+          + "CONNS=\(registry.options.connectionsPerPool) FCM_CONNS=\(registry.options.fcmConnectionsPerPool) LOOPS=\(registry.options.eventLoopThreads)")
     let dispatcher = Dispatcher(pool: pool, directory: directoryImpl, configuration: configuration)
     let running = Task { await dispatcher.run() }
     try? await Task.sleep(for: .milliseconds(300))  // LISTEN is up
@@ -162,7 +203,7 @@ func runBench(directory: String, count: Int) async {
         message = try c.query("""
             INSERT INTO messages (external_id, account, target_kind, target_id, message, structure)
             VALUES (gen_random_uuid(), $1, 'topic', $2, $3, 'json') RETURNING id
-            """, [account, topic, #"{"default":"hello","APNS":"{\"aps\":{\"alert\":\"bench\"}}"}"#]).first!.int64(0)!
+            """, [account, topic, benchMessage]).first!.int64(0)!
         try c.notify(FanOutJobs.workChannel)
     } catch {
         fail("publish: \(error)")
@@ -184,6 +225,8 @@ func runBench(directory: String, count: Int) async {
     }
     let elapsed = Date().timeIntervalSince(publishedAt)
     let cpu = cpuSeconds() - cpuBefore
+    try? await Task.sleep(for: .milliseconds(100))  // the last worker adds its timings just after its commit
+    let timings = dispatcher.timings
 
     // Direct publishes at a fixed rate, each as the publish path writes it (message + one-endpoint shard +
     // NOTIFY in one commit); latency is the database's publish time to the message's completion.
@@ -228,6 +271,23 @@ func runBench(directory: String, count: Int) async {
     } catch {
         print("direct publishes: \(error)")
     }
+    // The requests the gateway sent, for run.sh's h2load ceiling against the same emulator: the same rendered
+    // bodies, headers and credentials, through `ProviderClient.sampleRequest`.
+    let publishedMessage = try! SNSMessage.parse(message: benchMessage, structure: .json, requireDefault: false)
+    for (name, application, platform, token) in [("apns", apnsApp, Platform.apns, apnsToken(0)), ("fcm", fcmApp, Platform.gcm, fcmToken(1))] {
+        guard let client = registry.existingClient(applicationID: String(application)),
+              case .push(let push) = PushRenderer.render(
+                publishedMessage, attributes: try! MobilePushAttributes.parse([:]), platform: platform,
+                settings: RenderSettings(apnsBundleID: client.application.apnsBundleID), publishedAt: Date(), now: Date()),
+              let request = await client.sampleRequest(push, delivery: ProviderDelivery(token: token)) else {
+            print("h2load inputs        none for \(name)")
+            continue
+        }
+        let lines = [base + request.path] + request.headers.map { "\($0.0): \($0.1)" }
+        try? lines.joined(separator: "\n").write(toFile: "\(directory)/h2load-\(name).args", atomically: true, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: "\(directory)/h2load-\(name).body", contents: Data(request.body))
+        try? String(client.poolConnectionCount).write(toFile: "\(directory)/h2load-\(name).conns", atomically: true, encoding: .utf8)
+    }
     dispatcher.shutdown()
     await running.value
     await registry.shutdown()
@@ -246,6 +306,23 @@ func runBench(directory: String, count: Int) async {
         p99 \(String(format: "%.1f", latency.p99)) ms, max \(String(format: "%.1f", latency.max)) ms (publish commit -> Completed)
         """)
     if status.failuresByReason.count > 0 { print("failures             \(status.failuresByReason)") }
+    // Where the shard workers' wall time went (summed over workers; includes the direct publishes' workers).
+    let waits = max(1, timings.outcomeWaits)
+    func share(_ seconds: Double) -> String {
+        String(format: "%.1f s (%.0f%%)", seconds, seconds / max(timings.workerSeconds, 0.001) * 100)
+    }
+    print("""
+        worker wall time     \(String(format: "%.1f", timings.workerSeconds)) s over \(timings.workers) workers \
+        (mean \(String(format: "%.2f", timings.workerSeconds / elapsed)) busy during the fan-out)
+          page waits         \(share(timings.pageWaitSeconds)), \(timings.pagesRead) pages
+          lanes              \(share(timings.laneSeconds))
+          checkpoints        \(share(timings.checkpointSeconds)), \(timings.checkpoints) \
+        (\(String(format: "%.1f", timings.checkpointSeconds / Double(max(1, timings.checkpoints)) * 1000)) ms each)
+          outcome waits      \(share(timings.outcomeWaitSeconds)), \(timings.outcomeWaits) waits: \
+        window full \(timings.outcomeWaitsWindowFull), pool full \(timings.outcomeWaitsPoolFull), \
+        mean awaiting \(timings.awaitingAtWaitSum / waits), mean window \(timings.windowAtWaitSum / waits)
+        gateway CPU/delivery \(String(format: "%.2f", cpu / Double(max(1, delivered)) * 1e6)) µs
+        """)
 }
 
 let arguments = CommandLine.arguments

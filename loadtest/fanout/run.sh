@@ -51,6 +51,7 @@ swift build -c "$CONFIG" --package-path "$PKG" --scratch-path "$SCRATCH/build" 2
 BIN="$SCRATCH/build/$CONFIG/fanoutbench"
 [ -x "$BIN" ] || { echo "build failed" >&2; exit 1; }
 
+TICKS=$(getconf CLK_TCK)
 EMU_PID=""
 cleanup() { [ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -59,11 +60,43 @@ EMU_PID=$!
 for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
 [ -s "$WORK/port" ] || { echo "emulator did not start" >&2; cat "$WORK/emulator.log" >&2; exit 1; }
 
-echo "fan-out of $N endpoints ($CONFIG build, $(nproc) cores, emulator on the same machine)"
-"$BIN" run "$WORK" "$N"
+echo "fan-out of $N endpoints ($CONFIG build, $(nproc) cores, emulator on the same machine); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+"$BIN" run "$WORK" "$N" | tee "$WORK/run.out"
+echo "load average after   $(cut -d' ' -f1-3 /proc/loadavg)"
 # The emulator's own cost (separate process): CPU ticks and peak RSS from /proc.
-TICKS=$(getconf CLK_TCK)
 read -r UTIME STIME < <(awk '{print $14, $15}' "/proc/$EMU_PID/stat")
 HWM=$(awk '/VmHWM/ {print $2}' "/proc/$EMU_PID/status")
 echo "emulator CPU         $(awk -v u="$UTIME" -v s="$STIME" -v t="$TICKS" 'BEGIN {printf "%.1f", (u+s)/t}') s (whole run)"
 echo "emulator peak RSS    $((HWM / 1024)) MB"
+
+# The ceiling: h2load against the same emulator process, with the requests the gateway sent (bodies, headers, JWT /
+# access token written by the run), the same mix (N/2 APNs + N/2 FCM, run at once) and the same connections per
+# pool; streams per connection as the emulator grants them (APNs 1000 after the token, FCM 100). The ratio is
+# the gateway's deliveries/s over the N requests' rate through h2load.
+if [ "${H2LOAD:-1}" = 1 ] && command -v h2load >/dev/null && [ -s "$WORK/h2load-apns.args" ] && [ -s "$WORK/h2load-fcm.args" ]; then
+    half=$(( (N + 1) / 2 ))
+    h2run() {  # name count
+        local args=() line url
+        { read -r url; while IFS= read -r line || [ -n "$line" ]; do args+=(-H "$line"); done; } < "$WORK/h2load-$1.args"
+        h2load -n "$2" -c "$(cat "$WORK/h2load-$1.conns")" -m 1000 -d "$WORK/h2load-$1.body" "${args[@]}" "$url" \
+            > "$WORK/h2load-$1.out" 2>&1
+    }
+    read -r U0 S0 < <(awk '{print $14, $15}' "/proc/$EMU_PID/stat")
+    START=$(date +%s.%N)
+    h2run apns "$half" & A=$!
+    h2run fcm $(( N - half )) & F=$!
+    wait $A $F || true
+    END=$(date +%s.%N)
+    read -r U1 S1 < <(awk '{print $14, $15}' "/proc/$EMU_PID/stat")
+    for p in apns fcm; do
+        echo "h2load $p   $(grep -E "^finished in" "$WORK/h2load-$p.out" | cut -d, -f1-2); $(grep -E "^requests:" "$WORK/h2load-$p.out")"
+    done
+    DPS=$(awk '/^deliveries\/s/ {print $2}' "$WORK/run.out")
+    awk -v n="$N" -v s="$START" -v e="$END" -v d="$DPS" -v cpu="$(( U1 + S1 - U0 - S0 ))" -v t="$TICKS" 'BEGIN {
+        r = n / (e - s);
+        printf "h2load ceiling       %d requests in %.2f s = %.0f req/s (both at once); emulator CPU %.1f s\n", n, e - s, r, cpu / t;
+        printf "ratio                %.2f (gateway deliveries/s %s / h2load req/s %.0f)\n", d / r, d, r }'
+    echo "load average end     $(cut -d' ' -f1-3 /proc/loadavg)"
+else
+    echo "h2load ceiling       not measured (H2LOAD=0, no h2load, or no request written by the run)"
+fi

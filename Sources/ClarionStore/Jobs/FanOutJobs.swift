@@ -197,12 +197,17 @@ public struct FanOutJobs: Sendable {
             let result: PGResult
             switch kind {
             case .topic:
+                // One index probe per subscription of the page (a nested loop, in key order, no sort). A plain
+                // join let the planner hash the page against a (parallel) sequential scan of every endpoint:
+                // 75 ms a page at 200k endpoints and growing with the table, against 13 ms this way. `OFFSET 0`
+                // keeps the lateral subquery from being flattened back into that join.
                 result = try c.query("""
                     SELECT s.id, e.id, e.application, e.token, e.enabled,
                         coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at)
-                    FROM subscriptions s JOIN endpoints e ON e.id = s.endpoint
-                    WHERE s.topic = $1 AND s.id > $2 AND s.id <= $3
-                    ORDER BY s.id LIMIT $4
+                    FROM (SELECT id, endpoint FROM subscriptions
+                          WHERE topic = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4) s
+                    CROSS JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = s.endpoint OFFSET 0) e
+                    ORDER BY s.id
                     """, [target, after, shard.hi, limit, stale])
             case .endpoint:
                 result = try c.query("""
