@@ -6,8 +6,9 @@ import Synchronization
 /// The fan-out dispatcher of one process: plans published messages into shards, claims shards under leases,
 /// runs up to `shardWorkers` shard workers and a retry worker, and hands everything back on shutdown.
 ///
-/// Wiring (the app's job): build a `PGPool` (about `2 * shardWorkers + 2` connections: a worker may read its next
-/// page while it checkpoints, and the planner/claimer and retry worker need one each), a `PushTransportDirectory`
+/// Wiring (the app's job): build a `PGPool` (about `3 * shardWorkers + 2` connections: a worker may read its next
+/// page while it checkpoints, up to `drainingWorkers` more finish their shards' tails, and the planner/claimer and
+/// retry worker need one each), a `PushTransportDirectory`
 /// (`ProviderRegistryDirectory` over the provider registry and `PlatformApplicationRepository.credentials`), then
 ///
 ///     let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: .init(shardWorkers: 4))
@@ -24,7 +25,7 @@ public final class Dispatcher: Sendable {
     private let listenConninfo: String
     private let signal = WakeSignal()
     private let retrySignal = WakeSignal()
-    private let activeWorkers = Mutex((general: 0, express: 0))
+    private let slots = Mutex(WorkerSlots())
 
     public init(
         pool: PGPool, directory: any PushTransportDirectory, configuration: DispatcherConfiguration = DispatcherConfiguration(),
@@ -92,7 +93,7 @@ public final class Dispatcher: Sendable {
             // Express slots first (small shards only), then the general ones (any shard).
             for express in [true, false] where !context.isStopping {
                 let capacity = express ? configuration.expressWorkers : configuration.shardWorkers
-                let free = capacity - activeWorkers.withLock { express ? $0.express : $0.general }
+                let free = capacity - slots.withLock { express ? $0.express : $0.general }
                 guard free > 0 else { continue }
                 let claims: [ShardClaim]
                 do {
@@ -105,11 +106,19 @@ public final class Dispatcher: Sendable {
                 }
                 for claim in claims {
                     progressed = true
-                    activeWorkers.withLock { if express { $0.express += 1 } else { $0.general += 1 } }
+                    slots.withLock { if express { $0.express += 1 } else { $0.general += 1 } }
                     context.observer?.shardClaimed(
                         shard: claim.shard, message: claim.message, owner: configuration.owner, checkpoint: claim.checkpoint)
                     group.addTask {
-                        let exit = await ShardWorker(claim: claim, context: self.context).run()
+                        let worker = ShardWorker(claim: claim, context: self.context)
+                        // Read to the end, only outcomes awaited: the slot goes to the next shard (its claim and
+                        // first page overlap this tail) while the worker keeps its lease until it finishes.
+                        worker.onStreamEnd = { [self] in
+                            let released = slots.withLock { $0.startDraining(express: express, limit: self.drainLimit(express)) }
+                            if released { signal.raise() }
+                            return released
+                        }
+                        let exit = await worker.run()
                         self.context.observer?.shardEnded(shard: claim.shard, owner: self.configuration.owner, how: exit)
                         switch exit {
                         case .failed(let reason):
@@ -120,7 +129,8 @@ public final class Dispatcher: Sendable {
                         default:
                             break
                         }
-                        self.activeWorkers.withLock { if express { $0.express -= 1 } else { $0.general -= 1 } }
+                        let draining = worker.slotReleased
+                        self.slots.withLock { $0.end(express: express, draining: draining) }
                         self.signal.raise()
                         if exit == .finished { self.retrySignal.raise() }
                     }
@@ -133,6 +143,10 @@ public final class Dispatcher: Sendable {
             let woken = await signal.wait(timeout: idle)
             idle = woken ? 0.02 : min(configuration.maxPollInterval, idle * 2)
         }
+    }
+
+    private func drainLimit(_ express: Bool) -> Int {
+        express ? configuration.expressWorkers : configuration.drainingWorkers
     }
 
     private func retryLoop() async {
@@ -162,6 +176,39 @@ public final class Dispatcher: Sendable {
             }
             _ = await retrySignal.wait(timeout: timeout)
             idle = min(configuration.maxPollInterval, idle * 2)
+        }
+    }
+}
+
+/// Workers running per kind: those holding a slot (streaming their shard) and those that gave their slot back
+/// after reading their shard to the end and only await its last outcomes (bounded separately, so a slow
+/// provider cannot pile up draining shards without limit).
+struct WorkerSlots {
+    var general = 0
+    var express = 0
+    var generalDraining = 0
+    var expressDraining = 0
+
+    /// Moves a worker from its slot to the draining set if there is room; true when its slot is free now.
+    mutating func startDraining(express: Bool, limit: Int) -> Bool {
+        if express {
+            guard expressDraining < limit else { return false }
+            self.express -= 1
+            expressDraining += 1
+        } else {
+            guard generalDraining < limit else { return false }
+            general -= 1
+            generalDraining += 1
+        }
+        return true
+    }
+
+    mutating func end(express: Bool, draining: Bool) {
+        switch (express, draining) {
+        case (true, true): expressDraining -= 1
+        case (true, false): self.express -= 1
+        case (false, true): generalDraining -= 1
+        case (false, false): general -= 1
         }
     }
 }

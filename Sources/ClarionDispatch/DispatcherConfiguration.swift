@@ -7,6 +7,9 @@ public struct DispatcherConfiguration: Sendable {
     public var owner: String
     /// Shards worked at once.
     public var shardWorkers: Int
+    /// Workers that read their shard to the end and gave their slot back while their last outcomes arrive; at
+    /// most this many such (general) workers at once, beyond `shardWorkers`. 0 keeps the slot until finished.
+    public var drainingWorkers: Int
     /// Extra workers only for small shards (at most `expressShardTargets` planned targets: direct publishes,
     /// small topics), so a direct publish is not queued behind a million-endpoint fan-out.
     public var expressWorkers: Int
@@ -50,7 +53,8 @@ public struct DispatcherConfiguration: Sendable {
     public var unitRandom: @Sendable () -> Double
 
     public init(
-        owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, expressWorkers: Int = 2,
+        owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, drainingWorkers: Int? = nil,
+        expressWorkers: Int = 2,
         expressShardTargets: Int = 100, leaseDuration: Double = 30,
         checkpointEvery: Int = 2_000, checkpointInterval: Double = 0.25, maxInFlightPerShard: Int = 1_000,
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
@@ -62,6 +66,7 @@ public struct DispatcherConfiguration: Sendable {
     ) {
         self.owner = owner
         self.shardWorkers = max(1, shardWorkers)
+        self.drainingWorkers = max(0, drainingWorkers ?? self.shardWorkers)
         self.expressWorkers = max(0, expressWorkers)
         self.expressShardTargets = max(1, expressShardTargets)
         self.leaseDuration = max(0.5, leaseDuration)

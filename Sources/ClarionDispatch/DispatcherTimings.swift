@@ -28,11 +28,16 @@ public struct DispatcherTimings: Sendable, Hashable {
     /// Sum over waits of the entries in the window when the wait began.
     public var windowAtWaitSum = 0
 
+    /// Of `workerSeconds`: time after a worker gave its slot back (stream read to the end, outcomes and the final
+    /// checkpoint awaited while another shard used the slot).
+    public var drainingSeconds = 0.0
+
     public init() {}
 
     mutating func add(_ other: DispatcherTimings) {
         workers += other.workers
         workerSeconds += other.workerSeconds
+        drainingSeconds += other.drainingSeconds
         pageWaitSeconds += other.pageWaitSeconds
         pagesRead += other.pagesRead
         laneSeconds += other.laneSeconds

@@ -39,6 +39,12 @@ final class ShardWorker {
     private let clock = ContinuousClock()
     private var timings = DispatcherTimings()
     private var configuration: DispatcherConfiguration { context.configuration }
+    /// Called once when the stream is read to the end (only outcomes and the final checkpoint remain); returns
+    /// whether the dispatcher took this worker's slot back for another shard.
+    var onStreamEnd: (() -> Bool)?
+    /// This worker gave its slot back and is draining.
+    private(set) var slotReleased = false
+    private var drainStarted: ContinuousClock.Instant?
 
     init(claim: ShardClaim, context: DispatchContext) {
         self.claim = claim
@@ -60,6 +66,7 @@ final class ShardWorker {
         context.unregister(inbox)
         timings.workers = 1
         timings.workerSeconds = DispatcherTimings.seconds(started.duration(to: clock.now))
+        if let drainStarted { timings.drainingSeconds = DispatcherTimings.seconds(drainStarted.duration(to: clock.now)) }
         context.record(timings)
         // Only now: releasing a pool while this worker still waited on it could strand outcomes.
         for application in disabledHere { await context.directory.applicationDisabled(application) }
@@ -130,6 +137,10 @@ final class ShardWorker {
                 }
                 if !exhausted, index == page.count, page.count < configuration.pageSize { exhausted = true }
                 submitAll()
+                if exhausted, !slotReleased, let onStreamEnd {
+                    slotReleased = onStreamEnd()
+                    if slotReleased { drainStarted = clock.now }
+                }
             }
             let absorbed = absorb(inbox.take())
             if absorbed > 0 || awaiting == 0 {

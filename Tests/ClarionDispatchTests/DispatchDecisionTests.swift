@@ -103,6 +103,27 @@ struct DispatchDecisionTests {
         #expect(effects.log.allSatisfy { $0.status == "SUCCESS" && $0.dwellMilliseconds == 2_000 })
     }
 
+    @Test("a worker that read its shard to the end gives its slot back, up to the draining limit, and ends once")
+    func drainingSlots() {
+        var slots = WorkerSlots()
+        slots.general = 2
+        let first = slots.startDraining(express: false, limit: 1)
+        #expect(first)
+        #expect(slots.general == 1 && slots.generalDraining == 1)
+        // The draining set is full: the second worker keeps its slot until it finishes.
+        let second = slots.startDraining(express: false, limit: 1)
+        #expect(!second)
+        #expect(slots.general == 1 && slots.generalDraining == 1)
+        slots.end(express: false, draining: true)
+        slots.end(express: false, draining: false)
+        #expect(slots.general == 0 && slots.generalDraining == 0)
+        slots.express = 1
+        let express = slots.startDraining(express: true, limit: 0)
+        #expect(!express)
+        slots.end(express: true, draining: false)
+        #expect(slots.express == 0 && slots.expressDraining == 0)
+    }
+
     @Test("the final state follows the counters")
     func finalStates() {
         #expect(MessageState.final(for: DeliveryCounters(accepted: 1, failed: 9)) == .completed)

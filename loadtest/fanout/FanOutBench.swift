@@ -168,7 +168,7 @@ func runBench(directory: String, count: Int) async {
     let seedSeconds = Date().timeIntervalSince(seedStart)
 
     let workers = setting("WORKERS", 4)
-    let pool = PGPool(conninfo: url, size: 2 * workers + 2, applicationName: "fanoutbench")
+    let pool = PGPool(conninfo: url, size: 3 * workers + 2, applicationName: "fanoutbench")
     let registry: ProviderRegistry
     do {
         registry = try ProviderRegistry(options: ProviderOptions(
@@ -314,6 +314,7 @@ func runBench(directory: String, count: Int) async {
     print("""
         worker wall time     \(String(format: "%.1f", timings.workerSeconds)) s over \(timings.workers) workers \
         (mean \(String(format: "%.2f", timings.workerSeconds / elapsed)) busy during the fan-out)
+          draining           \(share(timings.drainingSeconds)) (stream read to the end, slot handed to the next shard)
           page waits         \(share(timings.pageWaitSeconds)), \(timings.pagesRead) pages
           lanes              \(share(timings.laneSeconds))
           checkpoints        \(share(timings.checkpointSeconds)), \(timings.checkpoints) \
