@@ -153,7 +153,11 @@ final class HTTP2ClientConnection: SocketChannel {
         headerBlock.add(":method", request.method)
         headerBlock.add(":scheme", scheme)
         headerBlock.add(":authority", request.authority ?? pool.defaultAuthority)
-        headerBlock.add(":path", request.path)
+        if request.pathSuffix.isEmpty {
+            headerBlock.add(":path", request.path)
+        } else {
+            headerBlock.add(":path", request.path, suffix: request.pathSuffix)
+        }
         for (name, value) in request.headers { headerBlock.add(name, value) }
         if !request.body.isEmpty { headerBlock.add("content-length", decimal: request.body.count) }
 

@@ -5,6 +5,9 @@
 public struct HTTP2Request: Sendable {
     public var method: String
     public var path: String
+    /// Appended to `path` on the wire (`:path` is `path + pathSuffix`): a batch of requests can share one path
+    /// prefix and carry only the per-request part, with no concatenated string per request.
+    public var pathSuffix: String
     public var authority: String?
     /// Extra header fields, lowercase names (HTTP/2 requires it), e.g. `("authorization", "bearer …")`.
     public var headers: [(String, String)]
@@ -14,17 +17,21 @@ public struct HTTP2Request: Sendable {
     public var tag: UInt64
 
     public init(
-        method: String = "POST", path: String, authority: String? = nil, headers: [(String, String)] = [],
-        body: [UInt8] = [], timeout: Duration? = nil, tag: UInt64 = 0
+        method: String = "POST", path: String, pathSuffix: String = "", authority: String? = nil,
+        headers: [(String, String)] = [], body: [UInt8] = [], timeout: Duration? = nil, tag: UInt64 = 0
     ) {
         self.method = method
         self.path = path
+        self.pathSuffix = pathSuffix
         self.authority = authority
         self.headers = headers
         self.body = body
         self.timeout = timeout
         self.tag = tag
     }
+
+    /// The whole `:path` of the request.
+    public var fullPath: String { pathSuffix.isEmpty ? path : path + pathSuffix }
 }
 
 /// A complete response: the `:status`, the other header fields in arrival order, and the body.
@@ -70,15 +77,18 @@ public struct HTTP2Response: Sendable {
 
     /// The first value of a header field (names compare ASCII case-insensitively).
     public func header(_ name: String) -> String? {
-        let wanted = Array(name.utf8)
-        var found: String?
-        forEachField { fieldName, value in
-            guard fieldName.count == wanted.count else { return true }
-            for i in 0..<wanted.count where asciiLower(fieldName[i]) != asciiLower(wanted[i]) { return true }
-            found = String(decoding: value, as: UTF8.self)
-            return false
+        var name = name
+        // `withUTF8` reads a native string in place (no array of the name per lookup).
+        return name.withUTF8 { wanted -> String? in
+            var found: String?
+            forEachField { fieldName, value in
+                guard fieldName.count == wanted.count else { return true }
+                for i in 0..<wanted.count where asciiLower(fieldName[i]) != asciiLower(wanted[i]) { return true }
+                found = String(decoding: value, as: UTF8.self)
+                return false
+            }
+            return found
         }
-        return found
     }
 
     private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {

@@ -72,6 +72,13 @@ final class HeaderBlockBuilder {
         offsets.append((name.utf8Start, 0, name.utf8CodeUnitCount, v, vl))
     }
 
+    /// A field with a static name whose value is `value` followed by `suffix` (no joined string).
+    func add(_ name: StaticString, _ value: String, suffix: String) {
+        let (v, vl) = copy(value)
+        let (_, sl) = copy(suffix)  // lands right after `value`
+        offsets.append((name.utf8Start, 0, name.utf8CodeUnitCount, v, vl + sl))
+    }
+
     /// A field whose value is a non-negative decimal number.
     func add(_ name: StaticString, decimal: Int) {
         var digits = 1

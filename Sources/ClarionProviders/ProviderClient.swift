@@ -253,6 +253,15 @@ public final class ProviderClient: Sendable {
         let now = clock()
         switch result {
         case .success(let response):
+            // Fast path for acceptances, nearly every answer of a fan-out: no header list, dictionary or JSON tree.
+            switch application.platform.provider {
+            case .apns where response.status == 200:
+                return .accepted(providerID: response.header("apns-id"))
+            case .fcm where (200..<300).contains(response.status):
+                if let name = FCMAcceptedName.scan(response.body) { return .accepted(providerID: name) }
+            default:
+                break
+            }
             var headers: [(String, String)] = []
             if let retryAfter = response.header("retry-after") { headers.append(("retry-after", retryAfter)) }
             let outcome: DeliveryOutcome
@@ -389,9 +398,18 @@ struct RequestShape {
     }
 
     func request(for delivery: ProviderDelivery, tag: UInt64) -> HTTP2Request {
-        let path = fixedPath ?? (pathPrefix + Self.pathSegment(delivery.token) + pathSuffix)
-        return HTTP2Request(method: "POST", path: path, headers: headers,
-                            body: push.body(token: delivery.token, deliveryID: delivery.deliveryID), tag: tag)
+        let body = push.body(token: delivery.token, deliveryID: delivery.deliveryID)
+        if let fixedPath {
+            return HTTP2Request(method: "POST", path: fixedPath, headers: headers, body: body, tag: tag)
+        }
+        // The shared prefix and the token travel separately (the header block joins them): no path string per
+        // request for APNs, whose tokens need no escaping.
+        if pathSuffix.isEmpty {
+            return HTTP2Request(method: "POST", path: pathPrefix, pathSuffix: Self.pathSegment(delivery.token),
+                                headers: headers, body: body, tag: tag)
+        }
+        return HTTP2Request(method: "POST", path: pathPrefix + Self.pathSegment(delivery.token), pathSuffix: pathSuffix,
+                            headers: headers, body: body, tag: tag)
     }
 
     /// A token as one path segment: unreserved characters and `:|=+@` kept, anything else (`/`, `%`, `?`, space) %XX.
@@ -419,6 +437,40 @@ struct RequestShape {
             }
         }
         return out
+    }
+}
+
+/// FCM's acceptance body `{"name": "projects/p/messages/id"}` read without building a JSON tree. Returns nil
+/// (the caller parses in full) for anything else: other members, escapes, odd whitespace, an empty body.
+enum FCMAcceptedName {
+    private static let key: [UInt8] = Array("name\"".utf8)
+
+    static func scan(_ body: [UInt8]) -> String? {
+        let key = Self.key
+        return body.withUnsafeBufferPointer { bytes -> String? in
+            var i = 0
+            func skipSpace() { while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 } }
+            func expect(_ byte: UInt8) -> Bool {
+                skipSpace()
+                guard i < bytes.count, bytes[i] == byte else { return false }
+                i += 1
+                return true
+            }
+            guard expect(UInt8(ascii: "{")), expect(UInt8(ascii: "\"")) else { return nil }
+            guard i + key.count <= bytes.count else { return nil }
+            for k in 0..<key.count where bytes[i + k] != key[k] { return nil }
+            i += key.count
+            guard expect(UInt8(ascii: ":")), expect(UInt8(ascii: "\"")) else { return nil }
+            let start = i
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 { i += 1 }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
+            let end = i
+            i += 1
+            guard expect(UInt8(ascii: "}")) else { return nil }
+            skipSpace()
+            guard i == bytes.count else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        }
     }
 }
 

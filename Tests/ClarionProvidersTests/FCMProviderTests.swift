@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionHTTP2
 import Foundation
 import Testing
 @testable import ClarionEmulator
@@ -166,5 +167,25 @@ import Testing
         #expect(client.accessTokenSource?.exchangeCount == 1)
         #expect(harness.stats["fcm-oauth"].requests == 1)
         await harness.close()
+    }
+}
+
+@Suite struct FCMAcceptedNameTests {
+    @Test("the acceptance body's name is read without a JSON tree; anything else falls back to the full parse (nil)")
+    func scan() {
+        #expect(FCMAcceptedName.scan(Array(#"{"name":"projects/p/messages/1"}"#.utf8)) == "projects/p/messages/1")
+        #expect(FCMAcceptedName.scan(Array("{ \"name\" : \"projects/p/messages/2\" }\n".utf8)) == "projects/p/messages/2")
+        #expect(FCMAcceptedName.scan(Array(#"{"name":"a\"b"}"#.utf8)) == nil)
+        #expect(FCMAcceptedName.scan(Array(#"{"name":"x","other":1}"#.utf8)) == nil)
+        #expect(FCMAcceptedName.scan(Array(#"{"names":"x"}"#.utf8)) == nil)
+        #expect(FCMAcceptedName.scan([]) == nil)
+        #expect(FCMAcceptedName.scan(Array(#"{"name":"x"}trailing"#.utf8)) == nil)
+    }
+
+    @Test("APNs requests carry the token as the path suffix; the wire path is prefix + token")
+    func apnsPathSuffix() {
+        let request = HTTP2Request(path: "/3/device/", pathSuffix: "abc")
+        #expect(request.fullPath == "/3/device/abc")
+        #expect(HTTP2Request(path: "/x").fullPath == "/x")
     }
 }

@@ -283,7 +283,7 @@ func runBench(directory: String, count: Int) async {
             print("h2load inputs        none for \(name)")
             continue
         }
-        let lines = [base + request.path] + request.headers.map { "\($0.0): \($0.1)" }
+        let lines = [base + request.fullPath] + request.headers.map { "\($0.0): \($0.1)" }
         try? lines.joined(separator: "\n").write(toFile: "\(directory)/h2load-\(name).args", atomically: true, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: "\(directory)/h2load-\(name).body", contents: Data(request.body))
         try? String(client.poolConnectionCount).write(toFile: "\(directory)/h2load-\(name).conns", atomically: true, encoding: .utf8)
