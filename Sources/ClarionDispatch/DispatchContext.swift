@@ -10,6 +10,8 @@ final class DispatchContext: Sendable {
     let directory: any PushTransportDirectory
     let configuration: DispatcherConfiguration
     let observer: (any DispatcherObserver)?
+    /// `ClarionSendRate` buckets, shared by this process's workers.
+    let sendRates = SendRateLimiter()
 
     private struct State {
         var stopping = false

@@ -32,12 +32,16 @@ public struct DispatcherTimings: Sendable, Hashable {
     /// checkpoint awaited while another shard used the slot).
     public var drainingSeconds = 0.0
 
+    /// Submits cut short by an application's `ClarionSendRate`.
+    public var rateLimitedSubmits = 0
+
     public init() {}
 
     mutating func add(_ other: DispatcherTimings) {
         workers += other.workers
         workerSeconds += other.workerSeconds
         drainingSeconds += other.drainingSeconds
+        rateLimitedSubmits += other.rateLimitedSubmits
         pageWaitSeconds += other.pageWaitSeconds
         pagesRead += other.pagesRead
         laneSeconds += other.laneSeconds

@@ -51,6 +51,10 @@ struct ApplicationLane: @unchecked Sendable {
     var unsent: DeliveryOutcome?
     let expiresAt: Date?
     let successSampleRate: Int
+    /// `ClarionSendRate`: deliveries per second this process may send to the application; nil is unlimited.
+    var sendRate: Double? { SendRateLimiter.rate(attribute: application.attributes[Self.sendRateAttribute]) }
+
+    static let sendRateAttribute = "ClarionSendRate"
 
     /// The outcome sends get once the application is disabled.
     static let applicationDisabled = DeliveryOutcome.rejected(reason: "PlatformApplicationDisabled")

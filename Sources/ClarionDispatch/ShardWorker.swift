@@ -45,6 +45,8 @@ final class ShardWorker {
     /// This worker gave its slot back and is draining.
     private(set) var slotReleased = false
     private var drainStarted: ContinuousClock.Instant?
+    /// Seconds until a send-rate bucket that held deliveries back has a token again (this loop turn).
+    private var rateWait: Double?
 
     init(claim: ShardClaim, context: DispatchContext) {
         self.claim = claim
@@ -95,6 +97,7 @@ final class ShardWorker {
         var nextPage: Task<Result<[ShardTarget], StoreError>, Never>?
 
         while true {
+            rateWait = nil
             if context.isAbandoned {
                 inbox.close()
                 return .abandoned
@@ -178,7 +181,7 @@ final class ShardWorker {
                 if pendingCount > 0 { timings.outcomeWaitsPoolFull += 1 }
                 timings.awaitingAtWaitSum += awaiting
                 timings.windowAtWaitSum += window.count
-                await inbox.wait(timeout: waitTimeout())
+                await inbox.wait(timeout: min(waitTimeout(), rateWait ?? .infinity))
                 timings.outcomeWaitSeconds += DispatcherTimings.seconds(waitStart.duration(to: clock.now))
             }
         }
@@ -236,7 +239,20 @@ final class ShardWorker {
             failPending(application, with: lanes[application]?.unsent ?? ApplicationLane.applicationDisabled)
             return
         }
-        let admitted = min(deliveries.count, max(0, transport.submit(push, deliveries: deliveries, sink: inbox)))
+        var offered = deliveries
+        if let rate = lane.sendRate {
+            // The application's send rate: send what the bucket grants, keep the rest pending, and sleep (in the
+            // inbox wait) until the next token is due.
+            let grant = context.sendRates.take(application, rate: rate, want: deliveries.count)
+            if grant.granted < deliveries.count {
+                timings.rateLimitedSubmits += 1
+                rateWait = min(rateWait ?? grant.retryIn, grant.retryIn)
+            }
+            guard grant.granted > 0 else { return }
+            if grant.granted < deliveries.count { offered = Array(deliveries[..<grant.granted]) }
+        }
+        let admitted = min(offered.count, max(0, transport.submit(push, deliveries: offered, sink: inbox)))
+        if lane.sendRate != nil { context.sendRates.refund(application, offered.count - admitted) }
         awaiting += admitted
         pendingCount -= admitted
         pending[application] = admitted == deliveries.count ? [] : Array(deliveries[admitted...])

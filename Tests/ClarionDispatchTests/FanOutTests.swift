@@ -379,6 +379,48 @@ struct FanOutTests {
         #expect(status.failuresByReason == ["NoProviderAnswer": 5])
         #expect(transport.counts.filter { $0.key.hasPrefix(RecordingTransport.blackHolePrefix) }.values.allSatisfy { $0 == 2 })
     }
+
+    @Test("ClarionSendRate caps one application's sends per second without spinning; another application is not held back")
+    func sendRate() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("slow", platform: "APNS", attributes: #"{"ClarionSendRate": "400"}"#)
+        try fixture.addApplication("fast", platform: "GCM")
+        try fixture.addEndpoints("slow", prefix: "slow-", count: 800)
+        try fixture.addEndpoints("fast", prefix: "fast-", count: 2_000)
+        let transports = ["slow": RecordingTransport(), "fast": RecordingTransport()]
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: transports),
+            configuration: testConfiguration(owner: "node-a", workers: 4, shardSize: 500)))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message)
+        try await Task.sleep(for: .milliseconds(200))  // the last worker adds its timings just after its commit
+        let timings = dispatcher.dispatcher.timings
+        await dispatcher.stop()
+
+        #expect(status.state == .completed)
+        #expect(status.counters.accepted == 2_800)
+        let slow = transports["slow"]!.sends.map(\.at).sorted()
+        let fast = transports["fast"]!.sends.map(\.at).sorted()
+        #expect(slow.count == 800 && fast.count == 2_000)
+        // 800 at 400/s with a bucket of 40: at least (800 - 40) / 400 = 1.9 s from the first send to the last.
+        let slowSpan = slow.last!.timeIntervalSince(slow.first!)
+        #expect(slowSpan >= 1.85, "slow application's sends took \(slowSpan) s")
+        // In any one second, no more than the rate plus one bucket (and some scheduling slack).
+        var most = 0
+        var start = 0
+        for end in slow.indices {
+            while slow[end].timeIntervalSince(slow[start]) >= 1 { start += 1 }
+            most = max(most, end - start + 1)
+        }
+        #expect(most <= 400 + 40 + 10, "\(most) sends within one second")
+        // The unlimited application is not paced: its shards (all but the one it shares with the limited one, whose
+        // window waits behind the limited deliveries in key order) were sent long before the limited one's last.
+        let early = fast.filter { $0 < slow.last!.addingTimeInterval(-0.5) }.count
+        #expect(early >= 1_800, "\(early) of 2,000 unlimited sends more than 0.5 s before the last limited one")
+        // Waiting is by timeout in the inbox, not a spin: a handful of wake-ups per 100 ms bucket, not thousands.
+        #expect(timings.rateLimitedSubmits > 0)
+        #expect(timings.outcomeWaits < 1_000, "\(timings.outcomeWaits) waits")
+    }
 }
 
 @Suite("Express lane", .serialized)

@@ -15,9 +15,10 @@ enum PlatformApplicationActions {
     ]).union(clarionAttributes)
     /// Clarion's own attributes: where the provider is (every provider base URL is configurable, so the same
     /// code talks to Apple, Google and Amazon in production and to the emulator in tests), extra trust, and
-    /// the FCM project-id override.
+    /// the FCM project-id override, and the send-rate limit (`ClarionSendRate`, deliveries per second per
+    /// gateway process; empty removes the limit).
     static let clarionAttributes: Set<String> = ["ProviderEndpoint", "ProviderAuthEndpoint", "ProviderCACertificate",
-                                                 "FCMProjectID"]
+                                                 "FCMProjectID", "ClarionSendRate"]
     static let settable = storedAttributes.union(secretAttributes).union(["Enabled"])
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
@@ -197,6 +198,14 @@ enum PlatformApplicationActions {
                     throw SNSError.invalidParameter("Attributes", reason: "SuccessFeedbackSampleRate must be an integer from 0 to 100")
                 }
                 split.stored[name] = String(rate)
+            case "ClarionSendRate":
+                if !value.isEmpty {
+                    guard let rate = Double(value), rate.isFinite, rate > 0, rate <= 10_000_000 else {
+                        throw SNSError.invalidParameter(
+                            "Attributes", reason: "ClarionSendRate must be a positive number of deliveries per second (empty: no limit)")
+                    }
+                }
+                split.stored[name] = value
             case _ where eventAttributes.contains(name):
                 if !value.isEmpty {
                     guard let arn = SNSARN.parse(value), case .topic = arn.resource, arn.region == request.region,
