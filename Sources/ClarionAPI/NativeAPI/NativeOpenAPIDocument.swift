@@ -1294,6 +1294,10 @@ enum NativeOpenAPIDocument {
               },
               "FCMProjectID": {
                 "type": "string"
+              },
+              "ClarionSendRate": {
+                "type": "string",
+                "description": "Deliveries per second this application may be sent at, per gateway process (a positive number; empty: no limit)."
               }
             },
             "additionalProperties": false
@@ -1358,6 +1362,10 @@ enum NativeOpenAPIDocument {
               },
               "FCMProjectID": {
                 "type": "string"
+              },
+              "ClarionSendRate": {
+                "type": "string",
+                "description": "Deliveries per second this application may be sent at, per gateway process (a positive number; empty: no limit)."
               }
             },
             "additionalProperties": false
