@@ -147,12 +147,13 @@ struct APNsEmulator: Sendable {
         var expiration: String?
         var collapseID: String?
         var duplicate = false
-        for index in request.headers.indices {
-            let name = request.headers[index].0
-            for earlier in 0..<index where request.headers[earlier].0 == name {
+        let fields = request.headers  // built from the request's header bytes: once
+        for index in fields.indices {
+            let name = fields[index].0
+            for earlier in 0..<index where fields[earlier].0 == name {
                 duplicate = true
             }
-            let value = request.headers[index].1
+            let value = fields[index].1
             switch name {
             case "authorization": authorization = value
             case "apns-id": apnsID = value
