@@ -82,6 +82,26 @@ enum EncodedHeaderFields {
         bytes.append(contentsOf: value)
     }
 
+    /// Tells, as names arrive one by one, whether two of them may be equal: one bit per name of a 64-bit mask
+    /// picked by a cheap hash (length and two bytes). No bit set twice means no two names are equal; a bit set
+    /// twice means they may be, and the caller compares for real. A handful of names rarely collide.
+    struct NameFilter {
+        private var seen: UInt64 = 0
+        private(set) var mayRepeat = false
+
+        mutating func add(_ name: UnsafeBufferPointer<UInt8>) {
+            guard let first = name.first, let last = name.last else {
+                mayRepeat = mayRepeat || seen & 1 != 0
+                seen |= 1
+                return
+            }
+            let hash = (UInt64(name.count) &* 31 &+ UInt64(first) &* 7 &+ UInt64(last)) & 63
+            let bit: UInt64 = 1 << hash
+            if seen & bit != 0 { mayRepeat = true }
+            seen |= bit
+        }
+    }
+
     /// The same encoding into a byte queue: plain copies, no per-byte array appends (the server's header callback).
     static func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to queue: ByteQueue) {
         let nameLength = min(name.count, 0xFFFF)

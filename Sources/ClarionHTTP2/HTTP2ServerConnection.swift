@@ -20,6 +20,7 @@ final class HTTP2ServerConnection: SocketChannel {
         var headers: ByteQueue?
         /// The array the request gets; after the handler it is normally unique again and reused (no allocation).
         var requestHeaders: [UInt8] = []
+        var headerNames = EncodedHeaderFields.NameFilter()
         var body: [UInt8] = []
         var responseBody: [UInt8] = []
         var responseOffset = 0
@@ -171,6 +172,7 @@ final class HTTP2ServerConnection: SocketChannel {
         slotGeneration &+= 1
         streams.storage[index].streamID = streamID
         streams.storage[index].generation = slotGeneration
+        streams.storage[index].headerNames = EncodedHeaderFields.NameFilter()
         nghttp2_session_set_stream_user_data(session, streamID, UnsafeMutableRawPointer(bitPattern: index + 1))
     }
 
@@ -200,8 +202,10 @@ final class HTTP2ServerConnection: SocketChannel {
                 queue = ByteQueue(capacity: 1024)
                 stream.pointee.headers = queue
             }
-            EncodedHeaderFields.append(name: UnsafeBufferPointer(start: name, count: nameLength),
-                                       value: UnsafeBufferPointer(start: value, count: valueLength), to: queue)
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+            stream.pointee.headerNames.add(nameBytes)
+            EncodedHeaderFields.append(name: nameBytes, value: UnsafeBufferPointer(start: value, count: valueLength),
+                                       to: queue)
         }
     }
 
@@ -252,7 +256,8 @@ final class HTTP2ServerConnection: SocketChannel {
         }
         let request = HTTP2ServerRequest(
             method: stream.pointee.method, path: stream.pointee.path, authority: stream.pointee.authority,
-            scheme: stream.pointee.scheme, encodedHeaders: stream.pointee.requestHeaders, body: stream.pointee.body)
+            scheme: stream.pointee.scheme, encodedHeaders: stream.pointee.requestHeaders, body: stream.pointee.body,
+            namesMayRepeat: stream.pointee.headerNames.mayRepeat)
         return core.handler(request, HTTP2ServerStreamContext(connection: self, streamID: streamID))
     }
 
@@ -394,28 +399,34 @@ final class HTTP2ServerConnection: SocketChannel {
         }
     }
 
-    /// The nghttp2 server callbacks, shared by every server connection.
+    /// The nghttp2 server callbacks, shared by every server connection. They run inside `mem_recv`/`mem_send`,
+    /// called from the connection's own methods while the loop holds it, so they borrow it
+    /// (`_withUnsafeGuaranteedRef`): no retain and release per callback, and there are about ten per request.
     static let tables = NGHTTP2Tables { callbacks, option in
         nghttp2_option_set_no_http_messaging(option, 0)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
                 && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                    .beginHeaders(streamID: frame.pointee.hd.stream_id)
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                    $0.beginHeaders(streamID: frame.pointee.hd.stream_id)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value, let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                .header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
-                        value: value, valueLength: valueLength)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength, value: value,
+                          valueLength: valueLength)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
             guard let data, let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID: streamID, data, length)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.data(streamID: streamID, data, length)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -423,14 +434,17 @@ final class HTTP2ServerConnection: SocketChannel {
             let type = frame.pointee.hd.type
             if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
                 && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                    .requestComplete(streamID: frame.pointee.hd.stream_id)
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                    $0.requestComplete(streamID: frame.pointee.hd.stream_id)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             guard let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID: streamID)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.streamClosed(streamID: streamID)
+            }
             return 0
         }
     }
@@ -438,6 +452,7 @@ final class HTTP2ServerConnection: SocketChannel {
 
 private let serverReadBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
     guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    return Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-        .readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    return Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+        $0.readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    }
 }

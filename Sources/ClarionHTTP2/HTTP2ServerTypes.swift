@@ -15,7 +15,12 @@ public struct HTTP2ServerRequest: Sendable {
     public var scheme: String
     public var body: [UInt8]
     /// Regular fields (no pseudo-headers) in `EncodedHeaderFields` form.
-    var encodedHeaders: [UInt8]
+    var encodedHeaders: [UInt8] {
+        didSet { namesMayRepeat = true }
+    }
+    /// False when the server saw, as the fields arrived, that no two names can be equal (see
+    /// `EncodedHeaderFields.NameFilter`); then `hasRepeatedName` needs no comparison.
+    var namesMayRepeat = true
 
     public init(method: String, path: String, authority: String = "localhost", scheme: String = "https",
                 headers: [(String, String)] = [], body: [UInt8] = []) {
@@ -27,13 +32,15 @@ public struct HTTP2ServerRequest: Sendable {
         self.body = body
     }
 
-    init(method: String, path: String, authority: String, scheme: String, encodedHeaders: [UInt8], body: [UInt8]) {
+    init(method: String, path: String, authority: String, scheme: String, encodedHeaders: [UInt8], body: [UInt8],
+         namesMayRepeat: Bool) {
         self.method = method
         self.path = path
         self.authority = authority
         self.scheme = scheme
         self.encodedHeaders = encodedHeaders
         self.body = body
+        self.namesMayRepeat = namesMayRepeat
     }
 
     /// Regular header fields (no pseudo-headers), lowercase names, in arrival order. Builds two strings per field.
@@ -48,13 +55,14 @@ public struct HTTP2ServerRequest: Sendable {
     }
 
     /// The header fields as bytes, in arrival order, without building strings (for hot paths).
-    public var headerFields: HTTP2HeaderFields { HTTP2HeaderFields(bytes: encodedHeaders) }
+    public var headerFields: HTTP2HeaderFields { HTTP2HeaderFields(bytes: encodedHeaders, namesMayRepeat: namesMayRepeat) }
 }
 
 /// Header fields in one byte buffer. Hot paths scan it with `forEachField` (names as bytes, values as ranges) and
 /// take slices (`fields[range]`, no copy) or strings only of the values they need.
 public struct HTTP2HeaderFields: Sendable {
-    let bytes: [UInt8]
+    @usableFromInline let bytes: [UInt8]
+    let namesMayRepeat: Bool
 
     /// Calls `body` with each field's name bytes (valid during the call only) and the range of its value.
     public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: Range<Int>) -> Void) {
@@ -69,10 +77,11 @@ public struct HTTP2HeaderFields: Sendable {
     }
 
     /// The bytes of a value found by `forEachField` (a slice: no copy).
+    @inlinable
     public subscript(value: Range<Int>) -> ArraySlice<UInt8> { bytes[value] }
 
     /// True when `name` is exactly `expected` (lowercase ASCII, as HTTP/2 sends names).
-    @inline(__always)
+    @inlinable
     public static func name(_ name: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
         name.count == expected.utf8CodeUnitCount
             && (name.isEmpty || memcmp(name.baseAddress!, expected.utf8Start, name.count) == 0)
@@ -81,7 +90,8 @@ public struct HTTP2HeaderFields: Sendable {
     /// True when some field name appears more than once. Pairwise over the names' ranges, kept on the stack for
     /// up to 32 fields (a request has a handful): no allocation.
     public var hasRepeatedName: Bool {
-        bytes.withUnsafeBufferPointer { buffer in
+        guard namesMayRepeat else { return false }
+        return bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return false }
             return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 32) { seen in
                 var count = 0
