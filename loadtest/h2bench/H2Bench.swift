@@ -62,7 +62,8 @@ final class ClosedLoopSink: HTTP2CompletionSink, @unchecked Sendable {
     private var completed = 0
     private(set) var failures = 0
     private(set) var firstError: HTTP2Error?
-    private(set) var statusCounts: [Int: Int] = [:]
+    /// Count per status 0...599 (an array, like h2load's: no hashing per response).
+    private(set) var statusCounts = [Int](repeating: 0, count: 600)
     let done = DispatchSemaphore(value: 0)
 
     init(pool: HTTP2ClientPool, template: [HTTP2Request], total: Int) {
@@ -84,7 +85,7 @@ final class ClosedLoopSink: HTTP2CompletionSink, @unchecked Sendable {
     func receive(_ completions: [HTTP2Completion]) {
         for completion in completions {
             switch completion.result {
-            case .success(let response): statusCounts[response.status, default: 0] += 1
+            case .success(let response): statusCounts[min(max(response.status, 0), 599)] += 1
             case .failure(let error):
                 failures += 1
                 if firstError == nil { firstError = error }
@@ -203,7 +204,8 @@ case "load":
     let elapsed = clock.now - started
     let cpu = cpuSeconds() - cpuStart
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    let codes = sink.statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+    let codes = sink.statusCounts.indices.filter { sink.statusCounts[$0] > 0 }
+        .map { "\($0):\(sink.statusCounts[$0])" }.joined(separator: ",")
     print(String(format: "reqs=%d failed=%d seconds=%.3f rps=%.0f client_cpu_us_per_req=%.2f statuses=%@",
                  requests, sink.failures, seconds, Double(requests) / seconds, cpu * 1e6 / Double(requests), codes))
     if let error = sink.firstError { print("first error: \(error)") }
