@@ -241,12 +241,32 @@ final class HTTP2ClientConnection: SocketChannel {
             // Interim (1xx) responses are skipped; the final status wins.
             streams.storage[i].status = status
         } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
-            let stream = streams.storage + i
-            if stream.pointee.headers.capacity == 0 { stream.pointee.headers.reserveCapacity(256) }
-            HTTP2Response.append(name: UnsafeBufferPointer(start: name, count: nameLength),
-                                 value: UnsafeBufferPointer(start: value, count: valueLength),
-                                 to: &stream.pointee.headers)
+            if headerScratchStreamID != streamID {
+                headerScratch.removeAll()
+                headerScratchStreamID = streamID
+            }
+            EncodedHeaderFields.append(name: UnsafeBufferPointer(start: name, count: nameLength),
+                                       value: UnsafeBufferPointer(start: value, count: valueLength), to: headerScratch)
         }
+    }
+
+    /// A header block's fields are gathered here with plain copies and moved into the stream's array in one piece
+    /// when the block ends (its callbacks are contiguous: HEADERS and CONTINUATION frames cannot interleave).
+    private let headerScratch = ByteQueue(capacity: 4096)
+    /// The stream whose fields `headerScratch` holds; 0 (never a stream) when none.
+    private var headerScratchStreamID: Int32 = 0
+
+    fileprivate func headerBlockEnded(streamID: Int32) {
+        guard headerScratchStreamID == streamID, let i = slot(for: streamID) else { return }
+        moveGatheredHeaders(slot: i)
+    }
+
+    private func moveGatheredHeaders(slot i: Int) {
+        headerScratchStreamID = 0
+        guard !headerScratch.isEmpty else { return }
+        streams.storage[i].headers.append(
+            contentsOf: UnsafeRawBufferPointer(start: headerScratch.readPointer, count: headerScratch.readableBytes))
+        headerScratch.removeAll()
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
@@ -294,6 +314,7 @@ final class HTTP2ClientConnection: SocketChannel {
 
     fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let i = slot(for: streamID) else { return }
+        if headerScratchStreamID == streamID { moveGatheredHeaders(slot: i) }
         let stream = streams.storage + i
         if let pending = stream.pointee.pending {
             let status = stream.pointee.status
@@ -345,6 +366,9 @@ final class HTTP2ClientConnection: SocketChannel {
             guard let frame, let userData else { return 0 }
             Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef { connection in
                 let type = frame.pointee.hd.type
+                if type == UInt8(NGHTTP2_HEADERS.rawValue) {
+                    connection.headerBlockEnded(streamID: frame.pointee.hd.stream_id)
+                }
                 if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
                     && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                     connection.responseEnded(streamID: frame.pointee.hd.stream_id)

@@ -63,10 +63,6 @@ public struct HTTP2Response: Sendable {
     public func header(_ name: String) -> String? {
         EncodedHeaderFields.firstValue(in: encodedHeaders, named: name, caseInsensitive: true)
     }
-
-    static func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        EncodedHeaderFields.append(name: name, value: value, to: &bytes)
-    }
 }
 
 /// Header fields in one byte buffer: per field `[UInt16 name length][name][UInt32 value length][value]`, little
