@@ -184,7 +184,8 @@ final class APNsEmulator: Sendable {
         guard request.path.hasASCIIPrefix(Self.pathPrefix) else { return reject("BadPath") }
         // A slice of the path: no copy unless the answer is recorded. (Indexed by UTF-8 offset: the prefix is ASCII,
         // and `dropFirst` would walk grapheme clusters.)
-        let token = request.path[request.path.utf8.index(request.path.utf8.startIndex, offsetBy: Self.pathPrefix.utf8CodeUnitCount)...]
+        let path = request.path
+        let token = path[path.utf8.index(path.utf8.startIndex, offsetBy: Self.pathPrefix.utf8CodeUnitCount)...]
         guard !token.isEmpty else { return reject("MissingDeviceToken") }
         guard !duplicate else { return reject("DuplicateHeaders", token: token) }
 
@@ -261,8 +262,8 @@ final class APNsEmulator: Sendable {
 
         // A.8 token format, and the token rules (applied below, after the configured 410s): both read the token's
         // bytes in place, in the path's storage.
-        var path = request.path
-        let (wellFormed, rule) = path.withUTF8 { all -> (Bool, EmulatorTokenRule?) in
+        var pathBytes = path
+        let (wellFormed, rule) = pathBytes.withUTF8 { all -> (Bool, EmulatorTokenRule?) in
             let bytes = UnsafeBufferPointer(rebasing: all[Self.pathPrefix.utf8CodeUnitCount...])
             guard isWellFormed(bytes) else { return (false, nil) }
             return (true, rules.match(bytes: bytes))
@@ -324,7 +325,8 @@ final class APNsEmulator: Sendable {
         case rejected(String)
     }
 
-    func authenticate(_ authorizationBytes: ArraySlice<UInt8>?, connection: EmulatorConnectionState, now: Double) -> Authentication {
+    func authenticate(_ authorizationBytes: ArraySlice<UInt8>?, connection: EmulatorConnectionState,
+                      now: Double) -> Authentication {
         guard let authorizationBytes, !authorizationBytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) else {
             return .rejected("MissingProviderToken")
         }

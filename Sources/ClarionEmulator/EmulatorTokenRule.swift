@@ -127,9 +127,17 @@ struct TokenRuleSet: Sendable {
         var last = [Bool](repeating: false, count: 256)
         for entry in compiled {
             if let prefix = entry.prefix {
-                if let byte = prefix.first { first[Int(byte)] = true } else { first = [Bool](repeating: true, count: 256) }
+                if let byte = prefix.first {
+                    first[Int(byte)] = true
+                } else {
+                    first = [Bool](repeating: true, count: 256)
+                }
             } else if let suffix = entry.suffix {
-                if let byte = suffix.last { last[Int(byte)] = true } else { last = [Bool](repeating: true, count: 256) }
+                if let byte = suffix.last {
+                    last[Int(byte)] = true
+                } else {
+                    last = [Bool](repeating: true, count: 256)
+                }
             }
         }
         firstBytes = first

@@ -191,7 +191,8 @@ final class HTTP2ServerConnection: SocketChannel {
                     lastAuthority = bytesToString(value, valueLength)
                 }
                 stream.pointee.authority = lastAuthority
-            case (UInt8(ascii: "s"), 7): stream.pointee.scheme = Self.string(value, valueLength, orOneOf: "https", "http")
+            case (UInt8(ascii: "s"), 7):
+                stream.pointee.scheme = Self.string(value, valueLength, orOneOf: "https", "http")
             default: break
             }
         } else {

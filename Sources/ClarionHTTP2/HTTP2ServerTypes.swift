@@ -55,7 +55,9 @@ public struct HTTP2ServerRequest: Sendable {
     }
 
     /// The header fields as bytes, in arrival order, without building strings (for hot paths).
-    public var headerFields: HTTP2HeaderFields { HTTP2HeaderFields(bytes: encodedHeaders, namesMayRepeat: namesMayRepeat) }
+    public var headerFields: HTTP2HeaderFields {
+        HTTP2HeaderFields(bytes: encodedHeaders, namesMayRepeat: namesMayRepeat)
+    }
 }
 
 /// Header fields in one byte buffer. Hot paths scan it with `forEachField` (names as bytes, values as ranges) and
