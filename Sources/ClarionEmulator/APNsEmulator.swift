@@ -40,7 +40,10 @@ import Foundation
 ///
 /// Every answer carries `apns-id` (the request's or a generated one, A.6); sandbox 200s also carry
 /// `apns-unique-id`.
-struct APNsEmulator: Sendable {
+///
+/// A final class (immutable, so `Sendable`): as a struct held by `ProviderEmulator`, every call copied it,
+/// retaining and releasing each of its arrays and dictionaries per request.
+final class APNsEmulator: Sendable {
     struct Key: Sendable {
         let keyID: String
         let teamID: String
@@ -85,7 +88,7 @@ struct APNsEmulator: Sendable {
         "InternalServerError": 500, "ServiceUnavailable": 503, "Shutdown": 503,
     ]
 
-    static let pathPrefix = "/3/device/"
+    static let pathPrefix: StaticString = "/3/device/"
     static let maximumPayload = 4096
     static let maximumVoIPPayload = 5120
     static let maximumCollapseIDBytes = 64
@@ -150,35 +153,38 @@ struct APNsEmulator: Sendable {
     // MARK: - Handling
 
     func handle(_ request: EmulatorRequest, connection: EmulatorConnectionState, now: Double, ids: EmulatorIDs) -> ProviderAnswer {
-        var apnsID: String?
-        // One pass over the headers: pick out ours and detect duplicates (A.2 DuplicateHeaders).
-        var authorization: String?
-        var topic: String?
-        var pushType: String?
-        var priority: String?
-        var expiration: String?
-        var collapseID: String?
-        var duplicate = false
-        for index in request.headers.indices {
-            let name = request.headers[index].0
-            for earlier in 0..<index where request.headers[earlier].0 == name {
-                duplicate = true
-            }
-            let value = request.headers[index].1
-            switch name {
-            case "authorization": authorization = value
-            case "apns-id": apnsID = value
-            case "apns-topic": topic = value
-            case "apns-push-type": pushType = value
-            case "apns-priority": priority = value
-            case "apns-expiration": expiration = value
-            case "apns-collapse-id": collapseID = value
+        // One pass over the header bytes: pick out ours. Values stay bytes (slices of the request's one header
+        // buffer) on the hot path: the checks compare bytes, and strings are made only where an answer needs one.
+        var apnsID: ArraySlice<UInt8>?
+        var authorization: ArraySlice<UInt8>?
+        var topic: ArraySlice<UInt8>?
+        var pushType: ArraySlice<UInt8>?
+        var priority: ArraySlice<UInt8>?
+        var expiration: ArraySlice<UInt8>?
+        var collapseID: ArraySlice<UInt8>?
+        let fields = request.headerFields
+        fields.forEachField { name, value in
+            typealias Fields = HTTP2HeaderFields
+            switch name.count {
+            case 13:
+                if Fields.name(name, is: "authorization") {
+                    authorization = fields[value]
+                } else if Fields.name(name, is: "apns-priority") {
+                    priority = fields[value]
+                }
+            case 10: if Fields.name(name, is: "apns-topic") { topic = fields[value] }
+            case 14: if Fields.name(name, is: "apns-push-type") { pushType = fields[value] }
+            case 15: if Fields.name(name, is: "apns-expiration") { expiration = fields[value] }
+            case 16: if Fields.name(name, is: "apns-collapse-id") { collapseID = fields[value] }
+            case 7: if Fields.name(name, is: "apns-id") { apnsID = fields[value] }
             default: break
             }
         }
-        let validID = apnsID.map(Self.isUUID) ?? true
-        let responseID = (validID ? apnsID : nil) ?? ids.uuid()
-        func reject(_ reason: String, token: String? = nil, maxStreams: UInt32? = nil) -> ProviderAnswer {
+        // A.2 DuplicateHeaders: any field name sent twice.
+        let duplicate = fields.hasRepeatedName
+        let validID = apnsID.map(Self.isUUID(bytes:)) ?? true
+        let responseID = validID ? apnsID.map { String(decoding: $0, as: UTF8.self) } ?? ids.uuid() : ids.uuid()
+        func reject(_ reason: String, token: Substring? = nil, maxStreams: UInt32? = nil) -> ProviderAnswer {
             let status = Self.statusForReason[reason] ?? 400
             return ProviderAnswer(
                 response: EmulatorResponse(status: status, headers: [("apns-id", responseID)], body: reasonBodies[reason] ?? []),
@@ -186,8 +192,11 @@ struct APNsEmulator: Sendable {
         }
 
         guard request.method == "POST" else { return reject("MethodNotAllowed") }
-        guard request.path.hasPrefix(Self.pathPrefix) else { return reject("BadPath") }
-        let token = String(request.path.dropFirst(Self.pathPrefix.count))
+        guard request.path.hasASCIIPrefix(Self.pathPrefix) else { return reject("BadPath") }
+        // A slice of the path: no copy unless the answer is recorded. (Indexed by UTF-8 offset: the prefix is ASCII,
+        // and `dropFirst` would walk grapheme clusters.)
+        let path = request.path
+        let token = path[path.utf8.index(path.utf8.startIndex, offsetBy: Self.pathPrefix.utf8CodeUnitCount)...]
         guard !token.isEmpty else { return reject("MissingDeviceToken") }
         guard !duplicate else { return reject("DuplicateHeaders", token: token) }
 
@@ -208,56 +217,79 @@ struct APNsEmulator: Sendable {
         // A.3 push type and topic.
         guard let topic else { return rejectAuthenticated("MissingTopic") }
         let resolvedType: String
-        if topic == connection.apnsCheckedTopic, pushType == connection.apnsCheckedPushType, let known = connection.apnsCheckedResolvedType {
+        if let known = connection.apnsCheckedResolvedType, let checkedTopic = connection.apnsCheckedTopic,
+           topic.isSame(as: checkedTopic), Self.same(pushType, connection.apnsCheckedPushType) {
             // Hot path: the same topic and push type as the connection's last accepted check.
             resolvedType = known
         } else {
+            let topicText = String(decoding: topic, as: UTF8.self)
             let allowed = allowedBundles(connection: connection)
             if let pushType {
-                guard Self.topicSuffixes[pushType] != nil else { return rejectAuthenticated("InvalidPushType") }
-                resolvedType = pushType
+                let pushTypeText = String(decoding: pushType, as: UTF8.self)
+                guard Self.topicSuffixes[pushTypeText] != nil else { return rejectAuthenticated("InvalidPushType") }
+                resolvedType = pushTypeText
             } else {
                 if configuration.requirePushType { return rejectAuthenticated("InvalidPushType") }
-                resolvedType = Self.inferPushType(topic: topic, allowed: allowed)
+                resolvedType = Self.inferPushType(topic: topicText, allowed: allowed)
             }
-            if let problem = Self.checkTopic(topic, pushType: resolvedType, allowed: allowed) {
+            if let problem = Self.checkTopic(topicText, pushType: resolvedType, allowed: allowed) {
                 return rejectAuthenticated(problem)
             }
-            connection.apnsCheckedTopic = topic
-            connection.apnsCheckedPushType = pushType
+            connection.apnsCheckedTopic = Array(topic)
+            connection.apnsCheckedPushType = pushType.map(Array.init)
             connection.apnsCheckedResolvedType = resolvedType
         }
 
         // A.2/A.3 priority: 10 (default), 5, 1; background must be 5.
-        let effectivePriority = priority ?? "10"
-        guard effectivePriority == "10" || effectivePriority == "5" || effectivePriority == "1" else {
-            return rejectAuthenticated("BadPriority")
+        let effectivePriority: Int
+        if let priority {
+            if priority.elementsEqual("10".utf8) {
+                effectivePriority = 10
+            } else if priority.elementsEqual("5".utf8) {
+                effectivePriority = 5
+            } else if priority.elementsEqual("1".utf8) {
+                effectivePriority = 1
+            } else {
+                return rejectAuthenticated("BadPriority")
+            }
+        } else {
+            effectivePriority = 10
         }
-        if resolvedType == "background", effectivePriority != "5" { return rejectAuthenticated("BadPriority") }
+        if resolvedType == "background", effectivePriority != 5 { return rejectAuthenticated("BadPriority") }
 
         // A.2 expiration: UNIX epoch seconds, 0 allowed.
         if let expiration {
-            guard !expiration.isEmpty, expiration.utf8.count <= 18, expiration.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            guard !expiration.isEmpty, expiration.count <= 18, expiration.allSatisfy({ (0x30...0x39).contains($0) }) else {
                 return rejectAuthenticated("BadExpirationDate")
             }
         }
         // A.2 collapse id.
-        if let collapseID, collapseID.utf8.count > Self.maximumCollapseIDBytes { return rejectAuthenticated("BadCollapseId") }
+        if let collapseID, collapseID.count > Self.maximumCollapseIDBytes { return rejectAuthenticated("BadCollapseId") }
 
         // A.4 payload.
         guard !request.body.isEmpty else { return rejectAuthenticated("PayloadEmpty") }
         let limit = resolvedType == "voip" ? Self.maximumVoIPPayload : Self.maximumPayload
         guard request.body.count <= limit else { return rejectAuthenticated("PayloadTooLarge") }
 
-        // A.8 token format.
-        guard isWellFormed(token: token) else { return rejectAuthenticated("BadDeviceToken") }
+        // A.8 token format, and the token rules (applied below, after the configured 410s): both read the token's
+        // bytes in place, in the path's storage.
+        var pathBytes = path
+        let (wellFormed, rule) = pathBytes.withUTF8 { all -> (Bool, EmulatorTokenRule?) in
+            let bytes = UnsafeBufferPointer(rebasing: all[Self.pathPrefix.utf8CodeUnitCount...])
+            guard isWellFormed(bytes) else { return (false, nil) }
+            return (true, rules.match(bytes: bytes))
+        }
+        guard wellFormed else { return rejectAuthenticated("BadDeviceToken") }
 
         // A.6 410 for configured tokens, then the token rules.
-        if !configuration.unregisteredTokens.isEmpty,
-           let stamp = configuration.unregisteredTokens[token] ?? configuration.unregisteredTokens[token.lowercased()] {
-            return gone("Unregistered", timestamp: stamp == 0 ? Int64(now * 1000) : stamp, token: token, id: responseID, maxStreams: newLimit)
+        if !configuration.unregisteredTokens.isEmpty {
+            let text = String(token)
+            if let stamp = configuration.unregisteredTokens[text] ?? configuration.unregisteredTokens[text.lowercased()] {
+                return gone("Unregistered", timestamp: stamp == 0 ? Int64(now * 1000) : stamp, token: token, id: responseID,
+                            maxStreams: newLimit)
+            }
         }
-        if let rule = rules.match(token) {
+        if let rule {
             if Self.statusForReason[rule.outcome] == 410 {
                 return gone(rule.outcome, timestamp: Int64(now * 1000), token: token, id: responseID, maxStreams: newLimit)
             }
@@ -269,8 +301,17 @@ struct APNsEmulator: Sendable {
         return ProviderAnswer(response: EmulatorResponse(status: 200, headers: headers), reason: nil, token: token, maxConcurrentStreams: newLimit)
     }
 
+    /// Both absent, or both the same bytes.
+    private static func same(_ value: ArraySlice<UInt8>?, _ cached: [UInt8]?) -> Bool {
+        switch (value, cached) {
+        case (nil, nil): return true
+        case (let value?, let cached?): return value.isSame(as: cached)
+        default: return false
+        }
+    }
+
     /// 410 with `{"reason": ..., "timestamp": <ms>}` (A.6: milliseconds since the epoch).
-    private func gone(_ reason: String, timestamp: Int64, token: String, id: String, maxStreams: UInt32?) -> ProviderAnswer {
+    private func gone(_ reason: String, timestamp: Int64, token: Substring, id: String, maxStreams: UInt32?) -> ProviderAnswer {
         let body = JWTValue.object(["reason": .string(reason), "timestamp": .number(Double(timestamp))]).jsonBytes
         return ProviderAnswer(response: EmulatorResponse(status: 410, headers: [("apns-id", id)], body: body),
                               reason: reason, token: token, maxConcurrentStreams: maxStreams)
@@ -295,7 +336,8 @@ struct APNsEmulator: Sendable {
         case rejected(String)
     }
 
-    func authenticate(_ authorization: String?, connection: EmulatorConnectionState, now: Double) -> Authentication {
+    func authenticate(_ authorizationBytes: ArraySlice<UInt8>?, connection: EmulatorConnectionState,
+                      now: Double) -> Authentication {
         // A.2: a connection the TLS client certificate authenticates needs no provider token (`authorization` is
         // ignored). Judged once per connection: the certificate cannot change under it.
         let certificate: CertificateVerdict
@@ -310,20 +352,21 @@ struct APNsEmulator: Sendable {
             connection.apnsCertificateAuthenticated = true
             return .accepted(firstOnConnection: first)
         }
-        guard let authorization, !authorization.isBlank else {
+        guard let authorizationBytes, !authorizationBytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) else {
             switch certificate {
             case .notAccepted: return .rejected("BadCertificate")
             case .wrongEnvironment: return .rejected("BadCertificateEnvironment")
             case .none, .accepted: return .rejected("MissingProviderToken")
             }
         }
-        // Hot path: the token this connection already presented.
-        if authorization == connection.apnsAcceptedAuthorization {
+        // Hot path: the token this connection already presented (compared as bytes, no string made).
+        if let accepted = connection.apnsAcceptedAuthorization, authorizationBytes.isSame(as: accepted) {
             if Int64(now) - connection.apnsTokenIssuedAt > configuration.tokenMaximumAgeSeconds {
                 return .rejected("ExpiredProviderToken")
             }
             return .accepted(firstOnConnection: false)
         }
+        let authorization = String(decoding: authorizationBytes, as: UTF8.self)
         guard authorization.utf8.count > 7,
               authorization.utf8.prefix(7).elementsEqual("bearer ".utf8, by: { ($0 | 0x20) == $1 })
         else { return .rejected("MissingProviderToken") }
@@ -355,7 +398,7 @@ struct APNsEmulator: Sendable {
             return .rejected("TooManyProviderTokenUpdates")
         }
         let first = connection.apnsAcceptedAuthorization == nil
-        connection.apnsAcceptedAuthorization = authorization
+        connection.apnsAcceptedAuthorization = Array(authorizationBytes)
         connection.apnsTokenIssuedAt = iat
         if connection.apnsKeyID != kid {
             // Another key may allow other topics: forget the cached topic check.
@@ -471,18 +514,28 @@ struct APNsEmulator: Sendable {
 
     // MARK: - Formats
 
-    func isWellFormed(token: String) -> Bool {
-        let count = token.utf8.count
+    /// Even-length hex within the configured lengths.
+    func isWellFormed(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = token.count
         guard count % 2 == 0, count >= configuration.minimumTokenLength, count <= configuration.maximumTokenLength else { return false }
-        func hex(_ bytes: some Sequence<UInt8>) -> Bool {
-            bytes.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+        return Self.hexDigitTable.withUnsafeBufferPointer { table in
+            var notHex: UInt8 = 0
+            for byte in token { notHex |= table[Int(byte)] }  // no branch per byte
+            return notHex == 0
         }
-        return token.utf8.withContiguousStorageIfAvailable { hex($0) } ?? hex(token.utf8)
+    }
+
+    /// 0 at the byte values of `0-9a-fA-F`, 1 elsewhere.
+    private static let hexDigitTable: [UInt8] = (0..<256).map { byte in
+        (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) || (0x41...0x46).contains(byte) ? 0 : 1
     }
 
     /// 8-4-4-4-12 hex digits (either case).
     static func isUUID(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        isUUID(bytes: Array(text.utf8)[...])
+    }
+
+    static func isUUID(bytes: ArraySlice<UInt8>) -> Bool {
         guard bytes.count == 36 else { return false }
         for (index, byte) in bytes.enumerated() {
             if index == 8 || index == 13 || index == 18 || index == 23 {
@@ -492,5 +545,17 @@ struct APNsEmulator: Sendable {
             }
         }
         return true
+    }
+}
+
+extension ArraySlice<UInt8> {
+    /// Byte equality with one `memcmp` (the generic `elementsEqual` goes byte by byte through the iterator).
+    func isSame(as other: [UInt8]) -> Bool {
+        guard count == other.count else { return false }
+        return withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { theirs in
+                mine.isEmpty || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0
+            }
+        }
     }
 }

@@ -8,38 +8,42 @@ import ClarionHTTP2
 /// APNs binds a connection to the first team and key that authenticated on it (providers.md A.5), and
 /// the provider token verified on it is cached here: the hot path compares the `authorization` string
 /// with the cached one and only checks the token's age, no signature.
+///
+/// Its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): one thread touches
+/// them, never from inside another access, and a request reads or writes about ten of them.
 public final class EmulatorConnectionState {
     public let id: UInt64
     /// Streams (requests) seen on this connection.
-    public internal(set) var streamCount: Int = 0
+    @exclusivity(unchecked) public internal(set) var streamCount: Int = 0
     /// The SETTINGS_MAX_CONCURRENT_STREAMS this connection currently advertises.
-    public internal(set) var advertisedMaxConcurrentStreams: UInt32
+    @exclusivity(unchecked) public internal(set) var advertisedMaxConcurrentStreams: UInt32
     /// Set once a GOAWAY was decided: later streams are refused too.
-    var goingAway = false
+    @exclusivity(unchecked) var goingAway = false
     /// The TLS client certificate the connection presented (nil: none, or h2c).
     public let peerCertificate: TLSPeerCertificate?
 
     // APNs (A.5, A.7)
-    /// The `authorization` value last accepted, verbatim (`bearer <jwt>`).
-    var apnsAcceptedAuthorization: String?
-    var apnsTokenIssuedAt: Int64 = 0
+    /// The `authorization` value last accepted, verbatim (`bearer <jwt>`), as bytes: the hot path compares
+    /// the request's header bytes with it.
+    @exclusivity(unchecked) var apnsAcceptedAuthorization: [UInt8]?
+    @exclusivity(unchecked) var apnsTokenIssuedAt: Int64 = 0
     /// The key and team the connection is bound to (nil until a token is accepted).
-    var apnsKeyID: String?
-    var apnsTeamID: String?
+    @exclusivity(unchecked) var apnsKeyID: String?
+    @exclusivity(unchecked) var apnsTeamID: String?
     /// The last topic / push-type header pair that passed the topic check, and the type it resolved to.
-    var apnsCheckedTopic: String?
-    var apnsCheckedPushType: String?
-    var apnsCheckedResolvedType: String?
+    @exclusivity(unchecked) var apnsCheckedTopic: [UInt8]?
+    @exclusivity(unchecked) var apnsCheckedPushType: [UInt8]?
+    @exclusivity(unchecked) var apnsCheckedResolvedType: String?
     /// What the connection's client certificate is worth for APNs, judged at its first APNs request.
-    var apnsCertificateVerdict: APNsEmulator.CertificateVerdict?
+    @exclusivity(unchecked) var apnsCertificateVerdict: APNsEmulator.CertificateVerdict?
     /// A request was accepted on the strength of the client certificate (A.2: `authorization` is then ignored).
-    var apnsCertificateAuthenticated = false
+    @exclusivity(unchecked) var apnsCertificateAuthenticated = false
 
     // FCM / ADM: the access token last accepted, to skip the shared store's lock on repeat requests.
-    var fcmAccessToken: String?
-    var fcmGrant: IssuedAccessToken?
-    var admAccessToken: String?
-    var admGrant: IssuedAccessToken?
+    @exclusivity(unchecked) var fcmAccessToken: String?
+    @exclusivity(unchecked) var fcmGrant: IssuedAccessToken?
+    @exclusivity(unchecked) var admAccessToken: String?
+    @exclusivity(unchecked) var admGrant: IssuedAccessToken?
 
     public init(id: UInt64, advertisedMaxConcurrentStreams: UInt32, peerCertificate: TLSPeerCertificate? = nil) {
         self.id = id

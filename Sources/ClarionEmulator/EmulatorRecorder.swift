@@ -60,7 +60,7 @@ struct RequestOutcome {
     /// One of `EmulatorRecorder.endpointNames`.
     var endpointIndex: Int
     var endpoint: String { EmulatorRecorder.endpointNames[endpointIndex] }
-    var token: String?
+    var token: Substring?
     /// HTTP status, or nil for stall / reset / drop / GOAWAY.
     var status: Int?
     var reason: String?

@@ -110,6 +110,11 @@ struct TokenRuleSet: Sendable {
 
     let compiled: [Compiled]
     var rules: [EmulatorTokenRule] { compiled.map(\.rule) }
+    /// Quick rejection, so most tokens (matching no rule) cost two lookups: a token can match only if its first
+    /// byte starts some rule's prefix, or its last byte (lower-cased for APNs) ends the suffix of a rule that has
+    /// no prefix.
+    private let firstBytes: [Bool]
+    private let lastBytes: [Bool]
 
     init(_ all: [EmulatorTokenRule], provider: EmulatorProvider) {
         compiled = all.filter { $0.provider == provider && ($0.prefix != nil || $0.suffix != nil) }.map { rule in
@@ -118,15 +123,41 @@ struct TokenRuleSet: Sendable {
                             suffix: rule.suffix.map { Array((insensitive ? $0.lowercased() : $0).utf8) },
                             caseInsensitiveSuffix: insensitive)
         }
+        var first = [Bool](repeating: false, count: 256)
+        var last = [Bool](repeating: false, count: 256)
+        for entry in compiled {
+            if let prefix = entry.prefix {
+                if let byte = prefix.first {
+                    first[Int(byte)] = true
+                } else {
+                    first = [Bool](repeating: true, count: 256)
+                }
+            } else if let suffix = entry.suffix {
+                if let byte = suffix.last {
+                    last[Int(byte)] = true
+                } else {
+                    last = [Bool](repeating: true, count: 256)
+                }
+            }
+        }
+        firstBytes = first
+        lastBytes = last
     }
 
-    func match(_ token: String) -> EmulatorTokenRule? {
+    func match(_ token: some StringProtocol) -> EmulatorTokenRule? {
         guard !compiled.isEmpty else { return nil }
         if let found = token.utf8.withContiguousStorageIfAvailable({ match(bytes: $0) }) { return found }
         return Array(token.utf8).withUnsafeBufferPointer { match(bytes: $0) }
     }
 
-    private func match(bytes: UnsafeBufferPointer<UInt8>) -> EmulatorTokenRule? {
+    func match(bytes: UnsafeBufferPointer<UInt8>) -> EmulatorTokenRule? {
+        guard let head = bytes.first, var tail = bytes.last else { return matchAll(bytes) }
+        if (0x41...0x5a).contains(tail) { tail |= 0x20 }  // APNs suffixes are lower-cased; others have none here
+        if !firstBytes[Int(head)] && !lastBytes[Int(tail)] && !lastBytes[Int(bytes.last!)] { return nil }
+        return matchAll(bytes)
+    }
+
+    private func matchAll(_ bytes: UnsafeBufferPointer<UInt8>) -> EmulatorTokenRule? {
         for entry in compiled {
             if let prefix = entry.prefix {
                 guard bytes.count >= prefix.count else { continue }

@@ -245,7 +245,7 @@ struct FCMEmulator: Sendable {
         case .internalError: code = "INTERNAL"
         default: code = "UNAVAILABLE"
         }
-        return (fcmError(code, token: accepted.token).response, code)
+        return (fcmError(code, token: accepted.token.map(String.init)).response, code)
     }
 
     // MARK: - Errors (B.4)

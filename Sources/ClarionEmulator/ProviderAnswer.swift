@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ClarionCrypto
 import Synchronization
 
@@ -6,10 +9,25 @@ struct ProviderAnswer {
     var response: EmulatorResponse
     /// Provider reason / error code for counters and records.
     var reason: String?
-    /// The device token / registration id / FCM target the request named.
-    var token: String?
+    /// The device token / registration id / FCM target the request named (APNs: a slice of the path, so the
+    /// hot path copies it only when the answer is recorded).
+    var token: Substring?
     /// New SETTINGS_MAX_CONCURRENT_STREAMS for the connection.
     var maxConcurrentStreams: UInt32?
+
+    init(response: EmulatorResponse, reason: String? = nil, token: Substring?, maxConcurrentStreams: UInt32? = nil) {
+        self.response = response
+        self.reason = reason
+        self.token = token
+        self.maxConcurrentStreams = maxConcurrentStreams
+    }
+
+    init(response: EmulatorResponse, reason: String? = nil, token: String? = nil, maxConcurrentStreams: UInt32? = nil) {
+        self.response = response
+        self.reason = reason
+        self.token = token.map { Substring($0) }
+        self.maxConcurrentStreams = maxConcurrentStreams
+    }
 
     var isAccepted: Bool { (200..<300).contains(response.status) }
 }
@@ -22,9 +40,27 @@ final class EmulatorIDs: Sendable {
     private let prefix: UInt64
     private let counter = Atomic<UInt64>(0)
 
+    /// The first 20 characters (`xxxxxxxx-xxxx-4xxx-8`): the same for every id of this emulator.
+    private let head: [UInt8]
+
     init() {
         let bytes = SecureRandom.bytes(8)
         prefix = bytes.reduce(0) { $0 << 8 | UInt64($1) }
+        var head: [UInt8] = []
+        func hex(_ value: UInt64, digits: Int) {
+            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                head.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xf)])
+            }
+        }
+        hex(prefix >> 32, digits: 8)
+        head.append(0x2d)
+        hex((prefix >> 16) & 0xffff, digits: 4)
+        head.append(0x2d)
+        head.append(UInt8(ascii: "4"))
+        hex(prefix & 0xfff, digits: 3)
+        head.append(0x2d)
+        head.append(UInt8(ascii: "8"))
+        self.head = head
     }
 
     func next() -> UInt64 {
@@ -34,33 +70,14 @@ final class EmulatorIDs: Sendable {
     /// `xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx`, lowercase: the prefix's top 60 bits, then the counter.
     func uuid() -> String {
         let n = next()
-        let high = prefix
         return String(unsafeUninitializedCapacity: 36) { out in
-            var position = 0
-            func hex(_ value: UInt64, digits: Int) {
-                var shift = (digits - 1) * 4
-                while shift >= 0 {
-                    out[position] = Self.hexDigits[Int((value >> UInt64(shift)) & 0xf)]
-                    position += 1
-                    shift -= 4
-                }
+            head.withUnsafeBufferPointer { out.baseAddress!.update(from: $0.baseAddress!, count: 20) }
+            Self.hexDigits.withUnsafeBufferPointer { digits in
+                for k in 0..<3 { out[20 + k] = digits[Int((n >> UInt64(56 - 4 * k)) & 0xf)] }  // (n >> 48) & 0xfff
+                out[23] = 0x2d
+                for k in 0..<12 { out[24 + k] = digits[Int((n >> UInt64(44 - 4 * k)) & 0xf)] }  // n & 0xffff_ffff_ffff
             }
-            func put(_ byte: UInt8) {
-                out[position] = byte
-                position += 1
-            }
-            hex(high >> 32, digits: 8)
-            put(0x2d)
-            hex((high >> 16) & 0xffff, digits: 4)
-            put(0x2d)
-            put(UInt8(ascii: "4"))
-            hex(high & 0xfff, digits: 3)
-            put(0x2d)
-            put(UInt8(ascii: "8"))
-            hex((n >> 48) & 0xfff, digits: 3)
-            put(0x2d)
-            hex(n & 0xffff_ffff_ffff, digits: 12)
-            return position
+            return 36
         }
     }
 
@@ -70,4 +87,14 @@ final class EmulatorIDs: Sendable {
 extension String {
     /// True when the string is empty or only ASCII whitespace.
     var isBlank: Bool { utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 } }
+}
+
+extension String {
+    /// `hasPrefix` for an ASCII literal, as one `memcmp` of UTF-8 (no Unicode comparison on the hot path).
+    func hasASCIIPrefix(_ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard utf8.count >= count else { return false }
+        var copy = self
+        return copy.withUTF8 { memcmp($0.baseAddress!, prefix.utf8Start, count) == 0 }
+    }
 }

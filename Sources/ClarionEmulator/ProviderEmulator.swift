@@ -82,11 +82,11 @@ public final class ProviderEmulator: Sendable {
     public func handle(_ request: EmulatorRequest, connection: EmulatorConnectionState) -> EmulatorDecision {
         connection.streamCount += 1
         let path = request.path
-        if path.hasPrefix("/_emulator/") { return control(request) }
-
         let endpoint: Endpoint
-        if path.hasPrefix(APNsEmulator.pathPrefix) {
+        if path.hasASCIIPrefix(APNsEmulator.pathPrefix) {  // the hot path first
             endpoint = .apnsSend
+        } else if path.hasASCIIPrefix("/_emulator/") {
+            return control(request)
         } else if let project = FCMEmulator.project(ofSendPath: path) {
             endpoint = .fcmSend(project: project)
         } else if path == "/token" {
@@ -275,7 +275,7 @@ public final class ProviderEmulator: Sendable {
             payload = Self.redactForm(request.body)
         }
         recorder.record(EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
-                                       path: request.path, token: outcome.token, status: outcome.status ?? 0, reason: outcome.reason,
+                                       path: request.path, token: outcome.token.map(String.init), status: outcome.status ?? 0, reason: outcome.reason,
                                        fault: outcome.fault?.rawValue, headers: headers, payload: payload))
     }
 

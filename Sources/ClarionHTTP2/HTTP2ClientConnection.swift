@@ -246,12 +246,32 @@ final class HTTP2ClientConnection: SocketChannel {
             // Interim (1xx) responses are skipped; the final status wins.
             streams.storage[i].status = status
         } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
-            let stream = streams.storage + i
-            if stream.pointee.headers.capacity == 0 { stream.pointee.headers.reserveCapacity(256) }
-            HTTP2Response.append(name: UnsafeBufferPointer(start: name, count: nameLength),
-                                 value: UnsafeBufferPointer(start: value, count: valueLength),
-                                 to: &stream.pointee.headers)
+            if headerScratchStreamID != streamID {
+                headerScratch.removeAll()
+                headerScratchStreamID = streamID
+            }
+            EncodedHeaderFields.append(name: UnsafeBufferPointer(start: name, count: nameLength),
+                                       value: UnsafeBufferPointer(start: value, count: valueLength), to: headerScratch)
         }
+    }
+
+    /// A header block's fields are gathered here with plain copies and moved into the stream's array in one piece
+    /// when the block ends (its callbacks are contiguous: HEADERS and CONTINUATION frames cannot interleave).
+    private let headerScratch = ByteQueue(capacity: 4096)
+    /// The stream whose fields `headerScratch` holds; 0 (never a stream) when none.
+    private var headerScratchStreamID: Int32 = 0
+
+    fileprivate func headerBlockEnded(streamID: Int32) {
+        guard headerScratchStreamID == streamID, let i = slot(for: streamID) else { return }
+        moveGatheredHeaders(slot: i)
+    }
+
+    private func moveGatheredHeaders(slot i: Int) {
+        headerScratchStreamID = 0
+        guard !headerScratch.isEmpty else { return }
+        streams.storage[i].headers.append(
+            contentsOf: UnsafeRawBufferPointer(start: headerScratch.readPointer, count: headerScratch.readableBytes))
+        headerScratch.removeAll()
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
@@ -299,6 +319,7 @@ final class HTTP2ClientConnection: SocketChannel {
 
     fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let i = slot(for: streamID) else { return }
+        if headerScratchStreamID == streamID { moveGatheredHeaders(slot: i) }
         let stream = streams.storage + i
         if let pending = stream.pointee.pending {
             let status = stream.pointee.status
@@ -327,36 +348,46 @@ final class HTTP2ClientConnection: SocketChannel {
         streams.storage[i].ended = true
     }
 
+    /// The callbacks run inside `mem_recv`/`mem_send`, called from this connection's own methods while the loop
+    /// holds it, so they borrow it (`_withUnsafeGuaranteedRef`): no retain and release per callback.
     static let tables = NGHTTP2Tables { callbacks, option in
         nghttp2_option_set_peer_max_concurrent_streams(option, 1)
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value, let userData else { return 0 }
-            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
-                .header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
-                        value: value, valueLength: valueLength)
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
+                          value: value, valueLength: valueLength)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
             guard let data, let userData else { return 0 }
-            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID: streamID, data, length)
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.data(streamID: streamID, data, length)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
-            let connection = Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
-            let type = frame.pointee.hd.type
-            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
-                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                connection.responseEnded(streamID: frame.pointee.hd.stream_id)
-            } else {
-                connection.frameReceived(frame)
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef { connection in
+                let type = frame.pointee.hd.type
+                if type == UInt8(NGHTTP2_HEADERS.rawValue) {
+                    connection.headerBlockEnded(streamID: frame.pointee.hd.stream_id)
+                }
+                if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
+                    && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                    connection.responseEnded(streamID: frame.pointee.hd.stream_id)
+                } else {
+                    connection.frameReceived(frame)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
             guard let userData else { return 0 }
-            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
-                .streamClosed(streamID: streamID, errorCode: errorCode)
+            Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.streamClosed(streamID: streamID, errorCode: errorCode)
+            }
             return 0
         }
     }
@@ -364,6 +395,7 @@ final class HTTP2ClientConnection: SocketChannel {
 
 private let clientReadBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
     guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    return Unmanaged<HTTP2ClientConnection>.fromOpaque(userData).takeUnretainedValue()
-        .readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    return Unmanaged<HTTP2ClientConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+        $0.readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    }
 }

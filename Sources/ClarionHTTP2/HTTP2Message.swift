@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A request sent by an `HTTP2ClientPool`.
 ///
 /// `authority` defaults to the pool's origin (`host[:port]`). `tag` is opaque to the transport and comes back with
@@ -41,14 +45,13 @@ public struct HTTP2Request: Sendable {
 public struct HTTP2Response: Sendable {
     public var status: Int
     public var body: [UInt8]
-    /// Fields as [UInt16 name length][name][UInt32 value length][value], little endian.
+    /// Fields in `EncodedHeaderFields` form.
     private(set) var encodedHeaders: [UInt8]
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.body = body
-        encodedHeaders = []
-        for (name, value) in headers { HTTP2Response.append(name: Array(name.utf8), value: Array(value.utf8), to: &encodedHeaders) }
+        encodedHeaders = EncodedHeaderFields.encode(headers)
     }
 
     init(status: Int, encodedHeaders: [UInt8], body: [UInt8]) {
@@ -59,59 +62,19 @@ public struct HTTP2Response: Sendable {
 
     /// Header fields (not pseudo-headers) in arrival order, lowercase names as HTTP/2 sends them.
     public var headers: [(String, String)] {
-        get {
-            var fields: [(String, String)] = []
-            forEachField { name, value in
-                fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-                return true
-            }
-            return fields
-        }
-        set {
-            encodedHeaders.removeAll()
-            for (name, value) in newValue {
-                HTTP2Response.append(name: Array(name.utf8), value: Array(value.utf8), to: &encodedHeaders)
-            }
-        }
+        get { EncodedHeaderFields.decode(encodedHeaders) }
+        set { encodedHeaders = EncodedHeaderFields.encode(newValue) }
     }
 
     /// The first value of a header field (names compare ASCII case-insensitively).
     public func header(_ name: String) -> String? {
-        var name = name
-        // `withUTF8` reads a native string in place (no array of the name per lookup).
-        return name.withUTF8 { wanted -> String? in
-            var found: String?
-            forEachField { fieldName, value in
-                guard fieldName.count == wanted.count else { return true }
-                for i in 0..<wanted.count where asciiLower(fieldName[i]) != asciiLower(wanted[i]) { return true }
-                found = String(decoding: value, as: UTF8.self)
-                return false
-            }
-            return found
-        }
+        EncodedHeaderFields.firstValue(in: encodedHeaders, named: name, caseInsensitive: true)
     }
+}
 
-    private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
-        encodedHeaders.withUnsafeBufferPointer { bytes in
-            guard let base = bytes.baseAddress else { return }
-            var i = 0
-            while i + 2 <= bytes.count {
-                let nameLength = Int(bytes[i]) | Int(bytes[i + 1]) << 8
-                let nameStart = i + 2
-                let valueLengthAt = nameStart + nameLength
-                guard valueLengthAt + 4 <= bytes.count else { return }
-                var valueLength = 0
-                for k in 0..<4 { valueLength |= Int(bytes[valueLengthAt + k]) << (8 * k) }
-                let valueStart = valueLengthAt + 4
-                guard valueStart + valueLength <= bytes.count else { return }
-                let keepGoing = body(UnsafeBufferPointer(start: base + nameStart, count: nameLength),
-                                     UnsafeBufferPointer(start: base + valueStart, count: valueLength))
-                if !keepGoing { return }
-                i = valueStart + valueLength
-            }
-        }
-    }
-
+/// Header fields in one byte buffer: per field `[UInt16 name length][name][UInt32 value length][value]`, little
+/// endian, in arrival order. One allocation however many fields a message has, and no string until one is asked for.
+enum EncodedHeaderFields {
     static func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         let nameLength = min(name.count, 0xFFFF)
         bytes.append(UInt8(truncatingIfNeeded: nameLength))
@@ -122,8 +85,106 @@ public struct HTTP2Response: Sendable {
         bytes.append(contentsOf: value)
     }
 
-    static func append(name: [UInt8], value: [UInt8], to bytes: inout [UInt8]) {
-        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in append(name: n, value: v, to: &bytes) } }
+    /// Tells, as names arrive one by one, whether two of them may be equal: one bit per name of a 64-bit mask
+    /// picked by a cheap hash (length and two bytes). No bit set twice means no two names are equal; a bit set
+    /// twice means they may be, and the caller compares for real. A handful of names rarely collide.
+    struct NameFilter {
+        private var seen: UInt64 = 0
+        private(set) var mayRepeat = false
+
+        mutating func add(_ name: UnsafeBufferPointer<UInt8>) {
+            guard let first = name.first, let last = name.last else {
+                mayRepeat = mayRepeat || seen & 1 != 0
+                seen |= 1
+                return
+            }
+            let hash = (UInt64(name.count) &* 31 &+ UInt64(first) &* 7 &+ UInt64(last)) & 63
+            let bit: UInt64 = 1 << hash
+            if seen & bit != 0 { mayRepeat = true }
+            seen |= bit
+        }
+    }
+
+    /// The same encoding into a byte queue: plain copies, no per-byte array appends (the server's header callback).
+    static func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to queue: ByteQueue) {
+        let nameLength = min(name.count, 0xFFFF)
+        let valueLength = value.count
+        let out = queue.reserve(6 + nameLength + valueLength)
+        out.storeBytes(of: UInt8(truncatingIfNeeded: nameLength), toByteOffset: 0, as: UInt8.self)
+        out.storeBytes(of: UInt8(truncatingIfNeeded: nameLength >> 8), toByteOffset: 1, as: UInt8.self)
+        if nameLength > 0 { (out + 2).copyMemory(from: name.baseAddress!, byteCount: nameLength) }
+        for k in 0..<4 {
+            out.storeBytes(of: UInt8(truncatingIfNeeded: valueLength >> (8 * k)), toByteOffset: 2 + nameLength + k,
+                           as: UInt8.self)
+        }
+        if valueLength > 0 { (out + 6 + nameLength).copyMemory(from: value.baseAddress!, byteCount: valueLength) }
+        queue.commit(6 + nameLength + valueLength)
+    }
+
+    static func encode(_ fields: [(String, String)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for (name, value) in fields {
+            var name = name
+            var value = value
+            name.withUTF8 { n in value.withUTF8 { v in append(name: n, value: v, to: &bytes) } }
+        }
+        return bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> [(String, String)] {
+        var fields: [(String, String)] = []
+        forEach(in: bytes) { name, value in
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            return true
+        }
+        return fields
+    }
+
+    /// The field at `offset`: its name's and value's byte ranges and where the next field starts; nil at the end.
+    @inline(__always)
+    static func field(in bytes: UnsafeBufferPointer<UInt8>, at offset: Int) -> (Range<Int>, Range<Int>, Int)? {
+        guard offset + 2 <= bytes.count else { return nil }
+        let nameLength = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
+        let nameStart = offset + 2
+        let valueLengthAt = nameStart + nameLength
+        guard valueLengthAt + 4 <= bytes.count else { return nil }
+        var valueLength = 0
+        for k in 0..<4 { valueLength |= Int(bytes[valueLengthAt + k]) << (8 * k) }
+        let valueStart = valueLengthAt + 4
+        guard valueStart + valueLength <= bytes.count else { return nil }
+        return (nameStart..<valueLengthAt, valueStart..<valueStart + valueLength, valueStart + valueLength)
+    }
+
+    /// Calls `body` with each field's name and value until it returns false.
+    static func forEach(in bytes: [UInt8], _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
+        bytes.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var offset = 0
+            while let (name, value, end) = field(in: bytes, at: offset) {
+                let keepGoing = body(UnsafeBufferPointer(start: base + name.lowerBound, count: name.count),
+                                     UnsafeBufferPointer(start: base + value.lowerBound, count: value.count))
+                if !keepGoing { return }
+                offset = end
+            }
+        }
+    }
+
+    static func firstValue(in bytes: [UInt8], named name: String, caseInsensitive: Bool) -> String? {
+        var wanted = name
+        return wanted.withUTF8 { wanted -> String? in
+            var found: String?
+            forEach(in: bytes) { fieldName, value in
+                guard fieldName.count == wanted.count else { return true }
+                if caseInsensitive {
+                    for i in 0..<wanted.count where asciiLower(fieldName[i]) != asciiLower(wanted[i]) { return true }
+                } else if wanted.count > 0 && memcmp(fieldName.baseAddress!, wanted.baseAddress!, wanted.count) != 0 {
+                    return true
+                }
+                found = String(decoding: value, as: UTF8.self)
+                return false
+            }
+            return found
+        }
     }
 }
 

@@ -85,6 +85,9 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     /// Batchers of sinks with requests outstanding.
     private var batchers: [ObjectIdentifier: CompletionBatcher] = [:]
     @exclusivity(unchecked) private var dispatchScheduled = false
+    /// The connection the last request went to. Strong (a weak reference would move every retain of this hot
+    /// object to a side table) and dropped in `connectionClosed`.
+    private var lastDispatched: HTTP2ClientConnection?
     private var tickTimer: UInt64 = 0
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownDone = false
@@ -191,7 +194,15 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         dispatchScheduled = false
         while let (_, id, pending) = machine.nextDispatch() {
             gate.release()
-            guard let connection = connections[id] else {
+            // Consecutive requests mostly go to the same connection: skip the dictionary lookup then.
+            let connection: HTTP2ClientConnection?
+            if let last = lastDispatched, last.connectionID == id {
+                connection = last
+            } else {
+                connection = connections[id]
+                lastDispatched = connection
+            }
+            guard let connection else {
                 // Cannot happen: an active slot always has its connection. Keep the books straight anyway.
                 _ = machine.streamClosed(id)
                 retry(pending)
@@ -233,6 +244,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
 
     func connectionClosed(_ connection: HTTP2ClientConnection, error: HTTP2Error?) {
         connections[connection.connectionID] = nil
+        if lastDispatched === connection { lastDispatched = nil }
         closeOnArrival.remove(connection.connectionID)
         if case .connectFailed = error { connectAttemptsFailed += 1 }
         if case .tlsVerificationFailed = error { connectAttemptsFailed += 1 }

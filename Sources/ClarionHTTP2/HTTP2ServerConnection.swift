@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import CNghttp2
 
 /// One accepted HTTP/2 connection: an nghttp2 server session driven with `mem_recv`/`mem_send` on its loop.
@@ -12,7 +15,12 @@ final class HTTP2ServerConnection: SocketChannel {
         var path = ""
         var authority = ""
         var scheme = ""
-        var headers: [(String, String)] = []
+        /// Regular header fields in `EncodedHeaderFields` form, gathered with plain copies in a buffer the slot
+        /// keeps across its streams, then handed to the request in `requestHeaders` with one copy.
+        var headers: ByteQueue?
+        /// The array the request gets; after the handler it is normally unique again and reused (no allocation).
+        var requestHeaders: [UInt8] = []
+        var headerNames = EncodedHeaderFields.NameFilter()
         var body: [UInt8] = []
         var responseBody: [UInt8] = []
         var responseOffset = 0
@@ -24,7 +32,7 @@ final class HTTP2ServerConnection: SocketChannel {
     private var session: OpaquePointer?
     private let streams = Slab(empty: Stream())
     private var slotGeneration: UInt32 = 0
-    private let headerBlock = HeaderBlockBuilder()
+    private let headerBlock = HeaderBlockBuilder(indexFields: false)
     var userState: Any?
     private(set) var advertisedMaxConcurrentStreams: UInt32
     /// Set once GOAWAY went out: streams above it are refused, the connection closes when the rest are done.
@@ -145,35 +153,80 @@ final class HTTP2ServerConnection: SocketChannel {
     // MARK: - nghttp2 callbacks
 
     fileprivate func slot(for streamID: Int32) -> Int? {
+        // A request's header fields come one callback each, all for the same stream: remember the last lookup.
+        if streamID == cachedSlotStreamID { return cachedSlot }
         guard let session, let raw = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
         let index = Int(bitPattern: raw) - 1
-        return index >= 0 && index < streams.count ? index : nil
+        guard index >= 0 && index < streams.count else { return nil }
+        cachedSlotStreamID = streamID
+        cachedSlot = index
+        return index
     }
+
+    /// The last `slot(for:)` answer; reset whenever a slot is freed.
+    private var cachedSlotStreamID: Int32 = -1
+    private var cachedSlot = 0
 
     fileprivate func beginHeaders(streamID: Int32) {
         let index = streams.allocate()
         slotGeneration &+= 1
         streams.storage[index].streamID = streamID
         streams.storage[index].generation = slotGeneration
+        streams.storage[index].headerNames = EncodedHeaderFields.NameFilter()
         nghttp2_session_set_stream_user_data(session, streamID, UnsafeMutableRawPointer(bitPattern: index + 1))
     }
 
     fileprivate func header(streamID: Int32, name: UnsafePointer<UInt8>, nameLength: Int,
                             value: UnsafePointer<UInt8>, valueLength: Int) {
         guard let i = slot(for: streamID) else { return }
+        let stream = streams.storage + i
         if nameLength > 1 && name[0] == UInt8(ascii: ":") {
-            let text = bytesToString(value, valueLength)
-            let stream = streams.storage + i
+            // The same method, scheme and authority come on nearly every stream: reuse the strings (no UTF-8
+            // validation, no allocation) when the bytes match.
             switch (name[1], nameLength) {
-            case (UInt8(ascii: "m"), 7): stream.pointee.method = text
-            case (UInt8(ascii: "p"), 5): stream.pointee.path = text
-            case (UInt8(ascii: "a"), 10): stream.pointee.authority = text
-            case (UInt8(ascii: "s"), 7): stream.pointee.scheme = text
+            case (UInt8(ascii: "m"), 7): stream.pointee.method = Self.string(value, valueLength, orOneOf: "POST", "GET")
+            case (UInt8(ascii: "p"), 5): stream.pointee.path = bytesToString(value, valueLength)
+            case (UInt8(ascii: "a"), 10):
+                if !Self.spells(lastAuthority, value, valueLength) {
+                    lastAuthority = bytesToString(value, valueLength)
+                }
+                stream.pointee.authority = lastAuthority
+            case (UInt8(ascii: "s"), 7):
+                stream.pointee.scheme = Self.string(value, valueLength, orOneOf: "https", "http")
             default: break
             }
         } else {
-            streams.storage[i].headers.append((bytesToString(name, nameLength), bytesToString(value, valueLength)))
+            let queue: ByteQueue
+            if let existing = stream.pointee.headers {
+                queue = existing
+            } else {
+                queue = ByteQueue(capacity: 1024)
+                stream.pointee.headers = queue
+            }
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+            stream.pointee.headerNames.add(nameBytes)
+            EncodedHeaderFields.append(name: nameBytes, value: UnsafeBufferPointer(start: value, count: valueLength),
+                                       to: queue)
         }
+    }
+
+    /// The connection's last `:authority`, reused while it repeats.
+    private var lastAuthority = ""
+
+    /// `first` or `second` when the bytes spell it (a literal: nothing to validate or allocate), else a new string.
+    private static func string(_ value: UnsafePointer<UInt8>, _ count: Int, orOneOf first: String,
+                               _ second: String) -> String {
+        if spells(first, value, count) { return first }
+        if spells(second, value, count) { return second }
+        return bytesToString(value, count)
+    }
+
+    /// True when `string`'s UTF-8 is exactly these bytes (one `memcmp`, not a generic sequence walk).
+    @inline(__always)
+    private static func spells(_ string: String, _ bytes: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard string.utf8.count == count else { return false }
+        var string = string
+        return string.withUTF8 { count == 0 || memcmp($0.baseAddress!, bytes, count) == 0 }
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
@@ -190,16 +243,22 @@ final class HTTP2ServerConnection: SocketChannel {
         }
         let action = callHandler(slot: i, streamID: streamID)
         // The handler's copies of the arrays are gone now; reuse the slot's storage.
-        streams.storage[i].headers.removeAll(keepingCapacity: true)
         streams.storage[i].body.removeAll(keepingCapacity: true)
         perform(action, slot: i, streamID: streamID)
     }
 
     private func callHandler(slot i: Int, streamID: Int32) -> HTTP2ServerAction {
         let stream = streams.storage + i
+        stream.pointee.requestHeaders.removeAll(keepingCapacity: true)
+        if let gathered = stream.pointee.headers, !gathered.isEmpty {
+            stream.pointee.requestHeaders.append(
+                contentsOf: UnsafeRawBufferPointer(start: gathered.readPointer, count: gathered.readableBytes))
+            gathered.removeAll()
+        }
         let request = HTTP2ServerRequest(
             method: stream.pointee.method, path: stream.pointee.path, authority: stream.pointee.authority,
-            scheme: stream.pointee.scheme, headers: stream.pointee.headers, body: stream.pointee.body)
+            scheme: stream.pointee.scheme, encodedHeaders: stream.pointee.requestHeaders, body: stream.pointee.body,
+            namesMayRepeat: stream.pointee.headerNames.mayRepeat)
         return core.handler(request, HTTP2ServerStreamContext(connection: self, streamID: streamID))
     }
 
@@ -293,10 +352,11 @@ final class HTTP2ServerConnection: SocketChannel {
         }
         stream.pointee.streamID = 0
         stream.pointee.generation = 0
-        stream.pointee.headers.removeAll(keepingCapacity: true)
+        stream.pointee.headers?.removeAll()
         stream.pointee.body.removeAll(keepingCapacity: true)
         stream.pointee.responseBody = []
         stream.pointee.responseOffset = 0
+        if cachedSlotStreamID == streamID { cachedSlotStreamID = -1 }
         streams.recycle(i)
     }
 
@@ -340,28 +400,34 @@ final class HTTP2ServerConnection: SocketChannel {
         }
     }
 
-    /// The nghttp2 server callbacks, shared by every server connection.
+    /// The nghttp2 server callbacks, shared by every server connection. They run inside `mem_recv`/`mem_send`,
+    /// called from the connection's own methods while the loop holds it, so they borrow it
+    /// (`_withUnsafeGuaranteedRef`): no retain and release per callback, and there are about ten per request.
     static let tables = NGHTTP2Tables { callbacks, option in
         nghttp2_option_set_no_http_messaging(option, 0)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
                 && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                    .beginHeaders(streamID: frame.pointee.hd.stream_id)
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                    $0.beginHeaders(streamID: frame.pointee.hd.stream_id)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value, let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                .header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength,
-                        value: value, valueLength: valueLength)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.header(streamID: frame.pointee.hd.stream_id, name: name, nameLength: nameLength, value: value,
+                          valueLength: valueLength)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
             guard let data, let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID: streamID, data, length)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.data(streamID: streamID, data, length)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -369,14 +435,17 @@ final class HTTP2ServerConnection: SocketChannel {
             let type = frame.pointee.hd.type
             if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
                 && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-                    .requestComplete(streamID: frame.pointee.hd.stream_id)
+                Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                    $0.requestComplete(streamID: frame.pointee.hd.stream_id)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             guard let userData else { return 0 }
-            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID: streamID)
+            Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+                $0.streamClosed(streamID: streamID)
+            }
             return 0
         }
     }
@@ -384,6 +453,7 @@ final class HTTP2ServerConnection: SocketChannel {
 
 private let serverReadBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
     guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    return Unmanaged<HTTP2ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-        .readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    return Unmanaged<HTTP2ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef {
+        $0.readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+    }
 }

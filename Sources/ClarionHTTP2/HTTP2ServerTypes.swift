@@ -1,14 +1,26 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// A request as the server saw it once its last frame arrived.
+///
+/// The regular header fields stay in one byte buffer as they arrived (no string per field): `header(_:)` makes a
+/// string of one value, `headerFields` walks them as bytes, and `headers` builds the whole list (for tests and
+/// rare paths).
 public struct HTTP2ServerRequest: Sendable {
     public var method: String
     public var path: String
     public var authority: String
     public var scheme: String
-    /// Regular header fields (no pseudo-headers), lowercase names, in arrival order.
-    public var headers: [(String, String)]
     public var body: [UInt8]
+    /// Regular fields (no pseudo-headers) in `EncodedHeaderFields` form.
+    var encodedHeaders: [UInt8] {
+        didSet { namesMayRepeat = true }
+    }
+    /// False when the server saw, as the fields arrived, that no two names can be equal (see
+    /// `EncodedHeaderFields.NameFilter`); then `hasRepeatedName` needs no comparison.
+    var namesMayRepeat = true
 
     public init(method: String, path: String, authority: String = "localhost", scheme: String = "https",
                 headers: [(String, String)] = [], body: [UInt8] = []) {
@@ -16,14 +28,106 @@ public struct HTTP2ServerRequest: Sendable {
         self.path = path
         self.authority = authority
         self.scheme = scheme
-        self.headers = headers
+        encodedHeaders = EncodedHeaderFields.encode(headers)
         self.body = body
+    }
+
+    init(method: String, path: String, authority: String, scheme: String, encodedHeaders: [UInt8], body: [UInt8],
+         namesMayRepeat: Bool) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.scheme = scheme
+        self.encodedHeaders = encodedHeaders
+        self.body = body
+        self.namesMayRepeat = namesMayRepeat
+    }
+
+    /// Regular header fields (no pseudo-headers), lowercase names, in arrival order. Builds two strings per field.
+    public var headers: [(String, String)] {
+        get { EncodedHeaderFields.decode(encodedHeaders) }
+        set { encodedHeaders = EncodedHeaderFields.encode(newValue) }
     }
 
     /// The first value of a header field (`name` must be lowercase, as HTTP/2 sends them).
     public func header(_ name: String) -> String? {
-        for (key, value) in headers where key == name { return value }
-        return nil
+        EncodedHeaderFields.firstValue(in: encodedHeaders, named: name, caseInsensitive: false)
+    }
+
+    /// The header fields as bytes, in arrival order, without building strings (for hot paths).
+    public var headerFields: HTTP2HeaderFields {
+        HTTP2HeaderFields(bytes: encodedHeaders, namesMayRepeat: namesMayRepeat)
+    }
+}
+
+/// Header fields in one byte buffer. Hot paths scan it with `forEachField` (names as bytes, values as ranges) and
+/// take slices (`fields[range]`, no copy) or strings only of the values they need.
+public struct HTTP2HeaderFields: Sendable {
+    @usableFromInline let bytes: [UInt8]
+    let namesMayRepeat: Bool
+
+    /// Calls `body` with each field's name bytes (valid during the call only) and the range of its value.
+    public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: Range<Int>) -> Void) {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while let (name, value, end) = EncodedHeaderFields.field(in: buffer, at: offset) {
+                body(UnsafeBufferPointer(start: base + name.lowerBound, count: name.count), value)
+                offset = end
+            }
+        }
+    }
+
+    /// The bytes of a value found by `forEachField` (a slice: no copy).
+    @inlinable
+    public subscript(value: Range<Int>) -> ArraySlice<UInt8> { bytes[value] }
+
+    /// True when `name` is exactly `expected` (lowercase ASCII, as HTTP/2 sends names).
+    @inlinable
+    public static func name(_ name: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
+        name.count == expected.utf8CodeUnitCount
+            && (name.isEmpty || memcmp(name.baseAddress!, expected.utf8Start, name.count) == 0)
+    }
+
+    /// True when some field name appears more than once. Pairwise over the names' ranges, kept on the stack for
+    /// up to 32 fields (a request has a handful): no allocation.
+    public var hasRepeatedName: Bool {
+        guard namesMayRepeat else { return false }
+        return bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 32) { seen in
+                var count = 0
+                var offset = 0
+                while let (name, _, end) = EncodedHeaderFields.field(in: buffer, at: offset) {
+                    for k in 0..<count where seen[k].count == name.count
+                        && (name.isEmpty || memcmp(base + seen[k].lowerBound, base + name.lowerBound, name.count) == 0) {
+                        return true
+                    }
+                    if count == seen.count { return Self.hasRepeatedNameSlowly(buffer) }
+                    seen[count] = name
+                    count += 1
+                    offset = end
+                }
+                return false
+            }
+        }
+    }
+
+    private static func hasRepeatedNameSlowly(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        let base = buffer.baseAddress!
+        var offset = 0
+        while let (name, _, end) = EncodedHeaderFields.field(in: buffer, at: offset) {
+            var earlier = 0
+            while earlier < offset, let (other, _, next) = EncodedHeaderFields.field(in: buffer, at: earlier) {
+                if other.count == name.count
+                    && (name.isEmpty || memcmp(base + other.lowerBound, base + name.lowerBound, name.count) == 0) {
+                    return true
+                }
+                earlier = next
+            }
+            offset = end
+        }
+        return false
     }
 }
 

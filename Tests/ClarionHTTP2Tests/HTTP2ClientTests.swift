@@ -90,3 +90,42 @@ import Testing
         #expect(response.status == 410 && response.body == [1, 2])
     }
 }
+
+@Suite struct HTTP2ServerRequestHeaderTests {
+    @Test func headersRoundTripAndAreReadAsBytesWithoutStrings() {
+        let long = String(repeating: "v", count: 70_000)
+        var request = HTTP2ServerRequest(method: "POST", path: "/3/device/ab",
+                                         headers: [("authorization", "bearer x"), ("x-empty", ""), ("x-long", long)])
+        #expect(request.headers.map(\.0) == ["authorization", "x-empty", "x-long"])
+        #expect(request.header("authorization") == "bearer x")
+        #expect(request.header("x-empty") == "")
+        #expect(request.header("x-long")?.count == 70_000)
+        #expect(request.header("Authorization") == nil)  // names are lowercase in HTTP/2
+        #expect(!request.headerFields.hasRepeatedName)
+
+        var seen: [String] = []
+        let fields = request.headerFields
+        fields.forEachField { name, value in
+            if HTTP2HeaderFields.name(name, is: "authorization") {
+                seen.append(String(decoding: fields[value], as: UTF8.self))
+            } else {
+                seen.append(String(decoding: name, as: UTF8.self) + "=\(value.count)")
+            }
+        }
+        #expect(seen == ["bearer x", "x-empty=0", "x-long=70000"])
+
+        request.headers.append(("x-empty", "again"))
+        #expect(request.headerFields.hasRepeatedName)
+        #expect(request.header("x-empty") == "")
+        request.headers.removeAll { $0.0 == "x-empty" }
+        #expect(!request.headerFields.hasRepeatedName)
+        #expect(request.headers.map(\.0) == ["authorization", "x-long"])
+    }
+
+    @Test func repeatedNamesAreFoundAmongManyFields() {
+        var headers = (0..<40).map { ("x-field-\($0)", "\($0)") }
+        #expect(!HTTP2ServerRequest(method: "GET", path: "/", headers: headers).headerFields.hasRepeatedName)
+        headers.append(("x-field-3", "again"))
+        #expect(HTTP2ServerRequest(method: "GET", path: "/", headers: headers).headerFields.hasRepeatedName)
+    }
+}

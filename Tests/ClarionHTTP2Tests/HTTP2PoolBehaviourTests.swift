@@ -436,6 +436,29 @@ import Testing
         await server.shutdown()
     }
 
+    @Test func theServerSeesRepeatedHeaderNamesAsTheyArrived() async throws {
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let server = try HTTP2Server(configuration: .init(), group: group) { request, _ in
+            .respond(status: 200, headers: [("x-repeated", request.headerFields.hasRepeatedName ? "yes" : "no"),
+                                            ("x-count", "\(request.headers.count)")])
+        }
+        let port = try server.start()
+        let pool = try HTTP2ClientPool(configuration: poolConfiguration(.http, port: port), group: group)
+        let distinct = (0..<40).map { ("x-field-\($0)", "\($0)") }
+        let cases: [([(String, String)], String)] = [
+            ([], "no"), ([("apns-topic", "a"), ("apns-id", "b")], "no"), (distinct, "no"),
+            ([("apns-topic", "a"), ("apns-topic", "b")], "yes"), (distinct + [("x-field-7", "again")], "yes"),
+        ]
+        for (headers, expected) in cases {
+            let response = try await pool.send(HTTP2Request(path: "/", headers: headers)).get()
+            #expect(response.header("x-repeated") == expected)
+            #expect(response.header("x-count") == "\(headers.count)")
+        }
+        await pool.shutdown()
+        await server.shutdown()
+    }
+
     // MARK: Liveness and lifecycle
 
     @Test func silentPeerIsDeclaredDeadAfterPingTimeout() async throws {

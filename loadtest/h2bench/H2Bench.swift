@@ -4,8 +4,14 @@
 //   h2bench gencert --out DIR                      writes DIR/cert.pem and DIR/key.pem (self-signed, 127.0.0.1)
 //   h2bench serve --port P [--tls DIR] [--max-streams N] [--threads T]
 //                                                  HTTP2Server answering every request 200 with a static body
+//   h2bench apns-setup --out DIR                   a P-256 APNs key: DIR/emulator.json (the emulator's configuration
+//                                                  with its public half), DIR/authorization (a provider-token header)
+//   h2bench emulator --config FILE --port P [--tls DIR]
+//                                                  the provider emulator (ClarionEmulator) as `clarion emulator` runs it
 //   h2bench load --url URL --connections C --streams M --requests N [--body-bytes B] [--ca FILE]
-//                                                  our client: C connections, M streams each, closed loop, batch path
+//                [--header "name: value"]...     our client: C connections, M streams each, closed loop, batch path
+import ClarionCrypto
+import ClarionEmulator
 import ClarionHTTP2
 import Foundation
 import Synchronization
@@ -17,6 +23,21 @@ import Glibc
 func argument(_ name: String, _ arguments: [String]) -> String? {
     guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
     return arguments[i + 1]
+}
+
+/// Every value of a repeatable option.
+func allValues(_ name: String, _ arguments: [String]) -> [String] {
+    var values: [String] = []
+    var i = 0
+    while i + 1 < arguments.count {
+        if arguments[i] == name {
+            values.append(arguments[i + 1])
+            i += 2
+        } else {
+            i += 1
+        }
+    }
+    return values
 }
 
 func fail(_ message: String) -> Never {
@@ -41,7 +62,8 @@ final class ClosedLoopSink: HTTP2CompletionSink, @unchecked Sendable {
     private var completed = 0
     private(set) var failures = 0
     private(set) var firstError: HTTP2Error?
-    private(set) var statusCounts: [Int: Int] = [:]
+    /// Count per status 0...599 (an array, like h2load's: no hashing per response).
+    private(set) var statusCounts = [Int](repeating: 0, count: 600)
     let done = DispatchSemaphore(value: 0)
 
     init(pool: HTTP2ClientPool, template: [HTTP2Request], total: Int) {
@@ -63,7 +85,7 @@ final class ClosedLoopSink: HTTP2CompletionSink, @unchecked Sendable {
     func receive(_ completions: [HTTP2Completion]) {
         for completion in completions {
             switch completion.result {
-            case .success(let response): statusCounts[response.status, default: 0] += 1
+            case .success(let response): statusCounts[min(max(response.status, 0), 599)] += 1
             case .failure(let error):
                 failures += 1
                 if firstError == nil { firstError = error }
@@ -107,6 +129,41 @@ case "serve":
     fflush(nil)
     while true { sleep(3600) }
 
+case "apns-setup":
+    // One key, team and bundle id; the token is signed now and stays valid for the emulator's hour (A.5).
+    guard let out = argument("--out", arguments) else { fail("apns-setup --out DIR") }
+    let key = SigningKey.generateP256()
+    let keyID = "BENCHKEY01"
+    let teamID = "BENCHTEAM1"
+    var configuration = EmulatorConfiguration()
+    configuration.apns.keys = [.init(keyID: keyID, teamID: teamID, publicKeyPEM: key.verifyingKey.pem)]
+    configuration.apns.teams = [.init(teamID: teamID, bundleIDs: ["com.example.bench"])]
+    // APNs allows one stream until a connection has shown a valid token (A.7). h2load sends its whole first window
+    // before it reads the server's SETTINGS and counts the streams refused above 1 as errors (it does not retry
+    // them, our client does): the benchmark measures the steady send path, so the limit is 1000 from the start.
+    configuration.apns.maxConcurrentStreamsBeforeToken = 1000
+    let jwt = try JWT.sign(header: ["kid": .string(keyID)],
+                           claims: ["iss": .string(teamID), "iat": .number(Date().timeIntervalSince1970.rounded(.down))],
+                           key: key)
+    try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+    try configuration.jsonData().write(to: URL(fileURLWithPath: out + "/emulator.json"))
+    try "authorization: bearer \(jwt)".write(toFile: out + "/authorization", atomically: true, encoding: .utf8)
+
+case "emulator":
+    guard let path = argument("--config", arguments) else { fail("emulator --config FILE --port P [--tls DIR]") }
+    var configuration = try EmulatorConfiguration.load(path: path)
+    configuration.host = "127.0.0.1"
+    configuration.port = Int(argument("--port", arguments) ?? "0") ?? 0
+    if let dir = argument("--tls", arguments) {
+        configuration.tls.enabled = true
+        configuration.tls.certificatePath = dir + "/cert.pem"
+        configuration.tls.privateKeyPath = dir + "/key.pem"
+    }
+    let handle = try runEmulator(configuration: configuration)
+    print("listening \(handle.port)")
+    fflush(nil)
+    while true { sleep(3600) }
+
 case "load":
     guard let url = argument("--url", arguments) else { fail("load --url URL") }
     let connections = Int(argument("--connections", arguments) ?? "1") ?? 1
@@ -131,7 +188,12 @@ case "load":
     json += Array(repeating: UInt8(ascii: "x"), count: max(0, bodyBytes - json.count - 4))
     json += Array("\"}}".utf8)
     json = Array(json.prefix(bodyBytes))
-    let request = HTTP2Request(method: "POST", path: path, headers: [("content-type", "application/json")], body: json)
+    var headers = [("content-type", "application/json")]
+    for field in allValues("--header", arguments) {
+        guard let colon = field.firstIndex(of: ":") else { fail("--header \"name: value\"") }
+        headers.append((field[..<colon].lowercased(), field[field.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+    }
+    let request = HTTP2Request(method: "POST", path: path, headers: headers, body: json)
     let sink = ClosedLoopSink(pool: pool, template: Array(repeating: request, count: connections * streams),
                               total: requests)
     let cpuStart = cpuSeconds()
@@ -142,7 +204,8 @@ case "load":
     let elapsed = clock.now - started
     let cpu = cpuSeconds() - cpuStart
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    let codes = sink.statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+    let codes = sink.statusCounts.indices.filter { sink.statusCounts[$0] > 0 }
+        .map { "\($0):\(sink.statusCounts[$0])" }.joined(separator: ",")
     print(String(format: "reqs=%d failed=%d seconds=%.3f rps=%.0f client_cpu_us_per_req=%.2f statuses=%@",
                  requests, sink.failures, seconds, Double(requests) / seconds, cpu * 1e6 / Double(requests), codes))
     if let error = sink.firstError { print("first error: \(error)") }
