@@ -3,7 +3,7 @@ import Synchronization
 
 /// Group commit for publishes (design.md, "publish intake").
 ///
-/// Concurrent `publish` calls queue up; a writer thread takes what queued during a short window (1 ms by
+/// Concurrent `publish` calls queue up; a writer thread takes what queued during a short window (250 us by
 /// default) and writes it with one pipelined round trip and one commit on its own session, then answers every
 /// caller of that batch. A caller is answered only after the commit that holds its message, so an
 /// acknowledged publish survives a crash. Waiting callers hold no thread: they are suspended on a
@@ -35,7 +35,7 @@ public final class PublishBatcher: Sendable {
     private let state = Mutex(State())
     private let wake = NSCondition()
 
-    public init(pool: PGPool, window: Duration = .milliseconds(1), maxBatch: Int = 256, writers: Int = 2,
+    public init(pool: PGPool, window: Duration = .microseconds(250), maxBatch: Int = 256, writers: Int = 2,
                 maxQueued: Int = 50_000) {
         self.pool = pool
         self.window = window
