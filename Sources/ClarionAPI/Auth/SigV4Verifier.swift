@@ -180,7 +180,7 @@ public struct SigV4Verifier: Sendable {
     /// `AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sns/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc`
     static func parseAuthorization(_ header: String) throws(SigV4Error) -> Presented {
         // Plain Substring work, no Foundation: this runs for every signed request.
-        let trimmed = trimSpaces(Substring(header))
+        let trimmed = Substring(header).trimmingSpaces()
         let prefix = "AWS4-HMAC-SHA256 "
         guard trimmed.utf8.starts(with: prefix.utf8) else {
             let algorithm = trimmed.split(separator: " ").first.map(String.init) ?? ""
@@ -188,7 +188,7 @@ public struct SigV4Verifier: Sendable {
         }
         var credential: Substring?, signedHeaders: Substring?, signature: Substring?
         for component in trimmed.dropFirst(prefix.utf8.count).cut(at: UInt8(ascii: ",")) where !component.isEmpty {
-            let part = trimSpaces(component)
+            let part = component.trimmingSpaces()
             guard let equals = part.utf8.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let value = part[part.index(after: equals)...]
             let name = part[..<equals]
@@ -208,13 +208,6 @@ public struct SigV4Verifier: Sendable {
                          signature: String(signature), queryDate: nil, expires: nil, inQuery: false)
     }
 
-    /// Leading and trailing spaces and tabs removed (what `trimmingCharacters(in: .whitespaces)` did).
-    static func trimSpaces(_ text: Substring) -> Substring {
-        var text = text
-        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
-        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
-        return text
-    }
 
     private func parseCredential(_ text: String) throws(SigV4Error) -> Credential {
         let parts = Substring(text).cut(at: UInt8(ascii: "/")).map(String.init)

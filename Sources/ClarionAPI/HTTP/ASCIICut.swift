@@ -25,4 +25,13 @@ extension Substring {
     func hasBytes(_ other: String) -> Bool {
         utf8.elementsEqual(other.utf8)
     }
+
+    /// Leading and trailing spaces and tabs removed (what `trimmingCharacters(in: .whitespaces)` does for header
+    /// values, without Foundation's NSString bridging on every request).
+    func trimmingSpaces() -> Substring {
+        var text = self
+        while let first = text.utf8.first, first == 0x20 || first == 0x09 { text = text.dropFirst() }
+        while let last = text.utf8.last, last == 0x20 || last == 0x09 { text = text.dropLast() }
+        return text
+    }
 }

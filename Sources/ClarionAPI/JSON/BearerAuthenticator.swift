@@ -26,11 +26,11 @@ public struct BearerAuthenticator: Sendable {
 
     public func authenticate(_ request: HTTPRequest) async throws(JSONAPIError) -> APIPrincipal {
         guard let header = request.headers["Authorization"] else { throw JSONAPIError.unauthorized }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, String(parts[0]).caseInsensitiveEquals("Bearer") else {
-            throw JSONAPIError.unauthorized
-        }
-        let key = parts[1].trimmingCharacters(in: .whitespaces)
+        // Byte-level parsing (no Character splitting or Foundation trimming per request).
+        let value = Substring(header).trimmingSpaces()
+        guard let space = value.utf8.firstIndex(of: 0x20) else { throw JSONAPIError.unauthorized }
+        guard String(value[..<space]).caseInsensitiveEquals("Bearer") else { throw JSONAPIError.unauthorized }
+        let key = String(value[space...].trimmingSpaces())
         guard !key.isEmpty else { throw JSONAPIError.unauthorized }
         let found: APIPrincipal?
         do {

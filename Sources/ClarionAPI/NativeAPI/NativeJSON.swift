@@ -21,7 +21,7 @@ struct NativeFields {
     /// The body of a request as a JSON object.
     static func body(_ request: HTTPRequest) throws(JSONAPIError) -> NativeFields {
         if let contentType = request.headers["Content-Type"] {
-            let media = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let media = String(Substring(contentType).cut(at: UInt8(ascii: ";"))[0].trimmingSpaces()).asciiLowercased()
             guard media == "application/json" || media.hasSuffix("+json") else {
                 throw JSONAPIError.unsupportedMediaType(contentType)
             }
