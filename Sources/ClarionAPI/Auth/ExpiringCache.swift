@@ -22,17 +22,12 @@ final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The cached value, or `load()`'s result (remembered when not nil).
     func value(for key: Key, load: () async throws -> Value?) async rethrows -> Value? {
-        let instant = now()
-        if let entry = entries.withLock({ $0[key] }), entry.expires > instant { return entry.value }
+        if let value = cached(key) { return value }
         guard let value = try await load() else {
             entries.withLock { _ = $0.removeValue(forKey: key) }
             return nil
         }
-        let entry = Entry(value: value, expires: instant + lifetime)
-        entries.withLock { table in
-            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
-            table[key] = entry
-        }
+        remember(key, value)
         return value
     }
 

@@ -1,7 +1,6 @@
 import ClarionCore
 import ClarionStore
 import Foundation
-import Synchronization
 
 /// `POST /v1/publish` and `GET /v1/messages/{id}`.
 ///
@@ -360,39 +359,6 @@ enum NativePublishRoutes {
 
     /// Hands every message to the batcher at once, so one request's messages share a commit.
     static func store(_ planned: [Planned], batcher: PublishBatcher) async -> [Result<MessageID, StoreError>] {
-        // Every message is submitted at once (so they share a commit) and one continuation waits for all: no
-        // task per message.
-        await withCheckedContinuation { continuation in
-            let collector = ResultCollector(count: planned.count) { continuation.resume(returning: $0) }
-            for (index, plan) in planned.enumerated() {
-                batcher.submit(plan.message) { collector.set(index, $0) }
-            }
-        }
-    }
-}
-
-/// Collects one result per index from any threads and hands the array over once the last one arrives.
-private final class ResultCollector: Sendable {
-    private struct State {
-        var results: [Result<MessageID, StoreError>?]
-        var remaining: Int
-    }
-
-    private let state: Mutex<State>
-    private let done: @Sendable ([Result<MessageID, StoreError>]) -> Void
-
-    init(count: Int, done: @escaping @Sendable ([Result<MessageID, StoreError>]) -> Void) {
-        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count))
-        self.done = done
-        if count == 0 { done([]) }
-    }
-
-    func set(_ index: Int, _ result: Result<MessageID, StoreError>) {
-        let finished = state.withLock { state -> [Result<MessageID, StoreError>]? in
-            state.results[index] = result
-            state.remaining -= 1
-            return state.remaining == 0 ? state.results.map { $0! } : nil
-        }
-        if let finished { done(finished) }
+        await batcher.publish(planned.map(\.message))
     }
 }

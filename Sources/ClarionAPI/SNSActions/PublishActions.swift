@@ -59,25 +59,12 @@ enum PublishActions {
                 }
             }
             // Every accepted entry goes to the batcher at once, so they share a commit.
-            let stored = await withTaskGroup(of: (String, Result<MessageID, StoreError>).self) { group in
-                for (id, message) in accepted {
-                    group.addTask {
-                        do throws(StoreError) {
-                            return (id, .success(try await context.batcher.publish(message)))
-                        } catch {
-                            return (id, .failure(error))
-                        }
-                    }
-                }
-                var results: [String: Result<MessageID, StoreError>] = [:]
-                for await (id, result) in group { results[id] = result }
-                return results
-            }
+            let stored = await context.batcher.publish(accepted.map(\.message))
             var successful: [(id: String, messageID: String)] = []
-            for (id, _) in accepted {
-                switch stored[id] {
-                case .success(let messageID)?: successful.append((id, messageID.externalID.lowercasedText))
-                default: failed.append((id, SNSError.internalError()))
+            for ((id, _), result) in zip(accepted, stored) {
+                switch result {
+                case .success(let messageID): successful.append((id, messageID.externalID.lowercasedText))
+                case .failure(let error): failed.append((id, snsError(for: error)))
                 }
             }
             let order = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($0.element["Id"] ?? "", $0.offset) })
@@ -99,14 +86,6 @@ enum PublishActions {
 
     static func isBatchEntryID(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 80 && id.utf8.allSatisfy(PlatformApplicationActions.isNameByte)
-    }
-
-    static func commit(_ message: NewMessage, _ context: SNSActionContext) async throws(SNSError) -> MessageID {
-        do {
-            return try await context.batcher.publish(message)
-        } catch {
-            throw snsError(for: error)
-        }
     }
 
     /// What a failed store of a publish means to the caller, in SNS's terms.

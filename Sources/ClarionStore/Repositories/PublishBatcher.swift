@@ -52,20 +52,37 @@ public final class PublishBatcher: Sendable {
         return try result.get()
     }
 
+    /// Stores several messages durably (one request's targets, a PublishBatch); they are queued under one lock,
+    /// so they go into the same batch when it has room, and one continuation waits for all of them. Results are
+    /// in the order of `messages`.
+    public func publish(_ messages: [NewMessage]) async -> [Result<MessageID, StoreError>] {
+        guard !messages.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = ResultCollector(count: messages.count) { continuation.resume(returning: $0) }
+            enqueue(messages.enumerated().map { index, message in
+                Waiter(message: message) { collector.set(index, $0) }
+            })
+        }
+    }
+
     /// Queues the message; `completion` is called exactly once, on a writer thread right after the commit
     /// that holds it (or at once when the batcher refuses it). For callers that answer from a callback: the
     /// API's Publish replies from here without waking a task per message.
     public func submit(_ message: NewMessage, completion: @escaping @Sendable (Result<MessageID, StoreError>) -> Void) {
+        enqueue([Waiter(message: message, completion: completion)])
+    }
+
+    private func enqueue(_ waiters: [Waiter]) {
         var refusal: StoreError?
         var startWriters = false
         wake.lock()
         state.withLock { state in
             if state.shutDown {
                 refusal = StoreError(.shutDown, "the publish batcher is shut down")
-            } else if state.queue.count >= maxQueued {
+            } else if state.queue.count + waiters.count > maxQueued {
                 refusal = StoreError(.unavailable, "too many publishes waiting for a commit")
             } else {
-                state.queue.append(Waiter(message: message, completion: completion))
+                state.queue.append(contentsOf: waiters)
                 if !state.started {
                     state.started = true
                     state.running = writers
@@ -75,7 +92,10 @@ public final class PublishBatcher: Sendable {
         }
         wake.signal()
         wake.unlock()
-        if let refusal { completion(.failure(refusal)); return }
+        if let refusal {
+            for waiter in waiters { waiter.completion(.failure(refusal)) }
+            return
+        }
         if startWriters {
             for index in 0..<writers {
                 let thread = Thread { [self] in self.writerLoop() }
@@ -139,5 +159,30 @@ public final class PublishBatcher: Sendable {
             for (waiter, result) in zip(batch, results) { waiter.completion(result) }
         }
         state.withLock { $0.running -= 1 }
+    }
+}
+
+/// Collects one result per index from the writer threads and hands the array over once the last one arrives.
+private final class ResultCollector: Sendable {
+    private struct State {
+        var results: [Result<MessageID, StoreError>?]
+        var remaining: Int
+    }
+
+    private let state: Mutex<State>
+    private let done: @Sendable ([Result<MessageID, StoreError>]) -> Void
+
+    init(count: Int, done: @escaping @Sendable ([Result<MessageID, StoreError>]) -> Void) {
+        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count))
+        self.done = done
+    }
+
+    func set(_ index: Int, _ result: Result<MessageID, StoreError>) {
+        let finished = state.withLock { state -> [Result<MessageID, StoreError>]? in
+            state.results[index] = result
+            state.remaining -= 1
+            return state.remaining == 0 ? state.results.map { $0! } : nil
+        }
+        if let finished { done(finished) }
     }
 }

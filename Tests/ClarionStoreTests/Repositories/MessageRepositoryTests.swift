@@ -92,6 +92,37 @@ struct MessageRepositoryTests {
         batcher.shutdown()
     }
 
+    @Test("several messages at once: results in the caller's order, the bad one fails alone; refused whole after shutdown")
+    func publishSeveral() async throws {
+        let (fixture, account, endpoint, _) = try await Self.setUp()
+        let batcher = PublishBatcher(pool: fixture.pool, window: .milliseconds(5))
+        let messages = (0..<5).map { n in
+            // Account 0 does not exist: a foreign-key violation for that message only.
+            NewMessage(externalID: UUID(), accountKey: n == 2 ? 0 : account.key, target: .endpoint(key: endpoint.key, arn: "arn"),
+                       message: "m\(n)")
+        }
+        let results = await batcher.publish(messages)
+        #expect(results.count == 5)
+        for (n, (message, result)) in zip(messages, results).enumerated() {
+            switch result {
+            case .success(let id):
+                #expect(n != 2)
+                #expect(id.externalID == message.externalID)
+            case .failure:
+                #expect(n == 2)
+            }
+        }
+        #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 4)
+        #expect(await batcher.publish([]).isEmpty)
+        batcher.shutdown()
+        let refused = await batcher.publish(Array(messages.prefix(2)))
+        #expect(refused.count == 2)
+        for result in refused {
+            guard case .failure(let error) = result else { Issue.record("expected a refusal"); continue }
+            #expect(error.code == .shutDown)
+        }
+    }
+
     @Test("an endpoint reference is checked by the storing statement: SNS EndpointDisabled / PlatformApplicationDisabled / NotFound come back as typed errors")
     func endpointReference() async throws {
         let (fixture, account, endpoint, _) = try await Self.setUp()
