@@ -125,6 +125,22 @@ public enum CLI {
         }
     }
 
+    /// A node with its database started and migrated, for the commands that work on the store (no emulator,
+    /// no API). The caller stops it.
+    static func storeNode(_ configuration: Configuration) throws(NodeError) -> ClarionNode {
+        var configuration = configuration
+        configuration.withEmulator = false
+        let node = ClarionNode(configuration: configuration)
+        do {
+            try node.startDatabase()
+            try node.migrate()
+        } catch {
+            node.stop()
+            throw error
+        }
+        return node
+    }
+
     static func rejectExtra(_ rest: [String]) throws(NodeError) {
         if let extra = rest.first { throw NodeError(.usage, "unexpected argument '\(extra)' (see --help)") }
     }
@@ -184,11 +200,8 @@ public enum CLI {
             name = rest[i + 1]
             rest.removeSubrange(i...(i + 1))
         }
-        configuration.withEmulator = false
-        let node = ClarionNode(configuration: configuration)
+        let node = try storeNode(configuration)
         defer { node.stop() }
-        try node.startDatabase()
-        try node.migrate()
         try node.loadMasterKey()
         try node.bootstrapAccount()
         guard let accounts = node.accountRepository else { throw NodeError(.internalError, "no database") }
@@ -239,13 +252,10 @@ public enum CLI {
         guard let id = rest.first, !id.hasPrefix("-") else {
             throw NodeError(.usage, "usage: clarion report <message-id|campaign-id> [--json]")
         }
-        var (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
+        let (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
         try rejectExtra(extra)
-        configuration.withEmulator = false
-        let node = ClarionNode(configuration: configuration)
+        let node = try storeNode(configuration)
         defer { node.stop() }
-        try node.startDatabase()
-        try node.migrate()
         let found: EngagementReport?
         do { found = try CampaignRepository(pool: node.pool!).reportBlocking(id: id) } catch {
             throw NodeError(.unavailable, "database: \(error)")
@@ -271,13 +281,10 @@ public enum CLI {
         if let i = rest.firstIndex(of: "--dry-run-validation") { dryRun = true; rest.remove(at: i) }
         var positional: [String] = []
         while let first = rest.first, !first.hasPrefix("--") { positional.append(first); rest.removeFirst() }
-        var (configuration, extra) = try loadConfiguration(rest, environment)
+        let (configuration, extra) = try loadConfiguration(rest, environment)
         try rejectExtra(extra)
-        configuration.withEmulator = false
-        let node = ClarionNode(configuration: configuration)
+        let node = try storeNode(configuration)
         defer { node.stop() }
-        try node.startDatabase()
-        try node.migrate()
         try node.loadMasterKey()
         try node.bootstrapAccount()
         let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!)
@@ -336,13 +343,10 @@ public enum CLI {
         guard let text = rest.first, let id = UUID(text: text) else {
             throw NodeError(.usage, "usage: clarion messages watch <message-id> (a MessageId UUID)")
         }
-        var (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
+        let (configuration, extra) = try loadConfiguration(Array(rest.dropFirst()), environment)
         try rejectExtra(extra)
-        configuration.withEmulator = false
-        let node = ClarionNode(configuration: configuration)
+        let node = try storeNode(configuration)
         defer { node.stop() }
-        try node.startDatabase()
-        try node.migrate()
         return try MessageWatch(jobs: FanOutJobs(pool: node.pool!), id: id, interval: interval,
                                 interactive: isatty(STDOUT_FILENO) == 1).run()
     }
