@@ -52,9 +52,21 @@ struct ApplicationLane: @unchecked Sendable {
     let expiresAt: Date?
     let successSampleRate: Int
     /// `ClarionSendRate`: deliveries per second this process may send to the application; nil is unlimited.
-    var sendRate: Double? { SendRateLimiter.rate(attribute: application.attributes[Self.sendRateAttribute]) }
+    /// Read once when the lane is made (the shard worker consults it on every submit).
+    let sendRate: Double?
 
     static let sendRateAttribute = "ClarionSendRate"
+
+    init(application: DispatchApplication, transport: (any PushTransport)?, push: RenderedPush?, unsent: DeliveryOutcome?,
+         expiresAt: Date?, successSampleRate: Int) {
+        self.application = application
+        self.transport = transport
+        self.push = push
+        self.unsent = unsent
+        self.expiresAt = expiresAt
+        self.successSampleRate = successSampleRate
+        sendRate = SendRateLimiter.rate(attribute: application.attributes[Self.sendRateAttribute])
+    }
 
     /// The outcome sends get once the application is disabled.
     static let applicationDisabled = DeliveryOutcome.rejected(reason: "PlatformApplicationDisabled")
