@@ -15,6 +15,7 @@ public enum Schema {
         Migration(version: 6, name: "registration and webhook leases", sql: v6),
         Migration(version: 7, name: "campaigns: messages linked by their namespace attribute", sql: v7),
         Migration(version: 8, name: "campaign link trigger only for messages with a namespace", sql: v8),
+        Migration(version: 9, name: "publish intake without per-row foreign-key checks", sql: v9),
     ]
 
     static let v1 = """

@@ -130,7 +130,8 @@ public struct MessageRepository: Sendable {
     /// A batch as one statement: every column as an array parameter, `unnest`ed into one INSERT, and the
     /// direct publishes' shards from its RETURNING rows. PostgreSQL parses and plans one statement per batch
     /// instead of one per message, which is most of a batch's cost. Endpoint references are resolved and
-    /// checked in the same statement; each input row comes back with its status. A direct publish's shard is
+    /// checked in the same statement; each input row comes back with its status. So is the account: `messages` has
+    /// no foreign key (schema v9), and an index probe without a row lock keeps "no message without its account". A direct publish's shard is
     /// (lo, hi] with an exclusive lower bound: endpoint `e` is lo = e - 1, hi = e, checkpoint = lo ("nothing done
     /// yet"), which satisfies the table's `lo <= checkpoint <= hi`; `planned_targets` is 1, as the planner writes.
     static let insertBatch = """
@@ -142,7 +143,8 @@ public struct MessageRepository: Sendable {
         ), resolved AS (
             SELECT i.external_id, i.account, i.kind, coalesce(i.target_id, e.id) AS target_id, i.arn, i.message, i.structure,
                    i.subject, i.attributes, i.expires_at,
-                   CASE WHEN i.ref IS NULL THEN 'ok'
+                   CASE WHEN NOT EXISTS (SELECT 1 FROM accounts WHERE id = i.account) THEN 'noAccount'
+                        WHEN i.ref IS NULL THEN 'ok'
                         WHEN a.id IS NULL THEN 'notFound'
                         WHEN NOT a.enabled THEN 'applicationDisabled'
                         WHEN NOT e.enabled THEN 'endpointDisabled'
@@ -208,6 +210,8 @@ public struct MessageRepository: Sendable {
                 switch rows[message.externalID] {
                 case let (status, key?)? where status == "ok":
                     return .success(MessageID(key: key, externalID: message.externalID))
+                case ("noAccount", _)?:
+                    return .failure(StoreError(.foreignKeyViolation, "no such account", constraint: "messages_account"))
                 case ("notFound", _)?:
                     return .failure(StoreError(.notFound, "no such endpoint in this account"))
                 case ("applicationDisabled", _)?:

@@ -74,11 +74,14 @@ struct MessageRepositoryTests {
     func batchIsolation() async throws {
         let (fixture, account, endpoint, _) = try await Self.setUp()
         let batcher = PublishBatcher(pool: fixture.pool, window: .milliseconds(20))
+        let taken = try await MessageRepository(pool: fixture.pool)
+            .store(NewMessage(externalID: UUID(), accountKey: account.key, target: .endpoint(key: endpoint.key, arn: "arn"), message: "m"))
         let results = await withTaskGroup(of: Bool.self) { group in
             for n in 0..<10 {
                 group.addTask {
-                    // Account 0 does not exist: a foreign-key violation for this message only.
-                    let message = NewMessage(externalID: UUID(), accountKey: n == 3 ? 0 : account.key,
+                    // An external id already stored: a unique violation fails the batch's statement, then this
+                    // message alone when each is written on its own.
+                    let message = NewMessage(externalID: n == 3 ? taken.externalID : UUID(), accountKey: account.key,
                                              target: .endpoint(key: endpoint.key, arn: "arn"), message: "m")
                     return (try? await batcher.publish(message)) != nil
                 }
@@ -88,7 +91,7 @@ struct MessageRepositoryTests {
             return out
         }
         #expect(results.filter { $0 }.count == 9)
-        #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 9)
+        #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 10)
         batcher.shutdown()
     }
 
@@ -97,7 +100,7 @@ struct MessageRepositoryTests {
         let (fixture, account, endpoint, _) = try await Self.setUp()
         let batcher = PublishBatcher(pool: fixture.pool, window: .milliseconds(5))
         let messages = (0..<5).map { n in
-            // Account 0 does not exist: a foreign-key violation for that message only.
+            // Account 0 does not exist: the storing statement refuses that message only (there is no foreign key).
             NewMessage(externalID: UUID(), accountKey: n == 2 ? 0 : account.key, target: .endpoint(key: endpoint.key, arn: "arn"),
                        message: "m\(n)")
         }
@@ -108,8 +111,9 @@ struct MessageRepositoryTests {
             case .success(let id):
                 #expect(n != 2)
                 #expect(id.externalID == message.externalID)
-            case .failure:
+            case .failure(let error):
                 #expect(n == 2)
+                #expect(error.code == .foreignKeyViolation)
             }
         }
         #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 4)
@@ -151,5 +155,32 @@ struct MessageRepositoryTests {
             .update(applicationKey: endpoint.applicationKey, enabled: false, disabledReason: "y")
         #expect(await storeError { _ = try await publish(endpoint.externalID) }?.constraint == "platform_applications_enabled")
         #expect(try PGConnection(conninfo: fixture.url).query("SELECT count(*) FROM messages").first?.int(0) == 1)
+    }
+
+    @Test("schema v9: messages and shards carry no foreign-key checks, yet deleting an account removes its messages and deleting a message its shards")
+    func deletesCascadeWithoutForeignKeys() async throws {
+        let (fixture, account, endpoint, _) = try await Self.setUp()
+        let messages = MessageRepository(pool: fixture.pool)
+        func publish(_ accountKey: Int64) async throws -> MessageID {
+            try await messages.store(NewMessage(externalID: UUID(), accountKey: accountKey,
+                                                target: .endpoint(key: endpoint.key, arn: "arn"), message: "m"))
+        }
+        let first = try await publish(account.key), second = try await publish(account.key)
+        let other = try await fixture.accounts.ensureAccount(accountID: "210987654321")
+        let kept = try await publish(other.key)
+        #expect(try fixture.raw("""
+            SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('messages'::regclass, 'fanout_shards'::regclass)
+              AND confrelid IN ('accounts'::regclass, 'messages'::regclass)
+            """)?.int(0) == 0)
+
+        _ = try fixture.raw("DELETE FROM messages WHERE id = $1", [first.key])
+        #expect(try await messages.shards(messageKey: first.key).isEmpty)
+        #expect(try await messages.shards(messageKey: second.key).count == 1)
+
+        _ = try fixture.raw("DELETE FROM accounts WHERE id = $1", [account.key])
+        #expect(try fixture.raw("SELECT count(*) FROM messages WHERE account = $1", [account.key])?.int(0) == 0)
+        #expect(try await messages.shards(messageKey: second.key).isEmpty)
+        #expect(try await messages.get(externalID: kept.externalID).accountKey == other.key)
+        #expect(try await messages.shards(messageKey: kept.key).count == 1)
     }
 }
