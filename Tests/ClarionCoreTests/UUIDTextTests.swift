@@ -10,6 +10,10 @@ struct UUIDTextTests {
             #expect(UUID(text: id.uuidString.lowercased()) == id)
             #expect(id.lowercasedText == id.uuidString.lowercased())
         }
+        let id = UUID()
+        let framed = "arn/" + id.uuidString + "/tail"
+        #expect(UUID(text: framed.dropFirst(4).dropLast(5)) == id, "a Substring reads its own bytes, not its base's")
+        #expect(UUID(text: framed.dropFirst(4).dropLast(4)) == nil)
         #expect(UUID(text: "00000000-0000-0000-0000-000000000000")?.lowercasedText == "00000000-0000-0000-0000-000000000000")
         #expect(UUID(text: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")?.lowercasedText == "ffffffff-ffff-ffff-ffff-ffffffffffff")
     }

@@ -162,10 +162,19 @@ extension String {
     }
 
     /// True when `name`, ASCII-lower-cased, equals this (already lower-case) string.
+    /// On the contiguous bytes: a request looks up about fifty header fields, and zipping the two UTF-8 views
+    /// cost ~180 instructions a lookup (callgrind).
     func equalsLowercased(_ name: String) -> Bool {
-        let a = utf8, b = name.utf8
-        guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != ((y >= 65 && y <= 90) ? y + 32 : y) { return false }
-        return true
+        guard utf8.count == name.utf8.count else { return false }
+        var lower = self, other = name
+        return lower.withUTF8 { a in
+            other.withUTF8 { b in
+                for i in 0..<a.count {
+                    let y = b[i]
+                    if a[i] != ((y >= 65 && y <= 90) ? y + 32 : y) { return false }
+                }
+                return true
+            }
+        }
     }
 }

@@ -87,11 +87,15 @@ public struct XMLWriter: Sendable {
     public mutating func appendRaw(_ fragment: [UInt8]) { bytes.append(contentsOf: fragment) }
 
     public mutating func appendEscaped(_ text: String) {
-        // Fast path: printable ASCII with nothing to escape (ids, ARNs, request ids) is copied as is.
-        if text.utf8.allSatisfy(Self.isPlainASCII) {
-            bytes.append(contentsOf: text.utf8)
-            return
+        // Fast path: printable ASCII with nothing to escape (ids, ARNs, request ids) is copied as is, scanned on
+        // the contiguous UTF-8 (through the String.UTF8View iterator this cost ~1,700 instructions per element).
+        var contiguous = text
+        let copied = contiguous.withUTF8 { utf8 -> Bool in
+            guard utf8.allSatisfy(Self.isPlainASCII) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
         }
+        if copied { return }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "&": bytes.append(contentsOf: "&amp;".utf8)
