@@ -1,3 +1,5 @@
+import ClarionCore
+
 /// An HTTP method. A struct rather than an enum so an unusual method still reaches the router (and gets a 405).
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
@@ -150,7 +152,7 @@ extension String {
     }
 
     func asciiLowercased() -> String {
-        if !utf8.contains(where: { $0 >= 65 && $0 <= 90 }) { return self }
+        if !utf8Contains(where: { $0 >= 65 && $0 <= 90 }) { return self }
         return String(unsafeUninitializedCapacity: utf8.count) { out in
             var i = 0
             for byte in utf8 {

@@ -1,3 +1,5 @@
+import ClarionCore
+
 /// What runs for a route.
 ///
 /// - `synchronous`: runs on the libmicrohttpd thread that read the request. For fast paths that never block
@@ -145,7 +147,7 @@ public struct Router: Sendable {
     public func resolve(method: HTTPMethod, rawPath: String) -> RouteMatch {
         // Fast path: the raw path is already a literal route key.
         // Fast path: a literal route for the raw path with this method is the most specific match possible.
-        if !rawPath.utf8.contains(UInt8(ascii: "%")), let routes = literalRoutes[rawPath],
+        if !rawPath.utf8Contains(where: { $0 == UInt8(ascii: "%") }), let routes = literalRoutes[rawPath],
            let route = routes.first(where: { $0.method == method }) {
             return .matched(route, pathParameters: [:])
         }

@@ -1,10 +1,12 @@
+import ClarionCore
+
 /// Minimal JSON text building for small, fixed-shape documents (errors, health, log lines) where a
 /// JSONEncoder round trip would cost more than the request itself.
 enum JSONText {
     /// A JSON string literal, quotes included, escaped per RFC 8259.
     static func quote(_ string: String) -> String {
         // Fast path: nothing to escape (ids, paths, addresses; every access-log field in practice).
-        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) {
+        if string.utf8AllSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) {
             return "\"" + string + "\""
         }
         var out = "\""

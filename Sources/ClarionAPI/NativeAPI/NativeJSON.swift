@@ -125,7 +125,7 @@ struct NativeFields {
 
     /// PostgreSQL text (and jsonb) cannot hold U+0000: refuse it here rather than fail in the store.
     static func checkStorable(_ field: String, _ text: String) throws(JSONAPIError) {
-        if text.utf8.contains(0) {
+        if text.utf8Contains(where: { $0 == 0 }) {
             throw JSONAPIError.invalidField(field, "The field '\(field)' must not contain the character U+0000.")
         }
     }

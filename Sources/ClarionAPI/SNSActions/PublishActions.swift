@@ -85,7 +85,7 @@ enum PublishActions {
     }
 
     static func isBatchEntryID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 80 && id.utf8.allSatisfy(PlatformApplicationActions.isNameByte)
+        !id.isEmpty && id.utf8.count <= 80 && id.utf8AllSatisfy(PlatformApplicationActions.isNameByte)
     }
 
     /// What a failed store of a publish means to the caller, in SNS's terms.

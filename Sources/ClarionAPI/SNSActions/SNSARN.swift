@@ -54,7 +54,7 @@ struct SNSARN: Equatable {
               !parts[3].isEmpty, !parts[4].isEmpty, !parts[5].isEmpty else { return nil }
         let (region, account, rest) = (String(parts[3]), String(parts[4]), parts[5])
         if parts.count == 7 {
-            guard !rest.utf8.contains(UInt8(ascii: "/")), let id = UUID(text: parts[6]) else { return nil }
+            guard !rest.utf8Contains(where: { $0 == UInt8(ascii: "/") }), let id = UUID(text: parts[6]) else { return nil }
             return SNSARN(region: region, account: account, resource: .subscription(topic: String(rest), id: id))
         }
         let segments = rest.cut(at: UInt8(ascii: "/"))

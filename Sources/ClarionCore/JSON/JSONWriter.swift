@@ -50,6 +50,10 @@ enum JSONWriter {
 
     /// The characters of a JSON string without the quotes.
     static func writeEscapedContents(_ s: String, to out: inout [UInt8]) {
+        if needsNoEscaping(s) {
+            out.append(contentsOf: s.utf8)
+            return
+        }
         let hex: StaticString = "0123456789abcdef"
         for b in s.utf8 {
             switch b {
@@ -71,6 +75,6 @@ enum JSONWriter {
 
     /// True when `s` can be copied into a JSON string without escaping (the common case for tokens and ids).
     static func needsNoEscaping(_ s: String) -> Bool {
-        !s.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+        !s.utf8Contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
     }
 }
