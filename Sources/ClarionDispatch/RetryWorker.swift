@@ -5,7 +5,9 @@ import Foundation
 /// Sends due retries: claims a batch from `delivery_retries` (oldest due first, `SKIP LOCKED` under a lease),
 /// renders per message and application as the shard workers do, sends, and writes the outcomes per message in
 /// one transaction: finished retries deleted, the others rescheduled (backoff with jitter, Retry-After as a
-/// floor, never past the TTL), counters added to the shard each delivery came from.
+/// floor, never past the TTL), counters added to the shard each delivery came from. An application's
+/// `ClarionSendRate` holds for retries too (they share the shard workers' token bucket): what the bucket does not
+/// grant now is handed back unsent, due again when the bucket will have room, without using up an attempt.
 struct RetryWorker {
     let context: DispatchContext
 
@@ -36,6 +38,8 @@ struct RetryWorker {
         var sent = Array(repeating: false, count: claims.count)
         var skipped = Array(repeating: false, count: claims.count)
         var batches: [Int64: [PushDelivery]] = [:]
+        var deferred: [FanOutJobs.DeferredRetry] = []
+        var isDeferred = Array(repeating: false, count: claims.count)
         for (i, claim) in claims.enumerated() {
             guard claim.target.enabled, let lane = lanes[claim.target.application] else {
                 skipped[i] = true
@@ -56,6 +60,19 @@ struct RetryWorker {
         for (application, deliveries) in batches {
             guard let lane = lanes[application], let transport = lane.transport, let push = lane.push else { continue }
             var rest = deliveries[...]
+            if let rate = lane.sendRate {
+                let grant = context.sendRates.take(application, rate: rate, want: rest.count)
+                if grant.granted < rest.count {
+                    // Spread over the time the bucket needs for them, so they do not all come due at once.
+                    let start = configuration.now()
+                    for (k, delivery) in rest.dropFirst(grant.granted).enumerated() {
+                        let i = Int(delivery.tag)
+                        isDeferred[i] = true
+                        deferred.append(.init(id: claims[i].id, notBefore: start.addingTimeInterval(grant.retryIn + Double(k) / rate)))
+                    }
+                    rest = rest.prefix(grant.granted)
+                }
+            }
             var stalled = 0
             while !rest.isEmpty {
                 let admitted = min(rest.count, max(0, transport.submit(push, deliveries: Array(rest), sink: inbox)))
@@ -69,6 +86,7 @@ struct RetryWorker {
                 if stalled > 200 || context.isAbandoned { break }
             }
             for delivery in rest { outcomes[Int(delivery.tag)] = .retryable(reason: "ProviderQueueFull", retryAfter: nil) }
+            if lane.sendRate != nil { context.sendRates.refund(application, rest.count) }
         }
         let deadline = ContinuousClock.now + .seconds(configuration.deliveryTimeout)
         while awaiting > 0, ContinuousClock.now < deadline, !context.isAbandoned {
@@ -84,7 +102,7 @@ struct RetryWorker {
         var unsharded = DeliveryAccounting(policy: configuration.retryPolicy)
         var finished: [Int64] = []
         var disabled: Set<Int64> = []
-        for (i, claim) in claims.enumerated() {
+        for (i, claim) in claims.enumerated() where !isDeferred[i] {
             var accounting = claim.shard.flatMap { perShard[$0] } ?? DeliveryAccounting(policy: configuration.retryPolicy)
             if claim.shard == nil { accounting = unsharded }
             let disposition: DeliveryAccounting.Disposition
@@ -121,7 +139,7 @@ struct RetryWorker {
         }
         merge(unsharded.take(), into: &effects)
         _ = try await context.jobs.completeRetries(
-            message: message, owner: configuration.owner, finished: finished, shardCounters: shardCounters,
+            message: message, owner: configuration.owner, finished: finished, deferred: deferred, shardCounters: shardCounters,
             shardFailures: shardFailures, effects: effects)
     }
 

@@ -421,6 +421,40 @@ struct FanOutTests {
         #expect(timings.rateLimitedSubmits > 0)
         #expect(timings.outcomeWaits < 1_000, "\(timings.outcomeWaits) waits")
     }
+
+    @Test("ClarionSendRate holds for retries too: over the rate they wait their turn, without using up an attempt")
+    func sendRateCoversRetries() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("limited", platform: "GCM", attributes: #"{"ClarionSendRate": "200"}"#)
+        try fixture.addEndpoints("limited", prefix: "lim-", count: 300)
+        // Every first attempt is refused with a short Retry-After, so retries come due while first sends still run.
+        let transport = RecordingTransport { _, attempt in
+            attempt == 1 ? .retryable(reason: "QuotaExceeded", retryAfter: 0.05) : .accepted(providerID: nil)
+        }
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["limited": transport]),
+            configuration: testConfiguration(owner: "node-a")))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message)
+        await dispatcher.stop()
+
+        #expect(status.state == .completed)
+        #expect(status.counters.accepted == 300)
+        #expect(status.counters.retried == 300)
+        #expect(status.counters.sent == 600)
+        // Deferred retries kept their attempt: every token was sent exactly twice.
+        #expect(transport.counts.count == 300 && transport.counts.values.allSatisfy { $0 == 2 })
+        // First sends and retries together stay within the rate: at most the rate plus one bucket in any second.
+        let sends = transport.sends.map(\.at).sorted()
+        var most = 0
+        var start = 0
+        for end in sends.indices {
+            while sends[end].timeIntervalSince(sends[start]) >= 1 { start += 1 }
+            most = max(most, end - start + 1)
+        }
+        #expect(most <= 200 + 20 + 10, "\(most) sends within one second")
+        #expect(sends.last!.timeIntervalSince(sends.first!) >= (600 - 20) / 200 - 0.1)
+    }
 }
 
 @Suite("Express lane", .serialized)

@@ -452,6 +452,16 @@ public struct FanOutJobs: Sendable {
         }
     }
 
+    /// A claimed retry handed back unsent, due again at `notBefore` with its attempt count unchanged.
+    public struct DeferredRetry: Sendable, Equatable {
+        public var id: Int64
+        public var notBefore: Date
+        public init(id: Int64, notBefore: Date) {
+            self.id = id
+            self.notBefore = notBefore
+        }
+    }
+
     /// The earliest `not_before` of retries nobody holds, so an idle retry loop sleeps until then.
     public func nextRetryDue() async throws(StoreError) -> Date? {
         try await pool.withConnection { (c) throws(StoreError) -> Date? in
@@ -464,8 +474,8 @@ public struct FanOutJobs: Sendable {
     /// (their `effects.retries` entries), counters and failures added to each retry's shard, side effects as in
     /// a shard checkpoint; then the message finished if nothing is left.
     public func completeRetries(
-        message: Int64, owner: String, finished: [Int64], shardCounters: [Int64: DeliveryCounters],
-        shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects
+        message: Int64, owner: String, finished: [Int64], deferred: [DeferredRetry] = [],
+        shardCounters: [Int64: DeliveryCounters], shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects
     ) async throws(StoreError) -> MessageState? {
         try await withDeadlockRetry { () throws(StoreError) -> MessageState? in
             try await pool.transaction { (c) throws(StoreError) -> MessageState? in
@@ -473,6 +483,15 @@ public struct FanOutJobs: Sendable {
                 if !finished.isEmpty {
                     commands.append(PGCommand("DELETE FROM delivery_retries WHERE id = ANY($1::bigint[]) AND lease_owner = $2",
                                               [PGArrayParameter(text: PGArrayLiteral.int64s(finished)), owner]))
+                }
+                if !deferred.isEmpty {
+                    // Not sent (over the application's send rate): back in the queue at a later time, same attempt.
+                    commands.append(PGCommand("""
+                        UPDATE delivery_retries r SET not_before = v.not_before, lease_owner = NULL, lease_expires_at = NULL
+                        FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, not_before)
+                        WHERE r.id = v.id AND r.lease_owner = $3
+                        """, [PGArrayParameter(text: PGArrayLiteral.int64s(deferred.map(\.id))),
+                              PGArrayParameter(text: PGArrayLiteral.dates(deferred.map(\.notBefore))), owner]))
                 }
                 for shard in shardCounters.keys.sorted() {
                     let n = shardCounters[shard]!

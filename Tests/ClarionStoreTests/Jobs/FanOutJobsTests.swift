@@ -111,6 +111,20 @@ struct FanOutJobsTests {
                                                lease: .finish) == .applied(finishedMessage: nil))
         #expect(try await seed.jobs.messageStatus(key: message)?.state == .processing)
 
+        // Handed back unsent (over the send rate): due later, unleased, the same attempt, the message still open.
+        let held = try await seed.jobs.claimDueRetries(owner: "r", limit: 10, leaseSeconds: 30)
+        #expect(held.count == 1)
+        let later = Date().addingTimeInterval(0.3)
+        #expect(try await seed.jobs.completeRetries(
+            message: message, owner: "r", finished: [], deferred: [.init(id: held[0].id, notBefore: later)],
+            shardCounters: [:], shardFailures: [:], effects: OutcomeEffects()) == nil, "not finished: the retry is pending")
+        #expect(try await seed.jobs.claimDueRetries(owner: "r", limit: 10, leaseSeconds: 30).isEmpty)
+        let row = try PGConnection(conninfo: seed.url).query(
+            "SELECT attempt, lease_owner IS NULL, abs(extract(epoch FROM not_before) - $2) < 0.01 FROM delivery_retries WHERE id = $1",
+            [held[0].id, later.timeIntervalSince1970]).first!
+        #expect(row.int(0) == 1 && row.bool(1) == true && row.bool(2) == true)
+        try await Task.sleep(for: .milliseconds(400))
+
         let due = try await seed.jobs.claimDueRetries(owner: "r", limit: 10, leaseSeconds: 30)
         #expect(due.count == 1)
         #expect(due[0].shard == claims[1].shard)
