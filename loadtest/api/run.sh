@@ -4,13 +4,17 @@
 # wrk cannot sign, so presign.py signs COUNT distinct Publish requests with botocore just before the run.
 # The same run then measures the native API's durable publish (POST /v1/publish, bearer key, one endpoint target).
 #
-#   loadtest/api/run.sh                       # wrk -t2 -c64 -d10s
-#   DURATION=20s CONNECTIONS=128 loadtest/api/run.sh
+# Each figure comes with the CPU it cost per request (server, PostgreSQL, wrk; from /proc), which stays meaningful
+# when other work shares the two cores, and with the disk's flush time: a durable publish waits for one WAL flush,
+# so with few connections the rate is bounded by connections / (flush + CPU) before the CPU runs out.
+#
+#   loadtest/api/run.sh                       # wrk -t2 -c64 and -c256, -d10s each
+#   DURATION=20s CONNECTIONS="128" loadtest/api/run.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 DURATION=${DURATION:-10s}
-CONNECTIONS=${CONNECTIONS:-64}
+CONNECTIONS=${CONNECTIONS:-64 256}
 KEY=AKIACLARIONBENCH0001
 SECRET=bench-secret-0123456789abcdefghijklmnop
 swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
@@ -32,16 +36,45 @@ print(sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicati
 PY
 )
 python3 "$ROOT/loadtest/api/presign.py" "http://127.0.0.1:$port" "$KEY" "$SECRET" "$arn" 2000 "$work/publish.lua"
-echo "clarion serve --role api (release) on 127.0.0.1:$port; wrk -t2 -c$CONNECTIONS -d$DURATION; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== ceiling: GET /health"
-wrk -t2 -c"$CONNECTIONS" -d"$DURATION" "http://127.0.0.1:$port/health" | grep -E "Requests/sec|Latency|Non-2xx"
-echo "== SigV4-signed durable Publish (direct, group commit)"
-before=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
-wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$work/publish.lua" "http://127.0.0.1:$port/" | grep -E "Requests/sec|Latency|50%|99%|Non-2xx|requests in"
-after=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
-echo "messages stored during the run: $((after - before))"
+pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
+pg_pid=$(head -1 "$work/postgres/data/postmaster.pid")
+count_messages() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "SELECT count(*) FROM messages"; }
+# CPU ticks (user + system) of a process and, with "tree", its children (PostgreSQL's backends).
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $t; }
+pg_ticks() { ticks "$pg_pid" $(pgrep -P "$pg_pid"); }
+flush_ms=$(python3 - "$work" <<'PY'
+import os, sys, time
+path = os.path.join(sys.argv[1], "flush-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+block = b"x" * 8192
+start = time.perf_counter()
+for i in range(100):
+    os.pwrite(fd, block, 0)
+    os.fdatasync(fd)
+print("%.2f" % ((time.perf_counter() - start) * 10))
+os.close(fd); os.unlink(path)
+PY
+)
+hz=$(getconf CLK_TCK)
+# measure LABEL PATH SCRIPT CONNECTIONS: wrk's figures, the rows stored, and CPU microseconds per request.
+measure() {
+  local label=$1 path=$2 script=$3 c=$4 before after s0 s1 p0 p1 w0 w1 wpid n t
+  before=$(count_messages); s0=$(ticks "$pid"); p0=$(pg_ticks)
+  wrk -t2 -c"$c" -d"$DURATION" --latency ${script:+-s "$script"} "http://127.0.0.1:$port$path" > "$work/wrk.out" &
+  wpid=$!; sleep 0.2; w0=$(ticks "$wpid")
+  w1=$w0
+  # Sampled while it runs (an exited wrk reads as 0 until it is reaped): the largest reading is the last.
+  while kill -0 "$wpid" 2>/dev/null; do t=$(ticks "$wpid"); [ "$t" -gt "$w1" ] && w1=$t; sleep 0.2; done
+  wait "$wpid" || true
+  after=$(count_messages); s1=$(ticks "$pid"); p1=$(pg_ticks)
+  n=$(awk '/requests in/{print $1}' "$work/wrk.out")
+  echo "-- $label, wrk -t2 -c$c -d$DURATION"
+  grep -E "Requests/sec|Latency |50%|99%|Non-2xx|requests in" "$work/wrk.out"
+  [ "$path" = /health ] || echo "messages stored during the run: $((after - before))"
+  awk -v n="$n" -v s=$((s1 - s0)) -v p=$((p1 - p0)) -v w=$((w1 - w0)) -v hz="$hz" 'BEGIN {
+    printf "CPU per request: server %.1f us, PostgreSQL %.1f us, wrk %.1f us\n", s*1e6/hz/n, p*1e6/hz/n, w*1e6/hz/n }'
+}
 
-echo "== native API durable publish (POST /v1/publish, bearer key, direct to one endpoint)"
 apikey=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
 endpoint_id=${arn##*/}
 cat > "$work/native.lua" <<LUA
@@ -50,7 +83,13 @@ wrk.headers["Authorization"] = "Bearer $apikey"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"targets":[{"endpoint":"$endpoint_id"}],"message":{"default":"load test"}}'
 LUA
-before=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
-wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$work/native.lua" "http://127.0.0.1:$port/v1/publish" | grep -E "Requests/sec|Latency|50%|99%|Non-2xx|requests in"
-after=$(psql -tA "postgresql://postgres@127.0.0.1:$(sed -n 4p "$work/postgres/data/postmaster.pid")/clarion" -c "SELECT count(*) FROM messages")
-echo "messages stored during the run: $((after - before))"
+
+echo "clarion serve --role api (release) on 127.0.0.1:$port; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "disk flush (8 KiB write + fdatasync, the WAL flush every durable commit waits for): $flush_ms ms"
+for c in $CONNECTIONS; do
+  echo "== $c connections"
+  measure "ceiling: GET /health" /health "" "$c"
+  measure "SigV4-signed durable Publish (direct, group commit)" / "$work/publish.lua" "$c"
+  measure "native API durable publish (POST /v1/publish, bearer key, direct to one endpoint)" /v1/publish "$work/native.lua" "$c"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
