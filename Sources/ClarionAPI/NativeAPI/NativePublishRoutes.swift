@@ -25,155 +25,23 @@ enum NativePublishRoutes {
     }
 
     static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
-        routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .json { request throws(JSONAPIError) in
-            let caller = try await c.caller(request)
-            let body = try NativeFields.body(request)
-            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
-            guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
-            let (text, structure) = try messageText(message)
-            try NativeFields.checkStorable("message", text)
-            var attributes = try messageAttributes(body)
-            let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
-            if let ttl {
-                // `ttl` is every platform's TTL attribute at once; an explicit attribute still wins.
-                for platform in Platform.allCases {
-                    let name = platform.ttlAttributeNames[0]
-                    if attributes[name] == nil { attributes[name] = .number(String(ttl)) }
-                }
-            }
-            do throws(MessageValidationError) {
-                _ = try MobilePushAttributes.parse(attributes)
-            } catch {
-                throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
-            }
-            // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
-            let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
-            let targets = try targetList(body)
-            let now = c.clock()
-            let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
-            let attributesJSON = storedAttributes(attributes)
-            let namespace = try await namespaceRequest?.resolve(accountKey: caller.accountKey,
-                                                                campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
-            try NativeFields.checkStorableJSON("attributes", attributesJSON)
-
-            var planned: [Planned] = []
-            for (index, target) in targets.enumerated() {
-                let requireDefault = target.object["topic"] != nil
-                let parsed: SNSMessage
-                do throws(MessageValidationError) {
-                    parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: requireDefault)
+        routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .suspending { request, responder in
+            // Starts on the server's thread; once the messages are handed to the batcher, the answer is built and
+            // sent from the writer thread right after their commit (no hop back to the cooperative pool).
+            Task.immediate {
+                do throws(JSONAPIError) {
+                    let prepared = try await preparePublish(request, context: c)
+                    c.batcher.submit(prepared.planned.map(\.message)) { stored in
+                        do throws(JSONAPIError) {
+                            responder.respond(try answer(prepared, stored: stored))
+                        } catch {
+                            responder.respond(error.response())
+                        }
+                    }
                 } catch {
-                    throw messageError(error)
-                }
-                func new(_ target: MessageTarget) -> NewMessage {
-                    let id = c.makeID()
-                    var stored = attributesJSON
-                    if let namespace {
-                        // Each message carries its own id in the namespace (stable across retries).
-                        var marked = attributes
-                        marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id)
-                        stored = storedAttributes(marked)
-                    }
-                    return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
-                                      structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt)
-                }
-                if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
-                    // An ARN names the endpoint's platform and application: no lookup before the store, whose
-                    // statement checks existence, account and both enabled flags (SNS's Publish path).
-                    let field = target.name("endpoint")
-                    guard let arn = SNSARN.parse(id), arn.region == caller.region, arn.account == caller.accountID,
-                          case .endpoint(let platform, let application, let uuid) = arn.resource else {
-                        throw JSONAPIError.notFound("No endpoint '\(id)'.", field: field)
-                    }
-                    if let platform = Platform(rawValue: platform) {
-                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
-                    }
-                    let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
-                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
-                } else if let id = try target.string("endpoint"), let uuid = UUID(text: id),
-                          let known = c.endpointIdentities.cached(EndpointIdentityKey(accountKey: caller.accountKey, id: uuid)) {
-                    // Seen before: no lookup. The store's statement checks existence, account and both enabled
-                    // flags (a deleted or disabled endpoint is answered from there, naming this field).
-                    let field = target.name("endpoint")
-                    if let platform = Platform(rawValue: known.platform) {
-                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
-                    }
-                    let arn = SNSARN.endpoint(caller.region, caller.accountID, platform: known.platform,
-                                              application: known.applicationName, id: uuid)
-                    let reference = MessageTarget.endpointReference(id: uuid, platform: known.platform,
-                                                                    application: known.applicationName, arn: arn)
-                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
-                } else if let id = try target.string("endpoint") {
-                    let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
-                    c.endpointIdentities.remember(EndpointIdentityKey(accountKey: caller.accountKey, id: endpoint.externalID),
-                                                  EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName))
-                    try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
-                    // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
-                    // the endpoint exists and both it and its application are enabled (no gap between check and insert).
-                    let reference = MessageTarget.endpointReference(id: endpoint.externalID, platform: endpoint.platform,
-                                                                    application: endpoint.applicationName, arn: NativeID.arn(endpoint, caller))
-                    planned.append(Planned(targetIndex: index, message: new(reference), endpointID: endpoint.externalID, topicName: nil,
-                                           field: target.name("endpoint")))
-                } else if let id = try target.string("topic") {
-                    let topic = try await c.topic(id, caller, field: target.name("topic"))
-                    planned.append(Planned(targetIndex: index, message: new(.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))),
-                                           endpointID: nil, topicName: topic.name, field: target.name("topic")))
-                } else if let user = try target.object("user") {
-                    try user.allowOnly(["app", "user_id"])
-                    let application = try await c.application(try user.requiredString("app"), caller, field: user.name("app"))
-                    let userID = try user.requiredString("user_id", maxBytes: NativeEndpointRoutes.userIDLimit)
-                    guard application.enabled else {
-                        throw JSONAPIError(status: 400, code: "application_disabled",
-                                           message: "The platform application is disabled.", field: user.name("app"))
-                    }
-                    if let platform = Platform(rawValue: application.platform) {
-                        do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
-                    }
-                    let found: [EndpointRecord]
-                    do throws(StoreError) {
-                        found = try await c.endpoints.find(applicationKey: application.key, userID: userID, limit: maximumUserEndpoints)
-                    } catch {
-                        throw JSONAPIError.store(error)
-                    }
-                    // A user's disabled devices are skipped: publishing to a user reaches the devices that can receive.
-                    for endpoint in found where endpoint.enabled {
-                        planned.append(Planned(targetIndex: index, message: new(.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))),
-                                               endpointID: endpoint.externalID, topicName: nil, field: user.path))
-                    }
-                } else {
-                    throw JSONAPIError.invalidField(target.path, "A target is one of {\"endpoint\": id}, {\"topic\": id}, {\"user\": {\"app\": id, \"user_id\": id}}.")
+                    responder.respond(error.response())
                 }
             }
-
-            let stored = await store(planned, batcher: c.batcher)
-            // Nothing stored: the request failed as a whole, with the first message's reason.
-            if !stored.contains(where: { if case .success = $0 { true } else { false } }),
-               let plan = planned.first, case .failure(let error)? = stored.first {
-                throw storeRefusal(error, field: plan.field)
-            }
-            // Some stored: they will be delivered, so the answer is 202 and lists what was not stored under
-            // `failed` (a retry of the whole request would send the stored ones twice).
-            var items: [JSONValue] = [], failed: [JSONValue] = []
-            for (plan, result) in zip(planned, stored) {
-                switch result {
-                case .success(let id):
-                    var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
-                    if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
-                    if let topic = plan.topicName { item["topic"] = .string(topic) }
-                    items.append(.object(item))
-                case .failure(let error):
-                    let refusal = storeRefusal(error, field: plan.field)
-                    var item = JSONObject([("target", .number(JSONNumber(plan.targetIndex)))])
-                    if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
-                    item["error"] = ["code": .string(refusal.code), "message": .string(refusal.message),
-                                     "field": NativeResponse.text(refusal.field)]
-                    failed.append(.object(item))
-                }
-            }
-            if !failed.isEmpty { return NativeResponse.json(["messages": .array(items), "failed": .array(failed)], status: 202) }
-            var answer = JSONObject([("messages", .array(items))])
-            if let campaign = namespace?.campaignID { answer["campaign"] = .string(campaign) }
-            return NativeResponse.json(.object(answer), status: 202)
         })
 
         routes.add(.get, "/v1/messages/{id}", errorFormat: .json, .json { request throws(JSONAPIError) in
@@ -190,6 +58,169 @@ enum NativePublishRoutes {
             guard let status = found else { throw notFound }
             return NativeResponse.json(render(status))
         })
+    }
+
+    /// A validated publish: its messages, ready for the batcher.
+    struct PreparedPublish: Sendable {
+        let planned: [Planned]
+        let campaignID: String?
+    }
+
+    /// Everything before the store: authentication, validation of the whole request, targets resolved.
+    static func preparePublish(_ request: HTTPRequest, context c: NativeAPIContext) async throws(JSONAPIError) -> PreparedPublish {
+        let caller = try await c.caller(request)
+        let body = try NativeFields.body(request)
+        try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
+        guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
+        let (text, structure) = try messageText(message)
+        try NativeFields.checkStorable("message", text)
+        var attributes = try messageAttributes(body)
+        let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
+        if let ttl {
+            // `ttl` is every platform's TTL attribute at once; an explicit attribute still wins.
+            for platform in Platform.allCases {
+                let name = platform.ttlAttributeNames[0]
+                if attributes[name] == nil { attributes[name] = .number(String(ttl)) }
+            }
+        }
+        do throws(MessageValidationError) {
+            _ = try MobilePushAttributes.parse(attributes)
+        } catch {
+            throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
+        }
+        // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
+        let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
+        let targets = try targetList(body)
+        let now = c.clock()
+        let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
+        let attributesJSON = storedAttributes(attributes)
+        let namespace = try await namespaceRequest?.resolve(accountKey: caller.accountKey,
+                                                            campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
+        try NativeFields.checkStorableJSON("attributes", attributesJSON)
+
+        var planned: [Planned] = []
+        for (index, target) in targets.enumerated() {
+            let requireDefault = target.object["topic"] != nil
+            let parsed: SNSMessage
+            do throws(MessageValidationError) {
+                parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: requireDefault)
+            } catch {
+                throw messageError(error)
+            }
+            func new(_ target: MessageTarget) -> NewMessage {
+                let id = c.makeID()
+                var stored = attributesJSON
+                if let namespace {
+                    // Each message carries its own id in the namespace (stable across retries).
+                    var marked = attributes
+                    marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id)
+                    stored = storedAttributes(marked)
+                }
+                return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
+                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt)
+            }
+            if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
+                // An ARN names the endpoint's platform and application: no lookup before the store, whose
+                // statement checks existence, account and both enabled flags (SNS's Publish path).
+                let field = target.name("endpoint")
+                guard let arn = SNSARN.parse(id), arn.region == caller.region, arn.account == caller.accountID,
+                      case .endpoint(let platform, let application, let uuid) = arn.resource else {
+                    throw JSONAPIError.notFound("No endpoint '\(id)'.", field: field)
+                }
+                if let platform = Platform(rawValue: platform) {
+                    do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                }
+                let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
+                planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
+            } else if let id = try target.string("endpoint"), let uuid = UUID(text: id),
+                      let known = c.endpointIdentities.cached(EndpointIdentityKey(accountKey: caller.accountKey, id: uuid)) {
+                // Seen before: no lookup. The store's statement checks existence, account and both enabled
+                // flags (a deleted or disabled endpoint is answered from there, naming this field).
+                let field = target.name("endpoint")
+                if let platform = Platform(rawValue: known.platform) {
+                    do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                }
+                let arn = SNSARN.endpoint(caller.region, caller.accountID, platform: known.platform,
+                                          application: known.applicationName, id: uuid)
+                let reference = MessageTarget.endpointReference(id: uuid, platform: known.platform,
+                                                                application: known.applicationName, arn: arn)
+                planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
+            } else if let id = try target.string("endpoint") {
+                let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
+                c.endpointIdentities.remember(EndpointIdentityKey(accountKey: caller.accountKey, id: endpoint.externalID),
+                                              EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName))
+                try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
+                // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
+                // the endpoint exists and both it and its application are enabled (no gap between check and insert).
+                let reference = MessageTarget.endpointReference(id: endpoint.externalID, platform: endpoint.platform,
+                                                                application: endpoint.applicationName, arn: NativeID.arn(endpoint, caller))
+                planned.append(Planned(targetIndex: index, message: new(reference), endpointID: endpoint.externalID, topicName: nil,
+                                       field: target.name("endpoint")))
+            } else if let id = try target.string("topic") {
+                let topic = try await c.topic(id, caller, field: target.name("topic"))
+                planned.append(Planned(targetIndex: index, message: new(.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))),
+                                       endpointID: nil, topicName: topic.name, field: target.name("topic")))
+            } else if let user = try target.object("user") {
+                try user.allowOnly(["app", "user_id"])
+                let application = try await c.application(try user.requiredString("app"), caller, field: user.name("app"))
+                let userID = try user.requiredString("user_id", maxBytes: NativeEndpointRoutes.userIDLimit)
+                guard application.enabled else {
+                    throw JSONAPIError(status: 400, code: "application_disabled",
+                                       message: "The platform application is disabled.", field: user.name("app"))
+                }
+                if let platform = Platform(rawValue: application.platform) {
+                    do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
+                }
+                let found: [EndpointRecord]
+                do throws(StoreError) {
+                    found = try await c.endpoints.find(applicationKey: application.key, userID: userID, limit: maximumUserEndpoints)
+                } catch {
+                    throw JSONAPIError.store(error)
+                }
+                // A user's disabled devices are skipped: publishing to a user reaches the devices that can receive.
+                for endpoint in found where endpoint.enabled {
+                    planned.append(Planned(targetIndex: index, message: new(.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))),
+                                           endpointID: endpoint.externalID, topicName: nil, field: user.path))
+                }
+            } else {
+                throw JSONAPIError.invalidField(target.path, "A target is one of {\"endpoint\": id}, {\"topic\": id}, {\"user\": {\"app\": id, \"user_id\": id}}.")
+            }
+        }
+
+        return PreparedPublish(planned: planned, campaignID: namespace?.campaignID)
+    }
+
+    /// The answer once the batcher stored (or refused) the messages; runs on the batcher's writer thread.
+    static func answer(_ prepared: PreparedPublish, stored: [Result<MessageID, StoreError>]) throws(JSONAPIError) -> HTTPResponse {
+        let planned = prepared.planned
+        // Nothing stored: the request failed as a whole, with the first message's reason.
+        if !stored.contains(where: { if case .success = $0 { true } else { false } }),
+           let plan = planned.first, case .failure(let error)? = stored.first {
+            throw storeRefusal(error, field: plan.field)
+        }
+        // Some stored: they will be delivered, so the answer is 202 and lists what was not stored under
+        // `failed` (a retry of the whole request would send the stored ones twice).
+        var items: [JSONValue] = [], failed: [JSONValue] = []
+        for (plan, result) in zip(planned, stored) {
+            switch result {
+            case .success(let id):
+                var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
+                if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
+                if let topic = plan.topicName { item["topic"] = .string(topic) }
+                items.append(.object(item))
+            case .failure(let error):
+                let refusal = storeRefusal(error, field: plan.field)
+                var item = JSONObject([("target", .number(JSONNumber(plan.targetIndex)))])
+                if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
+                item["error"] = ["code": .string(refusal.code), "message": .string(refusal.message),
+                                 "field": NativeResponse.text(refusal.field)]
+                failed.append(.object(item))
+            }
+        }
+        if !failed.isEmpty { return NativeResponse.json(["messages": .array(items), "failed": .array(failed)], status: 202) }
+        var answer = JSONObject([("messages", .array(items))])
+        if let campaign = prepared.campaignID { answer["campaign"] = .string(campaign) }
+        return NativeResponse.json(.object(answer), status: 202)
     }
 
     static func render(_ status: MessageStatus) -> JSONValue {
@@ -355,10 +386,5 @@ enum NativePublishRoutes {
     static func messageError(_ error: MessageValidationError) -> JSONAPIError {
         let field = error.key.map { $0 == "MessageStructure" ? "message" : "message.\($0)" } ?? "message"
         return JSONAPIError.invalidField(field, error.message)
-    }
-
-    /// Hands every message to the batcher at once, so one request's messages share a commit.
-    static func store(_ planned: [Planned], batcher: PublishBatcher) async -> [Result<MessageID, StoreError>] {
-        await batcher.publish(planned.map(\.message))
     }
 }

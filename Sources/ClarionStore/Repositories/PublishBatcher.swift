@@ -58,11 +58,19 @@ public final class PublishBatcher: Sendable {
     public func publish(_ messages: [NewMessage]) async -> [Result<MessageID, StoreError>] {
         guard !messages.isEmpty else { return [] }
         return await withCheckedContinuation { continuation in
-            let collector = ResultCollector(count: messages.count) { continuation.resume(returning: $0) }
-            enqueue(messages.enumerated().map { index, message in
-                Waiter(message: message) { collector.set(index, $0) }
-            })
+            submit(messages) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// `publish(_:)` for callers that answer from a callback: `completion` gets the results in the order of
+    /// `messages`, exactly once, on the writer thread that committed the last of them (at once for none, or
+    /// when the batcher refuses them).
+    public func submit(_ messages: [NewMessage], completion: @escaping @Sendable ([Result<MessageID, StoreError>]) -> Void) {
+        guard !messages.isEmpty else { return completion([]) }
+        let collector = ResultCollector(count: messages.count, done: completion)
+        enqueue(messages.enumerated().map { index, message in
+            Waiter(message: message) { collector.set(index, $0) }
+        })
     }
 
     /// Queues the message; `completion` is called exactly once, on a writer thread right after the commit
