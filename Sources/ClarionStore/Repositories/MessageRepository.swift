@@ -96,7 +96,7 @@ public struct MessageRepository: Sendable {
     /// Stores one message in its own transaction (the batcher groups many).
     public func store(_ message: NewMessage) async throws(StoreError) -> MessageID {
         try await pool.withConnection { (c) throws(StoreError) -> MessageID in
-            guard let result = Self.write([message], on: c, notify: true).first else { throw StoreError(.invalidData, "nothing written") }
+            guard let result = Self.write([message], on: c).first else { throw StoreError(.invalidData, "nothing written") }
             return try result.get()
         }
     }
@@ -195,14 +195,13 @@ public struct MessageRepository: Sendable {
     }
 
     /// Writes messages with one statement, one round trip and one commit (the pipeline's implicit transaction),
-    /// ending with the NOTIFY when `notify` (the publish batcher notifies from a session of its own instead).
-    /// When the batch fails for a reason of one message (a constraint), each message is written on its own so
-    /// the others still commit; a lost connection fails them all (none was answered).
-    static func write(_ messages: [NewMessage], on c: PGConnection, notify: Bool) -> [Result<MessageID, StoreError>] {
+    /// ending with the NOTIFY. When the batch fails for a reason of one message (a constraint), each message
+    /// is written on its own so the others still commit; a lost connection fails them all (none was answered).
+    static func write(_ messages: [NewMessage], on c: PGConnection) -> [Result<MessageID, StoreError>] {
         guard !messages.isEmpty else { return [] }
-        let notifyCommand = PGCommand(prepared: "clarion_notify_work", "SELECT pg_notify($1, '')", [workChannel])
+        let notify = PGCommand(prepared: "clarion_notify_work", "SELECT pg_notify($1, '')", [workChannel])
         func outcomes(_ batch: [NewMessage]) throws(StoreError) -> [Result<MessageID, StoreError>] {
-            let results = try c.pipeline(notify ? [batchCommand(batch), notifyCommand] : [batchCommand(batch)])
+            let results = try c.pipeline([batchCommand(batch), notify])
             var rows: [UUID: (status: String, key: Int64?)] = [:]
             for row in results.first?.rows ?? [] {
                 if let id = row.uuid(0) { rows[id] = (row.string(1) ?? "", row.int64(2)) }

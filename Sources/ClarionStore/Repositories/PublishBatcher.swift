@@ -10,12 +10,6 @@ import Synchronization
 /// continuation. The queue is bounded: past `maxQueued` waiting messages, `publish` fails fast with
 /// `.unavailable` instead of buffering without bound.
 ///
-/// Dispatchers are woken by `NOTIFY clarion_work` from a session of the batcher's own, after each commit that stored
-/// something, not from the writers' transactions: PostgreSQL serialises the commits of notifying transactions
-/// (a database-wide lock held through the commit's WAL flush), so two writers that both notified never flushed
-/// together. The notifier coalesces: a commit while a NOTIFY is under way gets one more NOTIFY after it, so every
-/// commit is followed by a NOTIFY sent after it.
-///
 /// Writer threads start with the first publish and stop in `shutdown()`, after the queue is drained.
 public final class PublishBatcher: Sendable {
     public let window: Duration
@@ -36,15 +30,10 @@ public final class PublishBatcher: Sendable {
         var running = 0
         /// Batches written so far (tests and metrics read it).
         var batches = 0
-        /// A commit stored something since the notifier last sent its NOTIFY.
-        var notifyPending = false
-        var notifierRunning = false
     }
 
     private let state = Mutex(State())
     private let wake = NSCondition()
-    /// The notifier's own condition: a writer's `wake.signal()` must never be taken by the notifier.
-    private let notifyWake = NSCondition()
 
     public init(pool: PGPool, window: Duration = .microseconds(250), maxBatch: Int = 256, writers: Int = 2,
                 maxQueued: Int = 50_000) {
@@ -105,7 +94,6 @@ public final class PublishBatcher: Sendable {
                 if !state.started {
                     state.started = true
                     state.running = writers
-                    state.notifierRunning = true
                     startWriters = true
                 }
             }
@@ -122,9 +110,6 @@ public final class PublishBatcher: Sendable {
                 thread.name = "clarion-publish-\(index)"
                 thread.start()
             }
-            let notifier = Thread { [self] in self.notifierLoop() }
-            notifier.name = "clarion-publish-notify"
-            notifier.start()
         }
     }
 
@@ -137,7 +122,7 @@ public final class PublishBatcher: Sendable {
         state.withLock { $0.shutDown = true }
         wake.broadcast()
         wake.unlock()
-        while state.withLock({ $0.running > 0 || $0.notifierRunning }) { usleep(1_000) }
+        while state.withLock({ $0.running }) > 0 { usleep(1_000) }
     }
 
     /// Each writer owns its session (opened on first use, reopened after a loss): a batch is written from this
@@ -173,62 +158,15 @@ public final class PublishBatcher: Sendable {
                     connection = nil
                     connection = try PGConnection(conninfo: pool.conninfo, applicationName: "clarion-publish")
                 }
-                results = MessageRepository.write(messages, on: connection!, notify: false)
+                results = MessageRepository.write(messages, on: connection!)
                 if connection?.isHealthy == false { connection = nil }
             } catch {
                 results = messages.map { _ in .failure(error) }
             }
-            let stored = results.contains { if case .success = $0 { true } else { false } }
-            notifyWake.lock()
-            state.withLock {
-                $0.batches += 1
-                if stored { $0.notifyPending = true }
-            }
-            if stored { notifyWake.signal() }
-            notifyWake.unlock()
+            state.withLock { $0.batches += 1 }
             for (waiter, result) in zip(batch, results) { waiter.completion(result) }
         }
-        notifyWake.lock()
         state.withLock { $0.running -= 1 }
-        notifyWake.signal()  // the notifier stops once the writers have
-        notifyWake.unlock()
-    }
-}
-
-extension PublishBatcher {
-    /// Sends `NOTIFY clarion_work` whenever a commit stored something since the last one, on its own session with
-    /// `synchronous_commit` off (the notification carries no data to make durable). A failed NOTIFY is retried
-    /// on a new session a little later; dispatchers also poll, so a lost one delays work, it loses none.
-    fileprivate func notifierLoop() {
-        var connection: PGConnection?
-        var stopping = false
-        while true {
-            notifyWake.lock()
-            while true {
-                let (pending, running) = state.withLock { ($0.notifyPending, $0.running) }
-                if pending { break }
-                if running == 0 { stopping = true; break }
-                notifyWake.wait()
-            }
-            state.withLock { $0.notifyPending = false }
-            notifyWake.unlock()
-            if stopping { break }
-            do throws(StoreError) {
-                if connection == nil || connection?.isHealthy == false {
-                    connection = nil
-                    let opened = try PGConnection(conninfo: pool.conninfo, applicationName: "clarion-publish-notify")
-                    try opened.execute("SET synchronous_commit = off")
-                    connection = opened
-                }
-                try connection!.notify(MessageRepository.workChannel)
-            } catch {
-                connection = nil
-                if state.withLock({ $0.running }) == 0 { break }  // shutting down with the store unreachable
-                state.withLock { $0.notifyPending = true }
-                usleep(50_000)
-            }
-        }
-        state.withLock { $0.notifierRunning = false }
     }
 }
 
