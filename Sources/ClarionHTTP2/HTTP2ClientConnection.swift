@@ -37,6 +37,8 @@ final class HTTP2ClientConnection: SocketChannel {
         var bodyOffset = 0
         /// The response's END_STREAM arrived.
         var ended = false
+        /// False for `.statusOnly` requests: header fields and body are not kept.
+        var keepsFieldsAndBody = true
     }
 
     let connectionID: UInt64
@@ -163,6 +165,7 @@ final class HTTP2ClientConnection: SocketChannel {
 
         let index = streams.allocate()
         streams.storage[index].pending = pending
+        streams.storage[index].keepsFieldsAndBody = request.responseParts == .all
         let userData = UnsafeMutableRawPointer(bitPattern: index + 1)
         let streamID: Int32
         if request.body.isEmpty {
@@ -245,7 +248,7 @@ final class HTTP2ClientConnection: SocketChannel {
             for k in 0..<valueLength { status = status * 10 + Int(value[k] &- 48) }
             // Interim (1xx) responses are skipped; the final status wins.
             streams.storage[i].status = status
-        } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
+        } else if nameLength > 0 && name[0] != UInt8(ascii: ":") && streams.storage[i].keepsFieldsAndBody {
             if headerScratchStreamID != streamID {
                 headerScratch.removeAll()
                 headerScratchStreamID = streamID
@@ -275,7 +278,7 @@ final class HTTP2ClientConnection: SocketChannel {
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
-        guard let i = slot(for: streamID) else { return }
+        guard let i = slot(for: streamID), streams.storage[i].keepsFieldsAndBody else { return }
         streams.storage[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
     }
 
