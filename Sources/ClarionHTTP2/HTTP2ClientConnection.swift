@@ -47,6 +47,8 @@ final class HTTP2ClientConnection: SocketChannel {
     // A pure state machine: its mutating methods never call out, so the per-call exclusivity check is skipped.
     @exclusivity(unchecked) private var machine: HTTP2ConnectionStateMachine
     private var session: OpaquePointer?
+    /// The session's memory (freed after the session: stored properties outlive `deinit`'s body).
+    private let allocator = NGHTTP2Allocator()
     private let streams = Slab(empty: Stream())
     private let headerBlock = HeaderBlockBuilder()
     private var goAwayLastStreamID: Int32?
@@ -72,8 +74,9 @@ final class HTTP2ClientConnection: SocketChannel {
     override func didBecomeActive() {
         var session: OpaquePointer?
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
-            close(error: .protocolError("nghttp2_session_client_new2 failed"))
+        var memory = allocator.memoryFunctions
+        guard nghttp2_session_client_new3(&session, Self.tables.callbacks, me, Self.tables.option, &memory) == 0 else {
+            close(error: .protocolError("nghttp2_session_client_new3 failed"))
             return
         }
         self.session = session

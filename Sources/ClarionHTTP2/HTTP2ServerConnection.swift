@@ -30,6 +30,8 @@ final class HTTP2ServerConnection: SocketChannel {
     let connectionID: UInt64
     private let core: HTTP2ServerCore
     private var session: OpaquePointer?
+    /// The session's memory (freed after the session: stored properties outlive `deinit`'s body).
+    private let allocator = NGHTTP2Allocator()
     private let streams = Slab(empty: Stream())
     private var slotGeneration: UInt32 = 0
     private let headerBlock = HeaderBlockBuilder(indexFields: false)
@@ -56,8 +58,9 @@ final class HTTP2ServerConnection: SocketChannel {
     override func didBecomeActive() {
         var session: OpaquePointer?
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_server_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
-            close(error: .protocolError("nghttp2_session_server_new2 failed"))
+        var memory = allocator.memoryFunctions
+        guard nghttp2_session_server_new3(&session, Self.tables.callbacks, me, Self.tables.option, &memory) == 0 else {
+            close(error: .protocolError("nghttp2_session_server_new3 failed"))
             return
         }
         self.session = session
