@@ -35,7 +35,7 @@ final class HTTP2ServerConnection: SocketChannel {
     private let streams = Slab(empty: Stream())
     private var slotGeneration: UInt32 = 0
     private let headerBlock = HeaderBlockBuilder(indexFields: false)
-    var userState: Any?
+    var userState: AnyObject?
     private(set) var advertisedMaxConcurrentStreams: UInt32
     /// Set once GOAWAY went out: streams above it are refused, the connection closes when the rest are done.
     private var goAwayLastStreamID: Int32?
