@@ -163,7 +163,7 @@ final class HTTP2ClientConnection: SocketChannel {
         } else {
             headerBlock.add(":path", request.path, suffix: request.pathSuffix)
         }
-        for (name, value) in request.headers { headerBlock.add(name, value) }
+        headerBlock.addFields(request.headers)
         if !request.body.isEmpty { headerBlock.add("content-length", decimal: request.body.count) }
 
         let index = streams.allocate()

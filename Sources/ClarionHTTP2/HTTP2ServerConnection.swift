@@ -316,7 +316,7 @@ final class HTTP2ServerConnection: SocketChannel {
         guard let session else { return }
         headerBlock.reset()
         headerBlock.addStatus(response.status)
-        for (name, value) in response.headers { headerBlock.add(name, value) }
+        headerBlock.addFields(response.headers)
         if response.body.isEmpty {
             _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, nil) }
         } else {
