@@ -243,11 +243,14 @@ final class APNsEmulator: Sendable {
         // A.2/A.3 priority: 10 (default), 5, 1; background must be 5.
         let effectivePriority: Int
         if let priority {
-            if priority.elementsEqual("10".utf8) {
+            // Bytes compared directly: `elementsEqual` against a `String.UTF8View` walked both generically (165
+            // instructions per request, callgrind).
+            let first = priority.first ?? 0
+            if priority.count == 2 && first == UInt8(ascii: "1") && priority.last == UInt8(ascii: "0") {
                 effectivePriority = 10
-            } else if priority.elementsEqual("5".utf8) {
+            } else if priority.count == 1 && first == UInt8(ascii: "5") {
                 effectivePriority = 5
-            } else if priority.elementsEqual("1".utf8) {
+            } else if priority.count == 1 && first == UInt8(ascii: "1") {
                 effectivePriority = 1
             } else {
                 return rejectAuthenticated("BadPriority")

@@ -93,8 +93,13 @@ extension String {
     /// `hasPrefix` for an ASCII literal, as one `memcmp` of UTF-8 (no Unicode comparison on the hot path).
     func hasASCIIPrefix(_ prefix: StaticString) -> Bool {
         let count = prefix.utf8CodeUnitCount
-        guard utf8.count >= count else { return false }
-        var copy = self
-        return copy.withUTF8 { memcmp($0.baseAddress!, prefix.utf8Start, count) == 0 }
+        // Borrowed in place (a native string is contiguous): `var copy = self` + `withUTF8` cost a retain and a
+        // release, and `utf8.count` outside as much again as the comparison.
+        if let result = utf8.withContiguousStorageIfAvailable({
+            $0.count >= count && (count == 0 || memcmp($0.baseAddress!, prefix.utf8Start, count) == 0)
+        }) {
+            return result
+        }
+        return utf8.starts(with: UnsafeBufferPointer(start: prefix.utf8Start, count: count))
     }
 }

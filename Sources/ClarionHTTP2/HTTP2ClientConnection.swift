@@ -37,6 +37,8 @@ final class HTTP2ClientConnection: SocketChannel {
         var bodyOffset = 0
         /// The response's END_STREAM arrived.
         var ended = false
+        /// False for `.statusOnly` requests: header fields and body are not kept.
+        var keepsFieldsAndBody = true
     }
 
     let connectionID: UInt64
@@ -45,6 +47,8 @@ final class HTTP2ClientConnection: SocketChannel {
     // A pure state machine: its mutating methods never call out, so the per-call exclusivity check is skipped.
     @exclusivity(unchecked) private var machine: HTTP2ConnectionStateMachine
     private var session: OpaquePointer?
+    /// The session's memory (freed after the session: stored properties outlive `deinit`'s body).
+    private let allocator = NGHTTP2Allocator()
     private let streams = Slab(empty: Stream())
     private let headerBlock = HeaderBlockBuilder()
     private var goAwayLastStreamID: Int32?
@@ -70,8 +74,9 @@ final class HTTP2ClientConnection: SocketChannel {
     override func didBecomeActive() {
         var session: OpaquePointer?
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
-            close(error: .protocolError("nghttp2_session_client_new2 failed"))
+        var memory = allocator.memoryFunctions
+        guard nghttp2_session_client_new3(&session, Self.tables.callbacks, me, Self.tables.option, &memory) == 0 else {
+            close(error: .protocolError("nghttp2_session_client_new3 failed"))
             return
         }
         self.session = session
@@ -158,11 +163,12 @@ final class HTTP2ClientConnection: SocketChannel {
         } else {
             headerBlock.add(":path", request.path, suffix: request.pathSuffix)
         }
-        for (name, value) in request.headers { headerBlock.add(name, value) }
+        headerBlock.addFields(request.headers)
         if !request.body.isEmpty { headerBlock.add("content-length", decimal: request.body.count) }
 
         let index = streams.allocate()
         streams.storage[index].pending = pending
+        streams.storage[index].keepsFieldsAndBody = request.responseParts == .all
         let userData = UnsafeMutableRawPointer(bitPattern: index + 1)
         let streamID: Int32
         if request.body.isEmpty {
@@ -245,7 +251,7 @@ final class HTTP2ClientConnection: SocketChannel {
             for k in 0..<valueLength { status = status * 10 + Int(value[k] &- 48) }
             // Interim (1xx) responses are skipped; the final status wins.
             streams.storage[i].status = status
-        } else if nameLength > 0 && name[0] != UInt8(ascii: ":") {
+        } else if nameLength > 0 && name[0] != UInt8(ascii: ":") && streams.storage[i].keepsFieldsAndBody {
             if headerScratchStreamID != streamID {
                 headerScratch.removeAll()
                 headerScratchStreamID = streamID
@@ -275,7 +281,7 @@ final class HTTP2ClientConnection: SocketChannel {
     }
 
     fileprivate func data(streamID: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) {
-        guard let i = slot(for: streamID) else { return }
+        guard let i = slot(for: streamID), streams.storage[i].keepsFieldsAndBody else { return }
         streams.storage[i].body.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
     }
 

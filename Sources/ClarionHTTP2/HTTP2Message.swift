@@ -19,10 +19,23 @@ public struct HTTP2Request: Sendable {
     /// Per-request deadline measured from submission; `nil` uses the pool's `requestTimeout`.
     public var timeout: Duration?
     public var tag: UInt64
+    /// What of the response the caller reads; see `ResponseParts`.
+    public var responseParts: ResponseParts
+
+    /// What the transport keeps of a response.
+    public enum ResponseParts: Sendable, Hashable {
+        /// `:status`, the header fields and the body (the default).
+        case all
+        /// Only `:status`: header fields and body are dropped as they arrive, so the response costs no buffer.
+        /// For callers that judge by status alone (load generators, probes); everything that is not a response
+        /// (RST_STREAM, GOAWAY above the stream, timeouts, a lost connection) is reported exactly as with `.all`.
+        case statusOnly
+    }
 
     public init(
         method: String = "POST", path: String, pathSuffix: String = "", authority: String? = nil,
-        headers: [(String, String)] = [], body: [UInt8] = [], timeout: Duration? = nil, tag: UInt64 = 0
+        headers: [(String, String)] = [], body: [UInt8] = [], timeout: Duration? = nil, tag: UInt64 = 0,
+        responseParts: ResponseParts = .all
     ) {
         self.method = method
         self.path = path
@@ -32,6 +45,7 @@ public struct HTTP2Request: Sendable {
         self.body = body
         self.timeout = timeout
         self.tag = tag
+        self.responseParts = responseParts
     }
 
     /// The whole `:path` of the request.

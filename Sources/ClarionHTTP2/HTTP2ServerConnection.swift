@@ -30,10 +30,12 @@ final class HTTP2ServerConnection: SocketChannel {
     let connectionID: UInt64
     private let core: HTTP2ServerCore
     private var session: OpaquePointer?
+    /// The session's memory (freed after the session: stored properties outlive `deinit`'s body).
+    private let allocator = NGHTTP2Allocator()
     private let streams = Slab(empty: Stream())
     private var slotGeneration: UInt32 = 0
     private let headerBlock = HeaderBlockBuilder(indexFields: false)
-    var userState: Any?
+    var userState: AnyObject?
     private(set) var advertisedMaxConcurrentStreams: UInt32
     /// Set once GOAWAY went out: streams above it are refused, the connection closes when the rest are done.
     private var goAwayLastStreamID: Int32?
@@ -56,8 +58,9 @@ final class HTTP2ServerConnection: SocketChannel {
     override func didBecomeActive() {
         var session: OpaquePointer?
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_server_new2(&session, Self.tables.callbacks, me, Self.tables.option) == 0 else {
-            close(error: .protocolError("nghttp2_session_server_new2 failed"))
+        var memory = allocator.memoryFunctions
+        guard nghttp2_session_server_new3(&session, Self.tables.callbacks, me, Self.tables.option, &memory) == 0 else {
+            close(error: .protocolError("nghttp2_session_server_new3 failed"))
             return
         }
         self.session = session
@@ -313,7 +316,7 @@ final class HTTP2ServerConnection: SocketChannel {
         guard let session else { return }
         headerBlock.reset()
         headerBlock.addStatus(response.status)
-        for (name, value) in response.headers { headerBlock.add(name, value) }
+        headerBlock.addFields(response.headers)
         if response.body.isEmpty {
             _ = headerBlock.withFields { nghttp2_submit_response(session, streamID, $0, $1, nil) }
         } else {

@@ -16,6 +16,19 @@ final class HeaderBlockBuilder {
     /// nghttp2 flags for fields added with a `String` name (`:status` and `content-length` are left to nghttp2):
     /// `NGHTTP2_NV_FLAG_NO_INDEX` keeps them out of the HPACK dynamic table (see `init(indexFields:)`).
     private let fieldFlags: UInt8
+    private let indexFields: Bool
+
+    // The last list given to `addFields`; once the same array has come twice in a row it is kept encoded (in a
+    // builder of its own) while it keeps coming: the requests of a batch share one header list (h2bench, and a
+    // dispatcher's per-message fields), and copying its strings was about a third of building a request's block
+    // (callgrind). A list used once (a server's per-response fields) is copied as before. `listSource` holds the
+    // array, so its storage cannot be freed and reused for other contents while it is the key.
+    @exclusivity(unchecked) private var listCache: HeaderBlockBuilder?
+    @exclusivity(unchecked) private var listSource: [(String, String)] = []
+    /// `listCache` holds `listSource`'s fields.
+    @exclusivity(unchecked) private var listEncoded = false
+    /// Where in `offsets` the list's fields go; -1 when this block has none.
+    @exclusivity(unchecked) private var listPosition = -1
 
     /// - Parameter indexFields: false sends every field as a literal that the peer does not add to its HPACK
     ///   dynamic table. The server does this: its responses carry values unique to each response (`apns-id`),
@@ -24,6 +37,7 @@ final class HeaderBlockBuilder {
     ///   The client indexes (nghttp2 decides per field: `authorization` is never indexed).
     init(indexFields: Bool = true) {
         fieldFlags = UInt8(indexFields ? NGHTTP2_NV_FLAG_NONE.rawValue : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        self.indexFields = indexFields
         byteCapacity = 4096
         bytes = .allocate(byteCount: byteCapacity, alignment: 8)
         fieldCapacity = 32
@@ -38,6 +52,7 @@ final class HeaderBlockBuilder {
 
     func reset() {
         used = 0
+        listPosition = -1
         offsets.removeAll(keepingCapacity: true)
     }
 
@@ -53,21 +68,20 @@ final class HeaderBlockBuilder {
     }
 
     private func copy(_ string: String) -> (Int, Int) {
+        // The string's bytes borrowed in place (a native string is contiguous) and its length taken from them:
+        // a separate `utf8.count` cost as much again, and `var copy = string` + `withUTF8` a retain and a release
+        // (callgrind); a request has nine or more fields.
+        if let copied = string.utf8.withContiguousStorageIfAvailable({ append($0) }) { return copied }
+        var string = string  // not contiguous (bridged): `withUTF8` makes it so
+        return string.withUTF8 { append($0) }
+    }
+
+    private func append(_ buffer: UnsafeBufferPointer<UInt8>) -> (Int, Int) {
         let start = used
-        let count = string.utf8.count
-        ensure(count)
-        let done: Void? = string.utf8.withContiguousStorageIfAvailable { buffer in
-            if let base = buffer.baseAddress { (bytes + used).copyMemory(from: base, byteCount: buffer.count) }
-        }
-        if done == nil {
-            var i = used
-            for byte in string.utf8 {
-                bytes.storeBytes(of: byte, toByteOffset: i, as: UInt8.self)
-                i += 1
-            }
-        }
-        used += count
-        return (start, count)
+        ensure(buffer.count)
+        if let base = buffer.baseAddress { (bytes + start).copyMemory(from: base, byteCount: buffer.count) }
+        used += buffer.count
+        return (start, buffer.count)
     }
 
     func add(_ name: String, _ value: String) {
@@ -119,25 +133,61 @@ final class HeaderBlockBuilder {
         used += 3
     }
 
-    /// Fixes up the pointers (storage no longer moves) and hands the array to `body`.
-    func withFields<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        if offsets.count > fieldCapacity {
+    /// Adds every field of `list` (names and values as they are), at this point of the block. Encoded once while
+    /// the same array (the same storage) comes again.
+    func addFields(_ list: [(String, String)]) {
+        let same = list.count == listSource.count && list.withUnsafeBufferPointer { new in
+            listSource.withUnsafeBufferPointer { old in new.baseAddress == old.baseAddress || new.isEmpty }
+        }
+        guard same else {
+            listSource = list
+            listEncoded = false
+            for (name, value) in list { add(name, value) }
+            return
+        }
+        if !listEncoded {
+            let cache = listCache ?? HeaderBlockBuilder(indexFields: indexFields)
+            cache.reset()
+            for (name, value) in list { cache.add(name, value) }
+            _ = cache.fixUpFields()
+            listCache = cache
+            listEncoded = true
+        }
+        listPosition = offsets.count
+    }
+
+    /// Fills `fields` from `offsets` (storage no longer moves), leaving room for the list's fields at
+    /// `listPosition`; returns how many fields the block has.
+    private func fixUpFields() -> Int {
+        let listCount = listPosition >= 0 ? listSource.count : 0
+        let total = offsets.count + listCount
+        if total > fieldCapacity {
             fields.deallocate()
-            fieldCapacity = max(offsets.count, fieldCapacity * 2)
+            fieldCapacity = max(total, fieldCapacity * 2)
             fields = .allocate(capacity: fieldCapacity)
         }
         let base = bytes.assumingMemoryBound(to: UInt8.self)
         let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
         for (i, o) in offsets.enumerated() {
+            let at = listPosition >= 0 && i >= listPosition ? i + listCount : i
             if let staticName = o.staticName {
-                fields[i] = nghttp2_nv(name: UnsafeMutablePointer(mutating: staticName), value: base + o.value,
-                                       namelen: o.nameLength, valuelen: o.valueLength, flags: noCopyName)
+                fields[at] = nghttp2_nv(name: UnsafeMutablePointer(mutating: staticName), value: base + o.value,
+                                        namelen: o.nameLength, valuelen: o.valueLength, flags: noCopyName)
             } else {
-                fields[i] = nghttp2_nv(name: base + o.name, value: base + o.value, namelen: o.nameLength,
-                                       valuelen: o.valueLength, flags: fieldFlags)
+                fields[at] = nghttp2_nv(name: base + o.name, value: base + o.value, namelen: o.nameLength,
+                                        valuelen: o.valueLength, flags: fieldFlags)
             }
         }
-        return body(fields, offsets.count)
+        if listCount > 0, let listCache {
+            (fields + listPosition).update(from: listCache.fields, count: listCount)
+        }
+        return total
+    }
+
+    /// Fixes up the pointers and hands the array to `body`.
+    func withFields<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        let count = fixUpFields()
+        return body(fields, count)
     }
 }
 

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS over memory BIOs, and an outbound
-/// queue written once per loop turn. Subclasses (client and server connections) feed nghttp2 from `didRead` and
+/// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the
+/// socket's bytes in place and writes its records into the outbound queue), and an outbound queue written once per
+/// loop turn. Subclasses (client and server connections) feed nghttp2 from `didRead` and
 /// fill the outbound side in `produceOutput`. Confined to one loop thread.
 ///
 /// States: connecting -> (handshaking) -> active -> closed; handshaking and active may also go straight to closed.
@@ -19,7 +20,8 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     private(set) var fd: Int32
     private(set) var state: State
     let tls: TLSSession?
-    let outbound = ByteQueue()
+    /// Bytes for the socket; under TLS, the session's `ciphertextOut` (its records land here directly).
+    let outbound: ByteQueue
     /// TLS only: plaintext gathered during one turn, encrypted in one `SSL_write`.
     private let plaintextOut: ByteQueue?
     private var flushScheduled = false
@@ -34,6 +36,7 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
         self.loop = loop
         self.fd = fd
         self.tls = tls
+        outbound = tls?.ciphertextOut ?? ByteQueue()
         plaintextOut = tls == nil ? nil : ByteQueue()
         state = connecting ? .connecting : (tls == nil ? .active : .handshaking)
     }
@@ -109,7 +112,6 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
                     return
                 }
                 plaintextOut.removeAll()
-                tls.drainCiphertext(into: outbound)
             }
             writeOutbound()
             guard more, state == .active, outbound.isEmpty else { return }
@@ -173,12 +175,11 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
             switch SocketIO.read(fd, into: loop.readBuffer) {
             case .bytes(let count):
                 if let tls {
-                    tls.feed(loop.readBuffer.baseAddress!, count)
-                    if state == .handshaking {
-                        continueHandshake()
-                        if state != .active { continue }
+                    tls.withCiphertext(loop.readBuffer.baseAddress!, count) {
+                        if state == .handshaking { continueHandshake() }
+                        if state == .active { decryptAvailable(tls) }
                     }
-                    decryptAvailable(tls)
+                    if state == .handshaking { continue }
                 } else if !didRead(UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count])) {
                     return
                 }
@@ -218,16 +219,13 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
         guard let tls else { return }
         switch tls.handshake() {
         case .inProgress:
-            tls.drainCiphertext(into: outbound)
             writeOutbound()
         case .done:
-            tls.drainCiphertext(into: outbound)
             state = .active
             didBecomeActive()
             scheduleFlush()
         case .failed(let error):
-            tls.drainCiphertext(into: outbound)  // send the alert if we can
-            writeOutbound()
+            writeOutbound()  // the alert, if OpenSSL wrote one
             close(error: error)
         }
     }

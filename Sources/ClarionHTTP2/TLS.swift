@@ -212,8 +212,11 @@ final class TLSContext: @unchecked Sendable {
     }
 }
 
-/// One TLS connection over two memory BIOs: ciphertext from the socket goes in with `feed`, plaintext comes out of
-/// `read`; plaintext goes in with `write`, ciphertext comes out with `drainCiphertext`. Confined to one loop thread.
+/// One TLS connection over a BIO of our own (`TLSSessionBIO`) instead of OpenSSL's memory BIOs: ciphertext read
+/// from the socket is lent to OpenSSL for the duration of `withCiphertext` (no copy into a BIO buffer), and the
+/// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs cost about
+/// 3k instructions per request on the client (callgrind, TLS 1 x 100 against nghttpd): a malloc, a zeroing grow
+/// and two copies for every chunk in each direction. Confined to one loop thread.
 final class TLSSession {
     enum HandshakeState {
         case done
@@ -232,21 +235,31 @@ final class TLSSession {
     private(set) var peerCertificate: TLSPeerCertificate?
 
     private let ssl: OpaquePointer
-    private let readBIO: OpaquePointer
-    private let writeBIO: OpaquePointer
     private let context: TLSContext  // keeps the SSL_CTX alive
+    /// Where OpenSSL's records go: the channel sends this queue as its outbound bytes.
+    let ciphertextOut = ByteQueue()
+    // What the BIO reads from: first `unread` (ciphertext lent earlier and not consumed then, e.g. half a record),
+    // then the span lent by `withCiphertext`. Touched only by this session's own calls into OpenSSL.
+    @exclusivity(unchecked) fileprivate var input: UnsafeRawPointer?
+    @exclusivity(unchecked) fileprivate var inputCount = 0
+    fileprivate let unread = ByteQueue(capacity: 4096)
 
     /// `serverName` sets SNI and the name (or IP address) the certificate must match; clients only.
     init(context: TLSContext, serverName: String?) throws(HTTP2Error) {
-        guard let ssl = SSL_new(context.context),
-              let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
+        guard let ssl = SSL_new(context.context) else {
             throw .tlsHandshakeFailed("SSL_new: \(openSSLErrorText())")
         }
+        guard let bio = BIO_new(TLSSessionBIO.shared.method) else {
+            SSL_free(ssl)
+            throw .tlsHandshakeFailed("BIO_new: \(openSSLErrorText())")
+        }
         self.ssl = ssl
-        readBIO = rbio
-        writeBIO = wbio
         self.context = context
-        SSL_set_bio(ssl, rbio, wbio)  // the SSL owns both BIOs now
+        // The SSL owns the BIO (one reference for both directions); the BIO points back here unretained: it lives
+        // exactly as long as the SSL, which this session frees in deinit.
+        BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
+        BIO_set_init(bio, 1)
+        SSL_set_bio(ssl, bio, bio)
         if context.isServer {
             SSL_set_accept_state(ssl)
         } else {
@@ -268,9 +281,36 @@ final class TLSSession {
         SSL_free(ssl)
     }
 
-    func feed(_ pointer: UnsafeRawPointer, _ count: Int) {
-        _ = BIO_write(readBIO, pointer, Int32(count))
+    /// Lends `count` bytes of ciphertext to OpenSSL while `body` runs (`handshake`, `read`); whatever OpenSSL has
+    /// not consumed by then (the start of a record whose rest is still in flight) is copied and read first next
+    /// time, so the caller may reuse the buffer afterwards.
+    func withCiphertext<R>(_ pointer: UnsafeRawPointer, _ count: Int, _ body: () -> R) -> R {
+        input = pointer
+        inputCount = count
+        let result = body()
+        if inputCount > 0, let input { unread.append(input, inputCount) }
+        input = nil
+        inputCount = 0
+        return result
     }
+
+    /// The BIO's read: bytes kept from an earlier span first, then the lent span; 0 when there is nothing.
+    fileprivate func takeCiphertext(into buffer: UnsafeMutableRawPointer, _ capacity: Int) -> Int {
+        if !unread.isEmpty {
+            let n = min(capacity, unread.readableBytes)
+            buffer.copyMemory(from: unread.readPointer, byteCount: n)
+            unread.consume(n)
+            return n
+        }
+        guard let input, inputCount > 0 else { return 0 }
+        let n = min(capacity, inputCount)
+        buffer.copyMemory(from: input, byteCount: n)
+        self.input = input + n
+        inputCount -= n
+        return n
+    }
+
+    fileprivate var availableCiphertext: Int { unread.readableBytes + inputCount }
 
     func handshake() -> HandshakeState {
         ERR_clear_error()
@@ -344,22 +384,54 @@ final class TLSSession {
         }
     }
 
-    /// Encrypts all of `count` bytes (a memory BIO never pushes back).
+    /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back).
     func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
         SSL_write(ssl, pointer, Int32(count)) == Int32(count)
     }
+}
 
-    var pendingCiphertext: Int { Int(BIO_ctrl_pending(writeBIO)) }
+/// The BIO method under every `TLSSession`: a source/sink that reads the session's lent ciphertext and appends
+/// what OpenSSL writes to the session's `ciphertextOut`. Created once and never freed (BIOs refer to it).
+final class TLSSessionBIO: @unchecked Sendable {
+    static let shared = TLSSessionBIO()
 
-    func drainCiphertext(into queue: ByteQueue) {
-        while true {
-            let pending = pendingCiphertext
-            if pending == 0 { return }
-            let region = queue.reserve(pending)
-            let n = BIO_read(writeBIO, region, Int32(pending))
-            if n <= 0 { return }
-            queue.commit(Int(n))
+    let method: OpaquePointer
+
+    private init() {
+        let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "clarion-tls-session")!
+        _ = BIO_meth_set_write(method) { bio, data, length in
+            guard let bio, let data, length > 0, let session = BIO_get_data(bio) else { return length == 0 ? 0 : -1 }
+            Unmanaged<TLSSession>.fromOpaque(session)._withUnsafeGuaranteedRef {
+                $0.ciphertextOut.append(UnsafeRawPointer(data), Int(length))
+            }
+            return length
         }
+        _ = BIO_meth_set_read(method) { bio, buffer, capacity in
+            guard let bio, let buffer, capacity > 0, let session = BIO_get_data(bio) else { return 0 }
+            BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY)
+            let n = Unmanaged<TLSSession>.fromOpaque(session)._withUnsafeGuaranteedRef {
+                $0.takeCiphertext(into: UnsafeMutableRawPointer(buffer), Int(capacity))
+            }
+            if n == 0 {
+                // Like a non-blocking socket with nothing to read: OpenSSL keeps its partial record and says
+                // SSL_ERROR_WANT_READ.
+                BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY)
+                return -1
+            }
+            return Int32(n)
+        }
+        _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
+            switch command {
+            case BIO_CTRL_FLUSH:
+                return 1  // every write already landed in the queue; OpenSSL treats 0 here as "try again"
+            case BIO_CTRL_PENDING:
+                guard let bio, let session = BIO_get_data(bio) else { return 0 }
+                return Unmanaged<TLSSession>.fromOpaque(session)._withUnsafeGuaranteedRef { $0.availableCiphertext }
+            default:
+                return 0
+            }
+        }
+        self.method = method
     }
 }
 

@@ -90,19 +90,21 @@ import Testing
     }
 
     /// APNs rule (providers.md A.7): one stream until the provider token was accepted, then what SETTINGS says.
+    /// A connection's state in the next test: it presented a good token.
+    final class Accepted {}
+
     @Test func apnsRuleConnectionStartsWithOneStreamUntilServerRaisesIt() async throws {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
         let beforeRaise = Maximum()
         let afterRaise = Maximum()
         let server = try HTTP2Server(configuration: .init(maxConcurrentStreams: 1), group: group) { request, context in
-            let accepted = context.connectionState as? Bool ?? false
-            if accepted {
+            if context.connectionState is Accepted {
                 afterRaise.record(context.openStreamCount)
             } else {
                 beforeRaise.record(context.openStreamCount)
                 if request.header("authorization") == "bearer good" {
-                    context.connectionState = true
+                    context.connectionState = Accepted()
                     context.setMaxConcurrentStreams(50)
                 }
             }

@@ -18,8 +18,10 @@ import Testing
         for i in 0..<3 {
             worker.execute { log.add("job\(i)\(Thread.isMainThread ? "-main" : "")") }
         }
-        #expect(try await eventually { log.all.count == 3 })
-        #expect(log.all == ["job0", "job1", "job2"])
+        // At least three: on a busy machine this task may wake only after the 150 ms timer has run as well (the
+        // whole suite in parallel starved the cooperative pool for longer than that, and `== 3` then never held).
+        #expect(try await eventually { log.all.count >= 3 })
+        #expect(Array(log.all.prefix(3)) == ["job0", "job1", "job2"])
         #expect(try await eventually { log.all.count == 4 })
         #expect(log.all.last == "timer")
         worker.schedule(after: 0.05) { log.add("late timer") }

@@ -9,7 +9,10 @@
 //   h2bench emulator --config FILE --port P [--tls DIR]
 //                                                  the provider emulator (ClarionEmulator) as `clarion emulator` runs it
 //   h2bench load --url URL --connections C --streams M --requests N [--body-bytes B] [--ca FILE]
-//                [--header "name: value"]...     our client: C connections, M streams each, closed loop, batch path
+//                [--header "name: value"]... [--full-responses]
+//                                                  our client: C connections, M streams each, closed loop, batch path;
+//                                                  keeps only each response's status, like h2load, unless
+//                                                  --full-responses (header fields and body kept, as providers do)
 import ClarionCrypto
 import ClarionEmulator
 import ClarionHTTP2
@@ -193,7 +196,8 @@ case "load":
         guard let colon = field.firstIndex(of: ":") else { fail("--header \"name: value\"") }
         headers.append((field[..<colon].lowercased(), field[field.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
     }
-    let request = HTTP2Request(method: "POST", path: path, headers: headers, body: json)
+    let parts: HTTP2Request.ResponseParts = arguments.contains("--full-responses") ? .all : .statusOnly
+    let request = HTTP2Request(method: "POST", path: path, headers: headers, body: json, responseParts: parts)
     let sink = ClosedLoopSink(pool: pool, template: Array(repeating: request, count: connections * streams),
                               total: requests)
     let cpuStart = cpuSeconds()

@@ -7,6 +7,7 @@
 #   loadtest/h2bench/run.sh                                # REQUESTS=100000 REPEAT=1 by default
 #   REQUESTS=200000 REPEAT=3 loadtest/h2bench/run.sh       # median of 3 interleaved runs per cell
 #   SERVERS="emulator nghttpd" loadtest/h2bench/run.sh     # a subset of: emulator static nghttpd
+#   BUILD_ONLY=1 loadtest/h2bench/run.sh                   # build and write the inputs only (instructions.sh)
 #
 # Builds release into its own scratch path (.build-h2bench) from a generated package that links the modules it needs
 # from Sources/ (ClarionHTTP2, ClarionCrypto, ClarionEmulator).
@@ -70,6 +71,8 @@ mkdir -p "$DOCROOT/3/device"
 printf '{"ok":true}' > "$DOCROOT$REQUEST_PATH"
 HEADERS=("content-type: application/json" "$(cat "$WORK/apns/authorization")" "apns-topic: com.example.bench"
          "apns-push-type: alert" "apns-priority: 10")
+
+[ "${BUILD_ONLY:-0}" = 1 ] && { echo "$BIN"; exit 0; }  # instructions.sh: the binary and the inputs, no grid
 
 # --- servers -----------------------------------------------------------------------------------------------------
 declare -A SPID SPORT
