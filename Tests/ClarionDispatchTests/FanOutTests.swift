@@ -406,12 +406,7 @@ struct FanOutTests {
         let slowSpan = slow.last!.timeIntervalSince(slow.first!)
         #expect(slowSpan >= 1.85, "slow application's sends took \(slowSpan) s")
         // In any one second, no more than the rate plus one bucket (and some scheduling slack).
-        var most = 0
-        var start = 0
-        for end in slow.indices {
-            while slow[end].timeIntervalSince(slow[start]) >= 1 { start += 1 }
-            most = max(most, end - start + 1)
-        }
+        let most = mostWithinOneSecond(slow)
         #expect(most <= 400 + 40 + 10, "\(most) sends within one second")
         // The unlimited application is not paced: its shards (all but the one it shares with the limited one, whose
         // window waits behind the limited deliveries in key order) were sent long before the limited one's last.
@@ -446,12 +441,7 @@ struct FanOutTests {
         #expect(transport.counts.count == 300 && transport.counts.values.allSatisfy { $0 == 2 })
         // First sends and retries together stay within the rate: at most the rate plus one bucket in any second.
         let sends = transport.sends.map(\.at).sorted()
-        var most = 0
-        var start = 0
-        for end in sends.indices {
-            while sends[end].timeIntervalSince(sends[start]) >= 1 { start += 1 }
-            most = max(most, end - start + 1)
-        }
+        let most = mostWithinOneSecond(sends)
         #expect(most <= 200 + 20 + 10, "\(most) sends within one second")
         #expect(sends.last!.timeIntervalSince(sends.first!) >= (600 - 20) / 200 - 0.1)
     }
@@ -483,4 +473,15 @@ struct ExpressLaneTests {
         #expect(topicWhenDirectDone.state == .processing)
         #expect(topicStatus.counters.accepted == 4_000)
     }
+}
+
+/// The largest number of the sorted instants that fall within any one second.
+func mostWithinOneSecond(_ sorted: [Date]) -> Int {
+    var most = 0
+    var start = 0
+    for end in sorted.indices {
+        while sorted[end].timeIntervalSince(sorted[start]) >= 1 { start += 1 }
+        most = max(most, end - start + 1)
+    }
+    return most
 }
