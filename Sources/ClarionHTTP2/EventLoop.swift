@@ -65,6 +65,9 @@ public final class EventLoop: @unchecked Sendable {
     private var flushLists: [[any EventLoopFlushable]] = [[], [], []]
     private var flushSpare: [any EventLoopFlushable] = []
     private var drainingJobs: [Job] = []
+    /// How many registered fds (not counting the loop's own wake-up) epoll reported ready in this turn. One means
+    /// a single connection has the loop to itself: a server answers it in pieces (`HTTP2ServerConnection.inputSlice`).
+    private(set) var readyThisTurn = 0
     /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Shared plaintext buffer for TLS connections on this loop.
@@ -164,6 +167,10 @@ public final class EventLoop: @unchecked Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             let timeout = timers.nextTimeoutMilliseconds(now: monotonicNow())
             let count = clarion_epoll_wait(epollFD, eventFlags, eventData, Int32(maxEvents), timeout)
+            readyThisTurn = 0
+            for i in 0..<Int(max(count, 0)) where Int32(bitPattern: UInt32(truncatingIfNeeded: eventData[i])) != wakeFD {
+                readyThisTurn += 1
+            }
             if count > 0 {
                 for i in 0..<Int(count) {
                     let data = eventData[i]

@@ -82,21 +82,42 @@ final class HTTP2ServerConnection: SocketChannel {
     override func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if lingering { return true }  // the session is over: drop what the client still sends
         guard let session else { return false }
-        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if dropRequested {
-            close(error: nil)
-            return false
-        }
-        if rc < 0 {
-            // nghttp2 has queued a GOAWAY for protocol errors; send it, then close.
-            produceOutput()
-            flushAtEndOfTurn()
-            close(error: .protocolError(String(cString: nghttp2_strerror(Int32(rc)))))
-            return false
+        let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var offset = 0
+        while offset < bytes.count {
+            if offset > 0 && loop.readyThisTurn == 1 {
+                // The answers to the slices before go out now, while the rest is processed: see `inputSlice`.
+                writeProducedOutput()
+                guard state == .active else { return false }
+            }
+            let count = min(Self.inputSlice, bytes.count - offset)
+            let rc = nghttp2_session_mem_recv(session, base + offset, count)
+            if dropRequested {
+                close(error: nil)
+                return false
+            }
+            if rc < 0 {
+                // nghttp2 has queued a GOAWAY for protocol errors; send it, then close.
+                produceOutput()
+                flushAtEndOfTurn()
+                close(error: .protocolError(String(cString: nghttp2_strerror(Int32(rc)))))
+                return false
+            }
+            offset += count
         }
         scheduleFlush()
         return state != .closed
     }
+
+    /// Input is processed in slices of this size; when this connection was the only one with anything ready in
+    /// this loop turn, what the handlers answered is written after each slice, before the next is processed.
+    /// Processing a whole read first (a client's full window: 100 requests are 44 KB in the benchmark) and writing
+    /// all the answers at the end ran one connection in lockstep: the client idle while we processed the batch, we
+    /// idle while it read the answers and sent the next batch. nghttpd reads 8 KiB at a time and answers each.
+    /// With several connections ready in one turn the clients have other answers to work on, the server is the
+    /// busy side, and a write per slice cost about 10 % more CPU per request (4 x 100 streams): there the answers
+    /// go out once, at the end of the turn, as before.
+    static let inputSlice = 8 * 1024
 
     override func produceOutput() {
         guard !lingering, let session else { return }

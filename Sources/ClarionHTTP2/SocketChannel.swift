@@ -3,8 +3,8 @@ import Glibc
 #endif
 
 /// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the
-/// socket's bytes in place and writes its records into the outbound queue), and an outbound queue written once per
-/// loop turn. Subclasses (client and server connections) feed nghttp2 from `didRead` and
+/// socket's bytes in place and writes its records into the outbound queue), and an outbound queue written at the end
+/// of each loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (client and server connections) feed nghttp2 from `didRead` and
 /// fill the outbound side in `produceOutput`. Confined to one loop thread.
 ///
 /// States: connecting -> (handshaking) -> active -> closed; handshaking and active may also go straight to closed.
@@ -98,6 +98,13 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
             if state == .handshaking { writeOutbound() }
             return
         }
+        writeProducedOutput()
+    }
+
+    /// Produces and writes what is ready now, in the middle of a turn: a server answers part of a large read
+    /// before it processes the rest (see `HTTP2ServerConnection.didRead`). The end-of-turn flush stays scheduled.
+    final func writeProducedOutput() {
+        guard state == .active else { return }
         // Produce and write in pieces of `writeChunk`, not all at once: the peer starts on the first piece while
         // the rest is being produced. With one write per turn, one connection with many streams runs in lockstep
         // (the peer idle while we serialize the whole batch, we idle while it answers it); pieces split the batch,

@@ -137,6 +137,43 @@ import Testing
         await server.shutdown()
     }
 
+    /// One connection, a large batch of requests in one read: the first answers must go out while the server is
+    /// still working through the rest (`HTTP2ServerConnection.inputSlice`), or client and server take turns idling.
+    /// The handler of the batch's last request looks at the client's socket: answers to earlier requests are
+    /// already there. No timing: `poll` waits for bytes that were written before, or for 10 s if none were.
+    @Test func answersToALargeBatchStartBeforeTheWholeBatchIsProcessed() async throws {
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let clientFD = Atomic<Int32>(-1)
+        let seen = Mutex<(readable: Bool, frameType: UInt8)?>(nil)
+        let looked = DispatchSemaphore(value: 0)
+        let server = try HTTP2Server(configuration: .init(maxConcurrentStreams: 1000), group: group) { request, _ in
+            if request.path == "/last" {
+                var waiting = pollfd(fd: clientFD.load(ordering: .acquiring), events: Int16(POLLIN), revents: 0)
+                let readable = poll(&waiting, 1, 10_000) == 1
+                var header = [UInt8](repeating: 0, count: 9)
+                let peeked = recv(waiting.fd, &header, 9, Int32(MSG_PEEK | MSG_DONTWAIT))
+                seen.withLock { $0 = (readable, peeked == 9 ? header[3] : 0xff) }
+                looked.signal()
+            }
+            return .respond(HTTP2ServerResponse(status: 200))
+        }
+        let port = try server.start()
+        let streams = 400  // about 53 KB of HEADERS frames: more than six input slices, less than one loopback packet
+        let answered = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: sendBatch(port: port, streams: streams, fd: clientFD) {
+                    _ = looked.wait(timeout: .now() + 30)
+                })
+            }
+        }
+        let observed = seen.withLock { $0 }
+        #expect(observed?.readable == true, "no answer had been written when the last request was handled")
+        #expect(observed?.frameType == 1, "the first frame waiting was a response's HEADERS")
+        #expect(answered == streams)
+        await server.shutdown()
+    }
+
     @Test func startReportsTheBoundEphemeralPortAndRejectsABusyPort() async throws {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
@@ -161,4 +198,73 @@ import Testing
             _ = try HTTP2ClientPool(configuration: poolConfiguration(.https, port: 1, trusting: "not a PEM"), group: group)
         }
     }
+}
+
+/// A bare blocking h2c client: preface and SETTINGS, waits for the server's SETTINGS ACK (so nothing else is due
+/// from the server), then sends `streams` GET requests in one `send` (each with a 100-byte header field, so the
+/// batch spans several of the server's input slices; the last one's path is "/last"), calls `sent`, and counts the
+/// response HEADERS frames. Returns that count (-1 if the connection failed).
+private func sendBatch(port: Int, streams: Int, fd published: borrowing Atomic<Int32>, sent: () -> Void) -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { _ = Glibc.close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return -1 }
+    var timeout = timeval(tv_sec: 30, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    func sendAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return false }
+        }
+        return true
+    }
+    var input: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Reads frames until `done` says stop (given type, flags and stream id); false if the connection ended first.
+    func readFrames(until done: (UInt8, UInt8, Int) -> Bool) -> Bool {
+        while true {
+            while input.count >= 9 {
+                let length = Int(input[0]) << 16 | Int(input[1]) << 8 | Int(input[2])
+                guard input.count >= 9 + length else { break }
+                let stream = Int(input[5] & 0x7f) << 24 | Int(input[6]) << 16 | Int(input[7]) << 8 | Int(input[8])
+                let stop = done(input[3], input[4], stream)
+                input.removeFirst(9 + length)
+                if stop { return true }
+            }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { input += buffer[0..<n] } else if n < 0 && errno == EINTR { continue } else { return false }
+        }
+    }
+    let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]  // + empty SETTINGS
+    guard sendAll(preface), readFrames(until: { type, flags, _ in type == 4 && flags & 1 != 0 }) else { return -1 }
+    var batch: [UInt8] = []
+    let authority = Array("localhost".utf8)
+    let padding = [UInt8](repeating: UInt8(ascii: "x"), count: 100)
+    for i in 0..<streams {
+        let path = Array((i == streams - 1 ? "/last" : "/").utf8)
+        // HPACK: :method GET and :scheme http indexed; :path and :authority literal with an indexed name; x-pad a
+        // literal with a new name; none of them indexed.
+        let block = [0x82, 0x86, 0x04, UInt8(path.count)] + path + [0x01, UInt8(authority.count)] + authority
+            + [0x00, 5] + Array("x-pad".utf8) + [UInt8(padding.count)] + padding
+        let stream = 2 * i + 1
+        batch += [UInt8(block.count >> 16), UInt8(block.count >> 8 & 0xff), UInt8(block.count & 0xff), 1, 0x05,
+                  UInt8(stream >> 24), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff)]
+        batch += block
+    }
+    published.store(fd, ordering: .releasing)
+    guard sendAll(batch) else { return -1 }
+    sent()
+    var answered = 0
+    _ = readFrames { type, _, _ in
+        if type == 1 { answered += 1 }
+        return answered == streams
+    }
+    return answered
 }
