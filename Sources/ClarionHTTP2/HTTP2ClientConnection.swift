@@ -60,7 +60,7 @@ final class HTTP2ClientConnection: SocketChannel {
         self.connectionID = connectionID
         machine = HTTP2ConnectionStateMachine(configuration: pool.connectionConfiguration, now: now)
         scheme = tls == nil ? "http" : "https"
-        super.init(loop: pool.loop, fd: fd, tls: tls, connecting: true)
+        super.init(loop: pool.loop, fd: fd, tls: tls, connecting: true, writeChunks: .client)
     }
 
     deinit {
