@@ -205,18 +205,8 @@ import Testing
 /// batch spans several of the server's input slices; the last one's path is "/last"), calls `sent`, and counts the
 /// response HEADERS frames. Returns that count (-1 if the connection failed).
 private func sendBatch(port: Int, streams: Int, fd published: borrowing Atomic<Int32>, sent: () -> Void) -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard let fd = connectLoopback(port: port, receiveTimeout: 30) else { return -1 }
     defer { _ = Glibc.close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return -1 }
-    var timeout = timeval(tv_sec: 30, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     func sendAll(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {

@@ -219,21 +219,11 @@ final class SendingClient: Sendable {
 
     private static func blockingRun(port: Int, started: () -> Void) -> Outcome {
         var outcome = Outcome()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { _ = Glibc.close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        guard let fd = connectLoopback(port: port, receiveTimeout: 10) else {
             outcome.error = "connect: \(String(cString: strerror(errno)))"
             return outcome
         }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        defer { _ = Glibc.close(fd) }
         let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]  // + empty SETTINGS
         let windowUpdate: [UInt8] = [0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1]
         var input: [UInt8] = []
@@ -294,4 +284,26 @@ final class SendingClient: Sendable {
         scanForGoAway()
         return outcome
     }
+}
+
+/// A blocking TCP connection to 127.0.0.1:`port` with a receive timeout; nil (errno set) when connect fails.
+/// The caller closes the descriptor.
+func connectLoopback(port: Int, receiveTimeout seconds: Int) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        let saved = errno
+        _ = Glibc.close(fd)
+        errno = saved
+        return nil
+    }
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    return fd
 }
