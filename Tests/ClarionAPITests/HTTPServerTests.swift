@@ -193,6 +193,18 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("header fields up to about 15 KB are read; beyond the 16 KiB connection buffer libmicrohttpd answers 431")
+    func headerSizeLimit() async throws {
+        try await withServer(Router()) { server in
+            let url = "http://127.0.0.1:\(server.port)/health"
+            let fits = try await curl(url, headers: ["X-Big": String(repeating: "a", count: 15_000)])
+            #expect(fits.status == 200)
+            let tooBig = try await curl(url, headers: ["X-Big": String(repeating: "a", count: 20_000)])
+            #expect(tooBig.status == 431)
+            #expect(try await curl(url).status == 200)
+        }
+    }
+
     @Test("keep-alive: several requests over one connection")
     func keepAlive() async throws {
         try await withServer(Router()) { server in

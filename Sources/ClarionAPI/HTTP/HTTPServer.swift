@@ -194,7 +194,8 @@ public final class HTTPServer: Sendable {
                 MHD_OPTION.LISTENING_ADDRESS_REUSE.rawValue, UInt32(1),
                 // Each connection's pool (request line, headers, read buffer; bodies are streamed through it).
                 // libmicrohttpd zeroes the used part of it for every request; the default 32 KiB made that memset
-                // 4% of a durable Publish's server CPU (perf). 16 KiB still takes 8 KiB of headers.
+                // 4% of a durable Publish's server CPU (perf). 16 KiB still takes a 15 KB header field; more is
+                // libmicrohttpd's own 431 (docs/api.md).
                 MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, Int(Self.connectionMemory),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue, unsafeBitCast(completed, to: OpaquePointer.self), OpaquePointer(cls),
                 MHD_OPTION.URI_LOG_CALLBACK.rawValue, unsafeBitCast(uriLog, to: OpaquePointer.self), OpaquePointer(cls),
