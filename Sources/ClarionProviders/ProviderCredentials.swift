@@ -45,6 +45,8 @@ public struct APNsCertificateCredentials: Sendable {
     public let certificate: TLSCertificate
     /// Hex SHA-256 of the leaf certificate's DER: the credential's identity (a renewed certificate is a new one).
     public var certificateFingerprint: String { certificate.sha256 }
+    /// When the leaf certificate expires (SNS shows it as `AppleCertificateExpiryDate`); nil if unreadable.
+    public var expiresAt: Date? { certificate.notAfter.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
 
     /// The base of `apns-topic`: `ApplePlatformBundleID`, else the certificate's topic, which Apple puts in the
     /// subject's UID. A.2/G.2: APNs falls back to the certificate's topic when the header is absent, but the

@@ -21,10 +21,11 @@ enum NativeApplicationRoutes {
                 throw JSONAPIError.invalidField("platform", "The field 'platform' must be one of \(NativeID.platforms.joined(separator: ", ")).")
             }
             let credentials = try NativeRules.credentials(body)
-            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
+            var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
                                                                    credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
-            try NativeRules.checkAPNsCertificate(credentials, platform: platform)
+            let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
+            attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 var (record, created) = try await c.applications.createOrUpdate(
@@ -62,7 +63,7 @@ enum NativeApplicationRoutes {
             let body = try NativeFields.body(request)
             try body.allowOnly(["credential", "principal", "attributes", "enabled"])
             let credentials = try NativeRules.credentials(body)
-            let attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
+            var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
                                                                    platform: record.platform, credential: credentials.credential,
                                                                    principal: credentials.principal)
             let completed: PlatformCredentials
@@ -71,7 +72,9 @@ enum NativeApplicationRoutes {
             } catch {
                 throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
             }
-            try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
+            let expiresAt = try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
+            attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt,
+                                                                          platform: record.platform)) { $1 }
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(

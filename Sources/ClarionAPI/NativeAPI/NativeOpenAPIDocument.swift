@@ -1208,7 +1208,7 @@ enum NativeOpenAPIDocument {
             "additionalProperties": {
               "type": "string"
             },
-            "description": "SNS's visible attributes: the stored ones and the read-only AuthenticationMethod (APNs: Token or Certificate; GCM: Token for a service-account JSON, Key for an API key); never the credentials."
+            "description": "SNS's visible attributes: the stored ones and the read-only AuthenticationMethod (APNs: Token or Certificate; GCM: Token for a service-account JSON, Key for an API key) and, for APNs certificate auth, the read-only AppleCertificateExpiryDate (the certificate's expiry, ISO 8601 UTC); never the credentials."
           },
           "created_at": {
             "type": "string",

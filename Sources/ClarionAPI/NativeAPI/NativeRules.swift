@@ -77,9 +77,10 @@ enum NativeRules {
 
     /// APNs certificate auth: the certificate in `principal` and the key in `credential` must load and match
     /// (`PlatformApplicationActions.checkAPNsCertificate`); the refusal names the half at fault.
-    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
+    @discardableResult
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) -> Date? {
         do {
-            try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform)
+            return try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform)
         } catch {
             let field = error.message.contains("PlatformCredential") ? "credential" : "principal"
             throw JSONAPIError.invalidField(field, error.message)

@@ -33,9 +33,10 @@ enum PlatformApplicationActions {
             guard platforms.contains(platform) else {
                 throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM")
             }
-            let split = try validate(attributes, request: request, platform: platform)
+            var split = try validate(attributes, request: request, platform: platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
-            try checkAPNsCertificate(credentials, platform: platform)
+            let expiresAt = try checkAPNsCertificate(credentials, platform: platform)
+            split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             switch platform {
             case "GCM":
                 guard credentials.credential?.isEmpty == false else {
@@ -69,12 +70,13 @@ enum PlatformApplicationActions {
         table.register("SetPlatformApplicationAttributes") { request throws(SNSError) in
             let (record, _) = try await application(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
-            let split = try validate(attributes, request: request, platform: record.platform)
+            var split = try validate(attributes, request: request, platform: record.platform)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             let pair = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await completed(credentials, record, context.applications)
             }
-            try checkAPNsCertificate(pair, platform: record.platform)
+            let expiresAt = try checkAPNsCertificate(pair, platform: record.platform)
+            split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: record.platform)) { $1 }
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
                                                        enabled: split.enabled, disabledReason: split.enabled == false ? "set by the API" : nil)
@@ -123,16 +125,34 @@ enum PlatformApplicationActions {
     /// providers.md C.7): the pair must load into TLS and the key must be the certificate's, checked by the very
     /// code the HTTP/2 pool runs, so a bad pair is refused here rather than at the first send. Token auth, ADM and
     /// GCM credentials are only checked for presence, as before.
-    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(SNSError) {
+    /// Returns the certificate's expiry for certificate auth (nil otherwise).
+    @discardableResult
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(SNSError) -> Date? {
         guard let platform = Platform(rawValue: platform), platform.provider == .apns,
-              let principal = credentials.principal, principal.contains("-----BEGIN") else { return }
+              let principal = credentials.principal, principal.contains("-----BEGIN") else { return nil }
         var attributes = [ProviderAttribute.platformPrincipal: principal]
         attributes[ProviderAttribute.platformCredential] = credentials.credential
         do {
-            _ = try ProviderCredentials.parse(platform: platform, attributes: attributes)
+            guard case .apnsCertificate(let certificate) = try ProviderCredentials.parse(platform: platform, attributes: attributes) else {
+                return nil
+            }
+            return certificate.expiresAt
         } catch {
             throw SNSError.invalidParameter("Attributes", reason: error.description)
         }
+    }
+
+    static let certificateExpiryAttribute = "AppleCertificateExpiryDate"
+
+    /// The read-only `AppleCertificateExpiryDate` (C.7) a create or update stores: the certificate's expiry
+    /// (ISO 8601, UTC) when the call gives an APNs certificate principal; empty, which is not shown, when it gives a
+    /// token-auth principal; nothing when it gives no principal (a new key alone keeps the certificate).
+    static func certificateExpiry(given: PlatformCredentials, expiresAt: Date?, platform: String) -> [String: String] {
+        guard Platform(rawValue: platform)?.provider == .apns, given.principal != nil else { return [:] }
+        guard let expiresAt else { return [certificateExpiryAttribute: ""] }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return [certificateExpiryAttribute: formatter.string(from: expiresAt)]
     }
 
     /// The pair as it will be after an update that gives only one half: the other half from the store. Opened
@@ -167,6 +187,7 @@ enum PlatformApplicationActions {
     /// credential pair.
     static func visibleAttributes(_ record: PlatformApplicationRecord) -> [String: String] {
         var out = record.attributes.filter { !secretAttributes.contains($0.key) }
+        if out[certificateExpiryAttribute]?.isEmpty == true { out[certificateExpiryAttribute] = nil }
         out["Enabled"] = record.enabled ? "true" : "false"
         switch record.platform {
         case "APNS", "APNS_SANDBOX":

@@ -16,6 +16,14 @@ struct APNsCertificateValidationTests {
                                                             keyType: .rsa2048)
     static let other = try! authority.issueClientCertificate(subject: [("UID", "com.example.other")])
 
+    /// SNS's read-only AppleCertificateExpiryDate for a certificate: its notAfter, ISO 8601 in UTC.
+    static func expiry(_ identity: TLSIdentity) throws -> String {
+        let notAfter = try #require(try TLSCertificate(pem: identity.certificateChainPEM).notAfter)
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(notAfter)))
+    }
+
     /// The SNS action table over a fresh database, called directly (the HTTP and SigV4 layers are tested elsewhere).
     struct Actions {
         let pool: PGPool
@@ -93,9 +101,19 @@ struct APNsCertificateValidationTests {
         let record = try await actions.context.applications.get(
             accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS", name: "certapp")
         #expect(PlatformApplicationActions.visibleAttributes(record)["AuthenticationMethod"] == "Certificate")
-        // Token auth (a key id) and other platforms keep their presence-only checks.
+        // C.7 read-only AppleCertificateExpiryDate: the certificate's notAfter; SNS refuses it as an input.
+        let expiry = try Self.expiry(Self.push)
+        #expect(expiry.hasSuffix("Z") && expiry.count == 20, "\(expiry)")
+        #expect(PlatformApplicationActions.visibleAttributes(record)["AppleCertificateExpiryDate"] == expiry)
+        #expect(await actions.refusal("SetPlatformApplicationAttributes", [
+            "PlatformApplicationArn": "arn:aws:sns:us-east-1:123456789012:app/APNS/certapp",
+        ].merging(Self.attributes(extra: ["AppleCertificateExpiryDate": "2099-01-01T00:00:00Z"])) { $1 })?.code == "InvalidParameter")
+        // Token auth (a key id) and other platforms keep their presence-only checks, and show no certificate expiry.
         #expect(await actions.refusal("CreatePlatformApplication",
                                       ["Name": "tokenapp", "Platform": "APNS"].merging(Self.attributes(principal: "ABCDE12345", credential: "k")) { $1 }) == nil)
+        let token = try await actions.context.applications.get(
+            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS", name: "tokenapp")
+        #expect(PlatformApplicationActions.visibleAttributes(token)["AppleCertificateExpiryDate"] == nil)
     }
 
     @Test("SNS C.7 SetPlatformApplicationAttributes (APNs certificate auth): a new key alone is checked against the stored certificate, a new certificate alone against the stored key; a matching new pair is accepted")
@@ -121,6 +139,13 @@ struct APNsCertificateValidationTests {
         let stored = try await actions.context.applications.credentials(applicationKey: record.key)
         #expect(stored.principal == Self.other.certificateChainPEM)
         #expect(stored.credential == Self.other.privateKeyPEM)
+        // The expiry follows the stored certificate, and goes when the application moves to token auth.
+        #expect(PlatformApplicationActions.visibleAttributes(record)["AppleCertificateExpiryDate"] == (try Self.expiry(Self.other)))
+        #expect(await actions.refusal("SetPlatformApplicationAttributes",
+                                      arn.merging(Self.attributes(principal: "ABCDE12345", credential: "p8 key")) { $1 }) == nil)
+        let token = try await actions.context.applications.get(accountKey: record.accountKey, platform: "APNS_SANDBOX", name: "certapp")
+        #expect(PlatformApplicationActions.visibleAttributes(token)["AppleCertificateExpiryDate"] == nil)
+        #expect(PlatformApplicationActions.visibleAttributes(token)["AuthenticationMethod"] == "Token")
     }
 
     @Test("Native API C.7 (APNs certificate auth): POST /v1/applications with a key of another certificate is 400 naming credential; PATCH with a mismatched key alone is 400; the matching pair is 201")
@@ -142,6 +167,7 @@ struct APNsCertificateValidationTests {
             #expect(patch.field == "credential")
             let application = try await f.json("GET", "/v1/applications/APNS:certapp", expect: 200)
             #expect((application["attributes"] as? [String: String])?["AuthenticationMethod"] == "Certificate")
+            #expect((application["attributes"] as? [String: String])?["AppleCertificateExpiryDate"] == (try Self.expiry(Self.push)))
         }
     }
 }
