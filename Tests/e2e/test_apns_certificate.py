@@ -74,6 +74,9 @@ def test_certificate_auth_application_sends_with_its_certificate_and_no_token(st
     attributes = sns.get_platform_application_attributes(PlatformApplicationArn=app)["Attributes"]
     assert attributes["AuthenticationMethod"] == "Certificate"
     assert "PlatformCredential" not in attributes and "PlatformPrincipal" not in attributes
+    # SNS C.7: the read-only certificate expiry, ISO 8601 UTC, in the future for the demo certificate.
+    expiry = attributes["AppleCertificateExpiryDate"]
+    assert time.strptime(expiry, "%Y-%m-%dT%H:%M:%SZ") > time.gmtime(), expiry
     token = "c0" * 32
     endpoint = sns.create_platform_endpoint(PlatformApplicationArn=app, Token=token)["EndpointArn"]
     sns.publish(TargetArn=endpoint, Message="hello over a client certificate")
