@@ -4,8 +4,9 @@ import Glibc
 
 /// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the
 /// socket's bytes in place and writes its records into the outbound queue), and an outbound queue written at the end
-/// of each loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (client and server connections) feed nghttp2 from `didRead` and
-/// fill the outbound side in `produceOutput`. Confined to one loop thread.
+/// of each loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (client
+/// and server connections) feed nghttp2 from `didRead` and fill the outbound side in `produceOutput`. Confined to
+/// one loop thread.
 ///
 /// States: connecting -> (handshaking) -> active -> closed; handshaking and active may also go straight to closed.
 class SocketChannel: EventLoopSelectable, EventLoopFlushable {

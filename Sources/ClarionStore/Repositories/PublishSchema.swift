@@ -12,20 +12,16 @@ extension Schema {
         ALTER TABLE fanout_shards DROP CONSTRAINT fanout_shards_message_fkey;
         DROP INDEX messages_account_published_idx;
 
-        CREATE FUNCTION clarion_delete_account_messages() RETURNS trigger LANGUAGE plpgsql AS $$
+        -- ON DELETE CASCADE without a foreign key: deletes the rows of TG_ARGV[0] whose column TG_ARGV[1] names a
+        -- deleted row's id.
+        CREATE FUNCTION clarion_delete_referencing() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            DELETE FROM messages WHERE account IN (SELECT id FROM gone);
+            EXECUTE format('DELETE FROM %I WHERE %I IN (SELECT id FROM gone)', TG_ARGV[0], TG_ARGV[1]);
             RETURN NULL;
         END $$;
         CREATE TRIGGER accounts_delete_messages AFTER DELETE ON accounts
-            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION clarion_delete_account_messages();
-
-        CREATE FUNCTION clarion_delete_message_shards() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            DELETE FROM fanout_shards WHERE message IN (SELECT id FROM gone);
-            RETURN NULL;
-        END $$;
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION clarion_delete_referencing('messages', 'account');
         CREATE TRIGGER messages_delete_shards AFTER DELETE ON messages
-            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION clarion_delete_message_shards();
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION clarion_delete_referencing('fanout_shards', 'message');
         """
 }
