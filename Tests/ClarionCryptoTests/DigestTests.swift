@@ -49,4 +49,48 @@ struct RandomUUIDTests {
         }
         #expect(seen.count == 1000)
     }
+
+    /// Ids come from a 4 KiB reserve (256 ids a block): ids drawn by several threads across many refills are all
+    /// distinct, so no byte of a block is handed out twice and the refill is not racy.
+    @Test func concurrentIdsAcrossReserveRefillsAreDistinct() async {
+        let perTask = 2_000
+        let all = await withTaskGroup(of: [UUID].self) { group in
+            for _ in 0..<4 { group.addTask { (0..<perTask).map { _ in UUID.random() } } }
+            return await group.reduce(into: [UUID]()) { $0 += $1 }
+        }
+        #expect(all.count == 4 * perTask)
+        #expect(Set(all).count == all.count)
+    }
+
+    /// One reserve across several refills (256 values a block) never hands out the same bytes twice.
+    @Test func reserveValuesAcrossRefillsAreDistinct() {
+        var reserve = RandomReserve()
+        var seen = Set<UUID>()
+        for _ in 0..<(4 * RandomReserve.blockSize / 16 + 7) { seen.insert(UUID(uuid: reserve.next())) }
+        #expect(seen.count == 4 * RandomReserve.blockSize / 16 + 7)
+    }
+
+    /// RFC 9562 5.7: version 7 carries the Unix time in milliseconds in its first 48 bits, big-endian.
+    @Test func timeOrderedIdsCarryTheirMillisecondAndSortByIt() {
+        let at: UInt64 = 1_764_460_800_123  // 2025-11-30T00:00:00.123Z
+        let id = UUID.timeOrdered(unixMilliseconds: at)
+        let text = id.uuidString.lowercased()
+        #expect(text.hasPrefix(String(at, radix: 16).leftPadded(to: 12).prefix(8)))
+        let hex = text.replacingOccurrences(of: "-", with: "")
+        #expect(UInt64(hex.prefix(12), radix: 16) == 1_764_460_800_123)
+        #expect(Array(text)[14] == "7")
+        #expect("89ab".contains(Array(text)[19]))
+
+        let later = UUID.timeOrdered(unixMilliseconds: at + 1)
+        #expect(later.uuidString.lowercased() > text)
+        var seen = Set<UUID>()
+        for _ in 0..<1000 { seen.insert(UUID.timeOrdered(unixMilliseconds: at)) }
+        #expect(seen.count == 1000)
+        let now = UUID.unixMillisecondsNow()
+        #expect(now > 1_764_460_800_000 && now < 4_102_444_800_000)
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -73,7 +73,7 @@ public struct CampaignPublish: Sendable, Hashable {
 
     /// Stores the campaign (creating it, or updating its name and namespace) for the account.
     public func resolve(accountKey: Int64, campaigns: CampaignRepository,
-                        makeID: @Sendable () -> UUID = { UUID.random() }) async throws(JSONAPIError) -> PreparedCampaign {
+                        makeID: @Sendable () -> UUID = { UUID.timeOrdered() }) async throws(JSONAPIError) -> PreparedCampaign {
         let externalID = id ?? makeID().lowercasedText
         do throws(StoreError) {
             let record = try await campaigns.ensureCampaign(accountKey: accountKey, externalID: externalID, name: name,
@@ -151,7 +151,7 @@ public enum PublishNamespaceRequest: Sendable, Hashable {
 
     /// Stores the campaign when there is one.
     public func resolve(accountKey: Int64, campaigns: CampaignRepository,
-                        makeID: @Sendable () -> UUID = { UUID.random() }) async throws(JSONAPIError) -> ResolvedNamespace {
+                        makeID: @Sendable () -> UUID = { UUID.timeOrdered() }) async throws(JSONAPIError) -> ResolvedNamespace {
         switch self {
         case .campaign(let campaign):
             return .campaign(try await campaign.resolve(accountKey: accountKey, campaigns: campaigns, makeID: makeID))

@@ -30,7 +30,7 @@ public struct NativeAPIContext: Sendable {
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, applications: PlatformApplicationRepository,
                 endpoints: EndpointRepository, topics: TopicRepository, subscriptions: SubscriptionRepository,
                 tags: TagRepository, messages: MessageRepository, jobs: FanOutJobs, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.authenticator = authenticator
         self.accounts = accounts
         self.applications = applications
@@ -49,7 +49,7 @@ public struct NativeAPIContext: Sendable {
     /// Every repository over one pool and master key; API keys checked against the accounts' stored hashes,
     /// remembered for a few seconds (`CachingAPIKeyResolver`).
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.init(authenticator: BearerAuthenticator(resolver: CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: accounts))),
                   accounts: accounts,

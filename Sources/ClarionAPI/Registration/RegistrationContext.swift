@@ -20,7 +20,7 @@ public struct RegistrationContext: Sendable {
     private let accountKeys = RegistrationAccountKeys()
 
     public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
         self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)

@@ -21,7 +21,7 @@ public struct SNSActionContext: Sendable {
     public init(accounts: AccountRepository, applications: PlatformApplicationRepository, endpoints: EndpointRepository,
                 topics: TopicRepository, subscriptions: SubscriptionRepository, tags: TagRepository, batcher: PublishBatcher,
                 region: String, clock: @escaping @Sendable () -> Date = { Date() },
-                makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
+                makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.accounts = accounts
         self.applications = applications
         self.endpoints = endpoints
@@ -36,7 +36,7 @@ public struct SNSActionContext: Sendable {
 
     /// Every repository over one pool and master key.
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.random() }) {
+                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.init(accounts: AccountRepository(pool: pool, masterKey: masterKey),
                   applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
                   endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
