@@ -63,4 +63,33 @@ struct FormParametersTests {
         #expect(AWSPercentEncoding.encode("/a b/c", keepSlash: true) == "/a%20b/c")
         #expect(AWSPercentEncoding.encode("é") == "%C3%A9")
     }
+
+    @Test("long escaped values decode whole (stack scratch space, one String)")
+    func longEscapedValues() throws {
+        let long = String(repeating: "%C3%A9", count: 2_000)
+        let form = try decode("%41%42=\(long)&c=%2B+%20&e=")
+        #expect(form["AB"] == String(repeating: "é", count: 2_000))
+        #expect(form["c"] == "+  ")
+        #expect(form["e"] == "")
+    }
+
+    @Test("Substring.cut keeps empty pieces and the ends")
+    func cutPieces() {
+        #expect(Substring("a/b//c").cut(at: UInt8(ascii: "/")) == ["a", "b", "", "c"])
+        #expect(Substring("/x/").cut(at: UInt8(ascii: "/")) == ["", "x", ""])
+        #expect(Substring("").cut(at: UInt8(ascii: "/")) == [""])
+        #expect(Substring("é/ü;x").cut(at: UInt8(ascii: "/")) == ["é", "ü;x"])
+        let text = "prefix:a;b"
+        let tail = Substring(text).dropFirst(7)
+        #expect(tail.cut(at: UInt8(ascii: ";")) == ["a", "b"])
+    }
+
+    @Test("IPv4 peer addresses as dotted quads")
+    func dottedQuads() {
+        #expect(ipv4Text(0x7f00_0001) == "127.0.0.1")
+        #expect(ipv4Text(0) == "0.0.0.0")
+        #expect(ipv4Text(0xffff_ffff) == "255.255.255.255")
+        #expect(ipv4Text(0x0a00_6409) == "10.0.100.9")
+        #expect(ipv4Text(0xc0a8_0a63) == "192.168.10.99")
+    }
 }

@@ -280,8 +280,10 @@ public struct SigV4Verifier: Sendable {
         for name in signedHeaders {
             out.append(contentsOf: name.utf8)
             out.append(UInt8(ascii: ":"))
-            for (index, value) in headers.values(name).enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
+            var first = true
+            headers.forEachValue(name) { value in
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
                 out.append(contentsOf: trimAll(value).utf8)
             }
             out.append(UInt8(ascii: "\n"))

@@ -3,21 +3,24 @@ extension Substring {
     /// bytes: `split(separator:)` on Characters runs grapheme breaking, which showed in the per-request
     /// profile (ARNs, the Authorization header, credential scopes).
     func cut(at separator: UInt8) -> [Substring] {
-        var positions: [Int] = []
+        // Counted first, so the pieces are one allocation (a growing array of positions was several).
         var copy = self
-        copy.withUTF8 { bytes in
-            for i in 0..<bytes.count where bytes[i] == separator { positions.append(i) }
+        return copy.withUTF8 { bytes in
+            var count = 1
+            for byte in bytes where byte == separator { count += 1 }
+            var pieces: [Substring] = []
+            pieces.reserveCapacity(count)
+            var start = startIndex
+            var offset = 0
+            for i in 0..<bytes.count where bytes[i] == separator {
+                let end = utf8.index(start, offsetBy: i - offset)
+                pieces.append(self[start..<end])
+                start = utf8.index(after: end)
+                offset = i + 1
+            }
+            pieces.append(self[start...])
+            return pieces
         }
-        var pieces: [Substring] = []
-        pieces.reserveCapacity(positions.count + 1)
-        var start = startIndex
-        for position in positions {
-            let end = utf8.index(utf8.startIndex, offsetBy: position)
-            pieces.append(self[start..<end])
-            start = utf8.index(after: end)
-        }
-        pieces.append(self[start...])
-        return pieces
     }
 
     /// Byte equality with `other` (no Unicode normalisation: for ASCII tokens such as header field names,

@@ -46,6 +46,9 @@ public struct FormParameters: Sendable, Sequence {
 
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(FormDecodingError) -> [Element] {
         var pairs: [Element] = []
+        var separators = 0
+        for byte in bytes where byte == UInt8(ascii: "&") { separators += 1 }
+        pairs.reserveCapacity(separators + 1)
         var start = 0
         let end = bytes.count
         while start < end {
@@ -81,26 +84,30 @@ public struct FormParameters: Sendable, Sequence {
             }
             return s
         }
-        var out = [UInt8]()
-        out.reserveCapacity(raw.count)
-        var i = 0
-        while i < raw.count {
-            let byte = raw[i]
-            if byte == UInt8(ascii: "%") {
-                guard i + 2 < raw.count, let hi = hexValue(raw[i + 1]), let lo = hexValue(raw[i + 2]) else {
-                    throw FormDecodingError(reason: .malformedEscape, name: label(name))
+        // Decoded into scratch space on the stack (a decoded text is never longer than its encoding), then
+        // validated into the one String allocation.
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Swift.max(raw.count, 1)) { out throws(FormDecodingError) -> String in
+            var count = 0
+            var i = 0
+            while i < raw.count {
+                let byte = raw[i]
+                if byte == UInt8(ascii: "%") {
+                    guard i + 2 < raw.count, let hi = hexValue(raw[i + 1]), let lo = hexValue(raw[i + 2]) else {
+                        throw FormDecodingError(reason: .malformedEscape, name: label(name))
+                    }
+                    out[count] = hi << 4 | lo
+                    i += 3
+                } else {
+                    out[count] = byte == UInt8(ascii: "+") && plusIsSpace ? UInt8(ascii: " ") : byte
+                    i += 1
                 }
-                out.append(hi << 4 | lo)
-                i += 3
-            } else {
-                out.append(byte == UInt8(ascii: "+") && plusIsSpace ? UInt8(ascii: " ") : byte)
-                i += 1
+                count += 1
             }
+            guard let s = String(validating: UnsafeBufferPointer(rebasing: out[..<count]), as: UTF8.self) else {
+                throw FormDecodingError(reason: .invalidUTF8, name: label(name))
+            }
+            return s
         }
-        guard let s = String(validating: out, as: UTF8.self) else {
-            throw FormDecodingError(reason: .invalidUTF8, name: label(name))
-        }
-        return s
     }
 
     private static func label(_ name: UnsafeBufferPointer<UInt8>) -> String {

@@ -36,6 +36,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+        keys.reserveCapacity(count)
+    }
+
     public mutating func add(_ name: String, _ value: String) {
         fields.append((name: name, value: value))
         keys.append(name.asciiLowercased())
@@ -69,6 +74,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public func values(_ name: String) -> [String] {
         keys.indices.filter { keys[$0].equalsLowercased(name) }.map { fields[$0].value }
+    }
+
+    /// Calls `body` with each value of the field, in arrival order, without collecting them into an array.
+    public func forEachValue(_ name: String, _ body: (String) -> Void) {
+        for index in keys.indices where keys[index].equalsLowercased(name) { body(fields[index].value) }
     }
 
     public func contains(_ name: String) -> Bool { keys.contains { $0.equalsLowercased(name) } }

@@ -193,6 +193,7 @@ private func queue(_ response: HTTPResponse, _ core: ServerCore, _ connection: O
 
 private func collectHeaders(_ connection: OpaquePointer, into context: RequestContext) {
     let raw = Unmanaged.passUnretained(context).toOpaque()
+    context.headers.reserveCapacity(16)  // an AWS SDK request has about ten
     _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return .YES }
         let context = Unmanaged<RequestContext>.fromOpaque(cls).takeUnretainedValue()
@@ -208,11 +209,9 @@ private func clientAddress(_ connection: OpaquePointer) -> String {
     var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
     switch Int32(address.pointee.sa_family) {
     case AF_INET:
-        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-            var addr = sin.pointee.sin_addr
-            guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return "" }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
+        return ipv4Text(address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+            UInt32(bigEndian: $0.pointee.sin_addr.s_addr)
+        })
     case AF_INET6:
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
             var addr = sin6.pointee.sin6_addr
@@ -221,5 +220,21 @@ private func clientAddress(_ connection: OpaquePointer) -> String {
         }
     default:
         return ""
+    }
+}
+
+/// An IPv4 address (host byte order) as a dotted quad, written straight into a String of at most 15 bytes (a
+/// small string: no allocation, and no inet_ntop buffer), as every request's access-log line needs it.
+func ipv4Text(_ address: UInt32) -> String {
+    String(unsafeUninitializedCapacity: 15) { out in
+        var count = 0
+        for shift: UInt32 in [24, 16, 8, 0] {
+            let octet = Int((address >> shift) & 0xff)
+            if shift != 24 { out[count] = UInt8(ascii: "."); count += 1 }
+            if octet >= 100 { out[count] = UInt8(48 + octet / 100); count += 1 }
+            if octet >= 10 { out[count] = UInt8(48 + octet / 10 % 10); count += 1 }
+            out[count] = UInt8(48 + octet % 10); count += 1
+        }
+        return count
     }
 }
