@@ -308,6 +308,28 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("access-log lines: escaped fields, numbers, booleans, one line each")
+    func accessLogLineFormat() throws {
+        let entry = AccessLogEntry(method: "GET", path: "/v1/a\"b\\c\n\u{1}é", status: 404, duration: .microseconds(1_234_567),
+                                   requestID: "r-1", remoteAddress: "::1", completed: false)
+        var bytes: [UInt8] = []
+        entry.appendJSONLine(to: &bytes)
+        #expect(bytes.last == UInt8(ascii: "\n"))
+        #expect(bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1)
+        #expect(entry.jsonLine + "\n" == String(decoding: bytes, as: UTF8.self))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+        #expect(object["path"] as? String == "/v1/a\"b\\c\n\u{1}é")
+        #expect(object["status"] as? Int == 404)
+        #expect(object["duration_us"] as? Int == 1_234_567)
+        #expect(object["completed"] as? Bool == false)
+        #expect(object["remote"] as? String == "::1")
+        var zero: [UInt8] = []
+        JSONText.appendDecimal(0, to: &zero)
+        JSONText.appendDecimal(-42, to: &zero)
+        JSONText.appendDecimal(Int64.min + 1, to: &zero)
+        #expect(String(decoding: zero, as: UTF8.self) == "0-42-9223372036854775807")
+    }
+
     @Test("requests cut off before the handler are still released (in-flight returns to zero)")
     func malformedRequestsAreReleased() async throws {
         try await withServer(Router()) { server in

@@ -251,4 +251,27 @@ print(json.dumps(out))
         #expect(AWSTimestamp.parseBasic("20260102T030405") == nil)
         #expect(AWSTimestamp.parseHTTPDate("Fri, 02 Jan 2026 03:04:05 GMT") == AWSTimestamp.parseBasic("20260102T030405Z"))
     }
+
+    @Test("Authorization header: components in any order, spaces and tabs around them, unknown ones ignored")
+    func authorizationHeaderParts() throws {
+        let parsed = try SigV4Verifier.parseAuthorization(
+            " \tAWS4-HMAC-SHA256 Signature=abc ,\tSignedHeaders=host;x-amz-date,, Extra=1, NoEquals,Credential=AK/20260102/us-east-1/sns/aws4_request\t ")
+        #expect(parsed.credential == "AK/20260102/us-east-1/sns/aws4_request")
+        #expect(parsed.signedHeaders == "host;x-amz-date")
+        #expect(parsed.signature == "abc")
+        #expect(parsed.inQuery == false)
+        // A value may itself contain '=' (only the first one splits).
+        #expect(try SigV4Verifier.parseAuthorization("AWS4-HMAC-SHA256 Credential=a=b, SignedHeaders=host, Signature=s").credential == "a=b")
+
+        func message(_ header: String) -> String? {
+            do { _ = try SigV4Verifier.parseAuthorization(header); return nil } catch { return error.code == .incompleteSignature ? error.message : "wrong code" }
+        }
+        #expect(message("AWS AKIDEXAMPLE:abc") == "Unsupported AWS 'algorithm': 'AWS'.")
+        #expect(message("AWS4-HMAC-SHA256") == "Unsupported AWS 'algorithm': 'AWS4-HMAC-SHA256'.")
+        #expect(message("") == "Unsupported AWS 'algorithm': ''.")
+        #expect(message("AWS4-HMAC-SHA256 Credential=x, Signature=s")
+                == "Authorization header requires 'SignedHeaders' parameter. Authorization=AWS4-HMAC-SHA256 Credential=x, Signature...")
+        #expect(message("AWS4-HMAC-SHA256 SignedHeaders=host")?.hasPrefix(
+            "Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter.") == true)
+    }
 }

@@ -179,33 +179,56 @@ public struct SigV4Verifier: Sendable {
 
     /// `AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sns/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc`
     static func parseAuthorization(_ header: String) throws(SigV4Error) -> Presented {
-        // Plain Substring work, no Foundation: this runs for every signed request.
-        let trimmed = Substring(header).trimmingSpaces()
-        let prefix = "AWS4-HMAC-SHA256 "
-        guard trimmed.utf8.starts(with: prefix.utf8) else {
-            let algorithm = trimmed.split(separator: " ").first.map(String.init) ?? ""
+        // One pass over the contiguous bytes: `AWS4-HMAC-SHA256 Name=value, Name=value, ...`. Substring slicing
+        // and trimming through String indices cost about a microsecond per request (perf).
+        var text = header
+        let parsed = text.withUTF8 { bytes -> (credential: String?, signedHeaders: String?, signature: String?, algorithm: String?) in
+            var start = 0, end = bytes.count
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let prefix: StaticString = "AWS4-HMAC-SHA256 "
+            let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+            guard end - start >= prefixBytes.count,
+                  UnsafeBufferPointer(rebasing: bytes[start..<(start + prefixBytes.count)]).elementsEqual(prefixBytes) else {
+                var stop = start
+                while stop < end, bytes[stop] != 0x20 { stop += 1 }
+                return (nil, nil, nil, String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
+            }
+            var credential: String?, signedHeaders: String?, signature: String?
+            var position = start + prefixBytes.count
+            while position < end {
+                var stop = position
+                while stop < end, bytes[stop] != UInt8(ascii: ",") { stop += 1 }
+                var first = position, last = stop
+                while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+                while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+                var equals = first
+                while equals < last, bytes[equals] != UInt8(ascii: "=") { equals += 1 }
+                if equals < last {
+                    let name = UnsafeBufferPointer(rebasing: bytes[first..<equals])
+                    let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[(equals + 1)..<last]), as: UTF8.self)
+                    if name.elementsEqual("Credential".utf8) { credential = value }
+                    else if name.elementsEqual("SignedHeaders".utf8) { signedHeaders = value }
+                    else if name.elementsEqual("Signature".utf8) { signature = value }
+                }
+                position = stop + 1
+            }
+            return (credential, signedHeaders, signature, nil)
+        }
+        if let algorithm = parsed.algorithm {
             throw SigV4Error(code: .incompleteSignature, message: "Unsupported AWS 'algorithm': '\(algorithm)'.")
         }
-        var credential: Substring?, signedHeaders: Substring?, signature: Substring?
-        for component in trimmed.dropFirst(prefix.utf8.count).cut(at: UInt8(ascii: ",")) where !component.isEmpty {
-            let part = component.trimmingSpaces()
-            guard let equals = part.utf8.firstIndex(of: UInt8(ascii: "=")) else { continue }
-            let value = part[part.index(after: equals)...]
-            let name = part[..<equals]
-            if name.hasBytes("Credential") { credential = value }
-            else if name.hasBytes("SignedHeaders") { signedHeaders = value }
-            else if name.hasBytes("Signature") { signature = value }
-        }
-        guard let credential, let signedHeaders, let signature else {
+        guard let credential = parsed.credential, let signedHeaders = parsed.signedHeaders, let signature = parsed.signature else {
             var missing: [String] = []
-            if credential == nil { missing.append("Authorization header requires 'Credential' parameter.") }
-            if signedHeaders == nil { missing.append("Authorization header requires 'SignedHeaders' parameter.") }
-            if signature == nil { missing.append("Authorization header requires 'Signature' parameter.") }
+            if parsed.credential == nil { missing.append("Authorization header requires 'Credential' parameter.") }
+            if parsed.signedHeaders == nil { missing.append("Authorization header requires 'SignedHeaders' parameter.") }
+            if parsed.signature == nil { missing.append("Authorization header requires 'Signature' parameter.") }
+            let trimmed = Substring(header).trimmingSpaces()
             throw SigV4Error(code: .incompleteSignature,
                              message: missing.joined(separator: " ") + " Authorization=\(String(trimmed.prefix(40)))...")
         }
-        return Presented(credential: String(credential), signedHeaders: String(signedHeaders),
-                         signature: String(signature), queryDate: nil, expires: nil, inQuery: false)
+        return Presented(credential: credential, signedHeaders: signedHeaders, signature: signature, queryDate: nil,
+                         expires: nil, inQuery: false)
     }
 
 

@@ -32,4 +32,31 @@ enum JSONText {
         out += "\""
         return out
     }
+
+    /// `quote(string)` appended to `out` as UTF-8, without an intermediate String when nothing needs escaping.
+    static func appendQuoted(_ string: String, to out: inout [UInt8]) {
+        var text = string
+        let plain = text.withUTF8 { bytes -> Bool in
+            guard bytes.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) else {
+                return false
+            }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: bytes)
+            out.append(UInt8(ascii: "\""))
+            return true
+        }
+        if !plain { out.append(contentsOf: quote(string).utf8) }
+    }
+
+    /// A decimal integer appended to `out`.
+    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let start = out.count
+        repeat {
+            out.append(UInt8(48 + magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out[start...].reverse()
+    }
 }
