@@ -177,18 +177,16 @@ struct FanOutFixture {
         return key
     }
 
-    /// A direct publish as the publish path encodes it: the message planned, one shard (endpoint - 1, endpoint].
+    /// A direct publish as the publish path encodes it (schema v10): the message unplanned and without a shard;
+    /// the dispatcher's claim inserts its shard (endpoint - 1, endpoint], already leased.
     @discardableResult
     func publishToEndpoint(token: String, text: String = "direct") throws -> Int64 {
         let c = try connection()
         let endpoint = try c.query("SELECT id FROM endpoints WHERE token = $1", [token]).first!.int64(0)!
         let key = try c.query("""
-            INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
-            VALUES (gen_random_uuid(), $1, 'endpoint', $2, $3, true) RETURNING id
+            INSERT INTO messages (external_id, account, target_kind, target_id, message)
+            VALUES (gen_random_uuid(), $1, 'endpoint', $2, $3) RETURNING id
             """, [account, endpoint, text]).first!.int64(0)!
-        try c.query("""
-            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1)
-            """, [key, endpoint])
         try c.notify(FanOutJobs.workChannel)
         return key
     }

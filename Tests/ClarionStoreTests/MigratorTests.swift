@@ -22,6 +22,49 @@ struct MigratorTests {
         }
     }
 
+    @Test("v10 on a v9 database: direct messages stored with their shard are claimed through it, once; the others get theirs at claim")
+    func directShardsAtClaimUpgrade() async throws {
+        let url = try TestPostgres.freshDatabase(prefix: "mig")
+        let c = try PGConnection(conninfo: url)
+        #expect(try Migrator(migrations: Schema.migrations.filter { $0.version <= 9 }).migrate(c).last == 9)
+        let account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
+        let app = try c.query("INSERT INTO platform_applications (account, name, platform) VALUES ($1, 'a', 'GCM') RETURNING id",
+                              [account]).first!.int64(0)!
+        let topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 't') RETURNING id", [account]).first!.int64(0)!
+        let endpoint = try c.query("INSERT INTO endpoints (external_id, application, token) VALUES (gen_random_uuid(), $1, 'k') RETURNING id",
+                                   [app]).first!.int64(0)!
+        func message(kind: String, target: Int64, planned: Bool, shard: Bool) throws -> Int64 {
+            let key = try c.query("""
+                INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+                VALUES (gen_random_uuid(), $1, $2, $3, 'm', $4) RETURNING id
+                """, [account, kind, target, planned]).first!.int64(0)!
+            if shard {
+                try c.query("INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1)",
+                            [key, target])
+            }
+            return key
+        }
+        let published = try message(kind: "endpoint", target: endpoint, planned: true, shard: true)  // v9's publish path
+        let odd = try message(kind: "endpoint", target: endpoint, planned: false, shard: true)       // never written by Clarion
+        let bare = try message(kind: "endpoint", target: endpoint, planned: false, shard: false)
+        let toTopic = try message(kind: "topic", target: topic, planned: false, shard: false)
+
+        #expect(try Migrator().migrate(c) == [10])
+        let indexes = Dictionary(uniqueKeysWithValues: try c.query(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'messages'").rows.map { ($0.string(0)!, $0.string(1)!) })
+        #expect(indexes["messages_unplanned_idx"]?.contains("target_kind <> 'endpoint'") == true)
+        #expect(indexes["messages_direct_unclaimed_idx"]?.contains("target_kind = 'endpoint'") == true)
+        #expect(try c.query("SELECT planned FROM messages WHERE id = $1", [odd]).first?.bool(0) == true)
+
+        let jobs = FanOutJobs(pool: PGPool(conninfo: url, size: 2))
+        let claims = try await jobs.claim(owner: "a", limit: 10, leaseSeconds: 30)
+        #expect(claims.map(\.message) == [published, odd, bare])
+        #expect(try await jobs.claim(owner: "b", limit: 10, leaseSeconds: 30).isEmpty)
+        #expect(try c.query("SELECT count(*), count(DISTINCT message) FROM fanout_shards").first.map { [$0.int(0), $0.int(1)] } == [3, 3])
+        #expect(try await jobs.planPending() == 1)
+        #expect(try c.query("SELECT planned FROM messages WHERE id = $1", [toTopic]).first?.bool(0) == true)
+    }
+
     @Test("running twice is a no-op")
     func twice() throws {
         let url = try TestPostgres.freshDatabase(prefix: "mig")

@@ -128,7 +128,8 @@ public struct CampaignRepository: Sendable {
     public static let hourBucketLimit = 1000
 
     /// Aggregates over the messages `scope` selects (a statement with `$1` = `key`, giving `id, published_at`).
-    /// Counters come from the per-shard counters (no hot row per message), opens from `opens`.
+    /// Counters come from the per-shard counters (no hot row per message), opens from `opens`. A direct message
+    /// not claimed yet has no shard (schema v10): its one target is counted as planned all the same.
     static func report(_ c: PGConnection, subject: EngagementReport.Subject, scope: String, key: Int64)
         throws(StoreError) -> EngagementReport
     {
@@ -137,7 +138,9 @@ public struct CampaignRepository: Sendable {
             SELECT (SELECT count(*) FROM scope), (SELECT min(published_at) FROM scope),
                 coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
                 coalesce(sum(s.failed), 0), coalesce(sum(s.skipped), 0), coalesce(sum(s.expired), 0),
-                coalesce(sum(s.planned_targets), 0)
+                coalesce(sum(s.planned_targets), 0) + (
+                    SELECT count(*) FROM messages m
+                    WHERE NOT m.planned AND m.target_kind = 'endpoint' AND m.id IN (SELECT id FROM scope))
             FROM fanout_shards s WHERE s.message IN (SELECT id FROM scope)
             """, [key])
         guard let row = totals.first else { throw StoreError(.invalidData, "report totals returned nothing") }

@@ -19,7 +19,9 @@ public struct FanOutJobs: Sendable {
 
     // MARK: Plan
 
-    /// Cuts unplanned messages into shards; returns how many messages were planned.
+    /// Cuts unplanned topic, user and audience messages into shards; returns how many messages were planned.
+    /// Direct messages are not the planner's: `claim` makes their shard (schema v10). The query repeats the
+    /// predicate of `messages_unplanned_idx` (`target_kind <> 'endpoint'`) so PostgreSQL can prove and use it.
     ///
     /// A topic's subscriptions are walked through the `(topic, id)` index one boundary at a time
     /// (`OFFSET shardSize - 1 LIMIT 1`), so planning a million-subscription topic reads about a hundred index
@@ -31,7 +33,7 @@ public struct FanOutJobs: Sendable {
         return try await pool.transaction { (c) throws(StoreError) -> Int in
             let pending = try c.query("""
                 SELECT id, target_kind, target_id FROM messages
-                WHERE NOT planned ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                WHERE NOT planned AND target_kind <> 'endpoint' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
                 """, [limit])
             var planned = 0
             for row in pending.rows {
@@ -55,10 +57,6 @@ public struct FanOutJobs: Sendable {
         var his: [Int64] = []
         var counts: [Int64] = []
         switch (kind, target) {
-        case ("endpoint", let endpoint?):
-            los = [endpoint - 1]
-            his = [endpoint]
-            counts = [1]
         case ("topic", let topic?):
             var last: Int64 = 0
             while true {
@@ -87,7 +85,8 @@ public struct FanOutJobs: Sendable {
             // AudienceTargets.swift: ranges of the applications' endpoint ids.
             (los, his, counts) = try planAudience(c, message: message, shardSize: shardSize)
         default:
-            // An unknown target kind: fail it visibly rather than leave it Enqueued for ever.
+            // An unknown target kind: fail it visibly rather than leave it Enqueued for ever. ('endpoint' never
+            // comes here: the query above leaves direct messages to `claim`, and older ones are already planned.)
             try c.query("""
                 UPDATE messages SET planned = true, state = 'Failed', started_at = coalesce(started_at, now()),
                     completed_at = now() WHERE id = $1
@@ -112,40 +111,76 @@ public struct FanOutJobs: Sendable {
 
     // MARK: Claim
 
-    /// Claims up to `limit` ready shards, or shards whose lease expired, for `owner`; oldest message first.
+    /// Claims up to `limit` shards for `owner`, oldest message first: ready shards or shards whose lease expired,
+    /// and direct messages nobody has claimed yet, whose one-endpoint shard is inserted here, already leased.
     /// - Parameter maxPlannedTargets: only shards planned with at most this many targets (direct publishes and
-    ///   small topics), so they need not wait behind a large fan-out.
+    ///   small topics), so they need not wait behind a large fan-out. A direct message always passes (1 target).
+    ///
+    /// One statement. Both sources are locked `FOR UPDATE SKIP LOCKED` (a concurrent claimer skips what this one
+    /// holds), merged by message id and cut to `limit`; candidates not chosen stay locked only until the commit.
+    /// A direct message's row lock re-checks `NOT planned` on the newest row version (PostgreSQL keeps a partial
+    /// index's predicate as a filter on a locking scan), and the update that marks the message Processing sets
+    /// `planned` again under `NOT planned`: its shard is inserted only from that update's rows, so two claimers,
+    /// or a claimer and an older node's planner, never both make it. The shard row holds exactly what the
+    /// publish path used to insert and the claim used to set (schema v10): (lo, hi] = (e - 1, e], checkpoint = lo,
+    /// `planned_targets` = 1, `claims` = 1, leased to `owner`. Messages stored before v10 have a ready shard and
+    /// `planned = true`; they come through the shard side, as do direct shards whose lease expired.
     public func claim(
         owner: String, limit: Int = 1, leaseSeconds: Double, maxPlannedTargets: Int? = nil
     ) async throws(StoreError) -> [ShardClaim] {
         try await pool.transaction { (c) throws(StoreError) -> [ShardClaim] in
-            let result = try c.query("""
-                WITH c AS (
-                    SELECT id FROM fanout_shards
-                    WHERE (state = 'ready' OR (state = 'leased' AND lease_expires_at < now()))
-                      AND ($4::bigint IS NULL OR planned_targets <= $4::bigint)
-                    ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED)
-                UPDATE fanout_shards s SET state = 'leased', lease_owner = $1,
-                    lease_expires_at = now() + make_interval(secs => $3), claims = s.claims + 1, updated_at = now()
-                FROM c WHERE s.id = c.id
-                RETURNING s.id, s.message, s.lo, s.hi, s.checkpoint, s.claims, s.lease_expires_at
-                """, [owner, limit, leaseSeconds, maxPlannedTargets])
+            let result = try c.query(Self.claimStatement, [owner, limit, leaseSeconds, maxPlannedTargets])
             var claims: [ShardClaim] = []
+            claims.reserveCapacity(result.rowCount)
             for row in result.rows {
                 claims.append(ShardClaim(
                     shard: try row.requireInt64(0), message: try row.requireInt64(1), lo: try row.requireInt64(2),
                     hi: try row.requireInt64(3), checkpoint: try row.requireInt64(4), claim: Int32(try row.requireInt64(5)),
                     owner: owner, leaseExpiresAt: try row.requireDate(6)))
             }
-            if !claims.isEmpty {
-                try c.query("""
-                    UPDATE messages SET state = 'Processing', started_at = coalesce(started_at, now())
-                    WHERE id = ANY($1::bigint[]) AND state = 'Enqueued'
-                    """, [PGArrayParameter(text: PGArrayLiteral.int64s(claims.map(\.message)))])
-            }
+            claims.sort { ($0.message, $0.shard) < ($1.message, $1.shard) }
             return claims
         }
     }
+
+    /// `claim`'s statement: $1 owner, $2 limit, $3 lease seconds, $4 most planned targets (or NULL).
+    static let claimStatement = """
+        WITH ready AS (
+            SELECT id, message FROM fanout_shards
+            WHERE (state = 'ready' OR (state = 'leased' AND lease_expires_at < now()))
+              AND ($4::bigint IS NULL OR planned_targets <= $4::bigint)
+            ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), direct AS (
+            SELECT id AS message, target_id AS endpoint FROM messages
+            WHERE NOT planned AND target_kind = 'endpoint'
+            ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), chosen AS (
+            SELECT shard, message, endpoint FROM (
+                SELECT id AS shard, message, NULL::bigint AS endpoint FROM ready
+                UNION ALL
+                SELECT NULL::bigint, message, endpoint FROM direct) u
+            ORDER BY message, shard LIMIT $2
+        ), started AS (
+            UPDATE messages m SET state = CASE WHEN m.state = 'Enqueued' THEN 'Processing' ELSE m.state END,
+                started_at = coalesce(m.started_at, now()), planned = true
+            FROM chosen c
+            WHERE m.id = c.message
+              AND ((c.endpoint IS NULL AND m.state = 'Enqueued') OR (c.endpoint IS NOT NULL AND NOT m.planned))
+            RETURNING m.id, c.endpoint
+        ), leased AS (
+            UPDATE fanout_shards s SET state = 'leased', lease_owner = $1,
+                lease_expires_at = now() + make_interval(secs => $3), claims = s.claims + 1, updated_at = now()
+            FROM chosen c WHERE s.id = c.shard
+            RETURNING s.id, s.message, s.lo, s.hi, s.checkpoint, s.claims, s.lease_expires_at
+        ), created AS (
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets, state, lease_owner,
+                                       lease_expires_at, claims)
+            SELECT id, endpoint - 1, endpoint, endpoint - 1, 1, 'leased', $1, now() + make_interval(secs => $3), 1
+            FROM started WHERE endpoint IS NOT NULL
+            RETURNING id, message, lo, hi, checkpoint, claims, lease_expires_at
+        )
+        SELECT * FROM leased UNION ALL SELECT * FROM created
+        """
 
     /// Hands back every shard and retry `owner` still holds (shutdown after the workers stopped, or a node
     /// restarting under the same name). Returns the number of shards released.
@@ -535,7 +570,8 @@ public struct FanOutJobs: Sendable {
         let result = try c.query("""
             SELECT m.id, m.external_id, m.account, m.state, m.target_kind, m.planned, m.published_at, m.started_at,
                 m.completed_at, m.expires_at,
-                count(s.id), count(s.id) FILTER (WHERE s.state = 'done'), coalesce(sum(s.planned_targets), 0),
+                count(s.id), count(s.id) FILTER (WHERE s.state = 'done'),
+                coalesce(sum(s.planned_targets), 0) + CASE WHEN NOT m.planned AND m.target_kind = 'endpoint' THEN 1 ELSE 0 END,
                 coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
                 coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
                 coalesce(sum(s.expired), 0),

@@ -7,8 +7,9 @@ import Foundation
 // - a topic message (`target_kind = 'topic'`, `target_id` = topic key) is cut by `FanOutJobs.planPending` into
 //   shards whose keys are subscription ids, range (lo, hi];
 // - a direct publish (`target_kind = 'endpoint'`, `target_id` = endpoint key) is one shard whose key is the
-//   endpoint id: lo = endpoint - 1, hi = endpoint, checkpoint = lo. The publish path may insert it itself and set
-//   `planned = true`; if it leaves `planned = false`, the planner adds the shard (never a second one).
+//   endpoint id: lo = endpoint - 1, hi = endpoint, checkpoint = lo. Since schema v10 the publish path stores it
+//   with `planned = false` and no shard; `FanOutJobs.claim` inserts the shard already leased and sets `planned`.
+//   Messages stored before v10 have `planned = true` and a ready shard, claimed like any other shard.
 
 /// Per-shard delivery counters, added at each checkpoint.
 ///
@@ -271,7 +272,8 @@ public struct MessageStatus: Sendable, Hashable {
     public let planned: Bool
     public let shards: Int
     public let shardsDone: Int
-    /// Targets counted when the shards were planned (subscriptions in the ranges), an estimate until the end.
+    /// Targets counted when the shards were planned (subscriptions in the ranges), an estimate until the end;
+    /// a direct message counts its one target before its shard exists.
     public let plannedTargets: Int64
     public let counters: DeliveryCounters
     public let failuresByReason: [String: Int64]

@@ -14,7 +14,7 @@ public struct MessageID: Sendable, Hashable {
 
 /// Where a publish goes.
 public enum MessageTarget: Sendable, Equatable {
-    /// A direct publish: one shard of one endpoint is written with the message.
+    /// A direct publish: stored unplanned; the dispatcher's claim writes its one-endpoint shard (schema v10).
     case endpoint(key: Int64, arn: String)
     /// A topic publish: the dispatcher's planner cuts shards later (`planned = false`).
     case topic(key: Int64, arn: String)
@@ -83,8 +83,8 @@ public struct ShardRecord: Sendable, Equatable {
     }
 }
 
-/// Accepted publishes. A message is acknowledged only after its row (and, for a direct publish, its one
-/// shard) is committed; the dispatcher is woken with `NOTIFY clarion_work`, which PostgreSQL delivers at commit.
+/// Accepted publishes. A message is acknowledged only after its row is committed; the dispatcher is woken with
+/// `NOTIFY clarion_work`, which PostgreSQL delivers at commit.
 public struct MessageRepository: Sendable {
     /// The LISTEN/NOTIFY channel dispatchers wait on.
     public static let workChannel = "clarion_work"
@@ -127,13 +127,13 @@ public struct MessageRepository: Sendable {
 
     // MARK: Writing (shared with PublishBatcher)
 
-    /// A batch as one statement: every column as an array parameter, `unnest`ed into one INSERT, and the
-    /// direct publishes' shards from its RETURNING rows. PostgreSQL parses and plans one statement per batch
-    /// instead of one per message, which is most of a batch's cost. Endpoint references are resolved and
-    /// checked in the same statement; each input row comes back with its status. So is the account: `messages` has
-    /// no foreign key (schema v9), and an index probe without a row lock keeps "no message without its account". A direct publish's shard is
-    /// (lo, hi] with an exclusive lower bound: endpoint `e` is lo = e - 1, hi = e, checkpoint = lo ("nothing done
-    /// yet"), which satisfies the table's `lo <= checkpoint <= hi`; `planned_targets` is 1, as the planner writes.
+    /// A batch as one statement: every column as an array parameter, `unnest`ed into one INSERT. PostgreSQL
+    /// parses and plans one statement per batch instead of one per message, which is most of a batch's cost.
+    /// Endpoint references are resolved and checked in the same statement; each input row comes back with its
+    /// status. So is the account: `messages` has no foreign key (schema v9), and an index probe without a row lock
+    /// keeps "no message without its account". Every message is stored unplanned (`planned` defaults to false):
+    /// the planner cuts topic, user and audience messages into shards, and a dispatcher's claim writes a direct
+    /// message's one-endpoint shard, already leased (schema v10, `FanOutJobs.claim`).
     static let insertBatch = """
         WITH input AS (
             SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
@@ -155,14 +155,11 @@ public struct MessageRepository: Sendable {
                 AND a.platform = i.ref_platform AND a.name = i.ref_application
         ), m AS (
             INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
-                                  attributes, expires_at, planned)
+                                  attributes, expires_at)
             SELECT external_id, account, kind, target_id, jsonb_build_object('arn', arn), message, structure, subject,
-                   attributes, expires_at, kind = 'endpoint'
+                   attributes, expires_at
             FROM resolved WHERE status = 'ok'
             RETURNING id, external_id, target_kind, target_id
-        ), s AS (
-            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets)
-            SELECT id, target_id - 1, target_id, target_id - 1, 1 FROM m WHERE target_kind = 'endpoint'
         )
         SELECT r.external_id, r.status, m.id FROM resolved r LEFT JOIN m ON m.external_id = r.external_id
         """

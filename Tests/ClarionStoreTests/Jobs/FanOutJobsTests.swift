@@ -40,6 +40,21 @@ struct FanOutJobsTests {
                 """, [account, topic]).first!.int64(0)!
         }
 
+        /// A direct publish through the publish path's statement.
+        func publishDirect(_ endpoint: Int64) async throws -> Int64 {
+            try await MessageRepository(pool: pool).store(NewMessage(
+                externalID: UUID(), accountKey: account, target: .endpoint(key: endpoint, arn: "arn:e"), message: "d")).key
+        }
+
+        func endpoints() throws -> [Int64] {
+            try PGConnection(conninfo: url).query("SELECT id FROM endpoints ORDER BY id").rows.map { $0.int64(0)! }
+        }
+
+        func shardCount(_ message: Int64) throws -> Int64 {
+            try PGConnection(conninfo: url).query("SELECT count(*) FROM fanout_shards WHERE message = $1", [message])
+                .first!.int64(0)!
+        }
+
         func shards(_ message: Int64) throws -> [(lo: Int64, hi: Int64, planned: Int64)] {
             try PGConnection(conninfo: url).query(
                 "SELECT lo, hi, planned_targets FROM fanout_shards WHERE message = $1 ORDER BY lo", [message]).rows
@@ -138,6 +153,132 @@ struct FanOutJobsTests {
         #expect(status.pendingRetries == 0)
         #expect(status.completedAt != nil)
         #expect(status.progress == 1)
+    }
+
+    @Test("a direct publish has no shard and stays unplanned until claimed; the claim inserts its shard leased, as publish + claim used to leave it")
+    func directClaimMakesShard() async throws {
+        let seed = try Seed(subscriptions: 3)
+        let endpoint = try seed.endpoints()[1]
+        let message = try await seed.publishDirect(endpoint)
+        #expect(try seed.shardCount(message) == 0)
+        let before = try #require(try await seed.jobs.messageStatus(key: message))
+        #expect(!before.planned && before.state == .enqueued && before.shards == 0 && before.plannedTargets == 1)
+        #expect(try await seed.jobs.planPending() == 0, "direct messages are not the planner's")
+
+        let claims = try await seed.jobs.claim(owner: "a", limit: 5, leaseSeconds: 30, maxPlannedTargets: 1)
+        #expect(claims.count == 1)
+        let claim = try #require(claims.first)
+        #expect(claim.message == message && claim.lo == endpoint - 1 && claim.hi == endpoint)
+        #expect(claim.checkpoint == endpoint - 1 && claim.claim == 1 && claim.owner == "a")
+        #expect(claim.leaseExpiresAt > Date().addingTimeInterval(20))
+        let row = try #require(try PGConnection(conninfo: seed.url).query("""
+            SELECT id, lo, hi, checkpoint, planned_targets, state, lease_owner, claims, lease_expires_at > now() + interval '20 seconds',
+                targeted + sent + accepted + failed + retried + skipped + expired
+            FROM fanout_shards WHERE message = $1
+            """, [message]).first)
+        #expect(row.int64(0) == claim.shard && row.int64(1) == endpoint - 1 && row.int64(2) == endpoint)
+        #expect(row.int64(3) == endpoint - 1 && row.int64(4) == 1 && row.string(5) == "leased" && row.string(6) == "a")
+        #expect(row.int(7) == 1 && row.bool(8) == true && row.int64(9) == 0)
+        let after = try #require(try await seed.jobs.messageStatus(key: message))
+        #expect(after.planned && after.state == .processing && after.startedAt != nil)
+        #expect(after.shards == 1 && after.plannedTargets == 1)
+        #expect(try seed.shardCount(message) == 1)
+        #expect(try await seed.jobs.claim(owner: "b", limit: 5, leaseSeconds: 30).isEmpty)
+
+        // The shard is worked like any other: finishing it completes the message.
+        var effects = OutcomeEffects()
+        effects.counters = DeliveryCounters(targeted: 1, sent: 1, accepted: 1)
+        #expect(try await seed.jobs.checkpoint(claim, message: message, checkpoint: claim.hi, effects: effects,
+                                               lease: .finish) == .applied(finishedMessage: .completed))
+    }
+
+    @Test("two claimers on their own connections never claim the same direct message, and together claim them all")
+    func concurrentDirectClaims() async throws {
+        let seed = try Seed(subscriptions: 20)
+        var messages: [Int64] = []
+        for endpoint in try seed.endpoints() {
+            for _ in 0..<10 { messages.append(try await seed.publishDirect(endpoint)) }
+        }
+        func drain(_ owner: String) async throws -> [ShardClaim] {
+            let jobs = FanOutJobs(pool: PGPool(conninfo: seed.url, size: 1))
+            var out: [ShardClaim] = []
+            while true {
+                let claims = try await jobs.claim(owner: owner, limit: 7, leaseSeconds: 30)
+                if claims.isEmpty { return out }
+                out += claims
+            }
+        }
+        async let a = drain("a")
+        async let b = drain("b")
+        let (fromA, fromB) = try await (a, b)
+        #expect(Set(fromA.map(\.message)).isDisjoint(with: fromB.map(\.message)))
+        #expect(fromA.count + fromB.count == messages.count)
+        #expect(Set((fromA + fromB).map(\.message)) == Set(messages))
+        let c = try PGConnection(conninfo: seed.url)
+        #expect(try c.query("SELECT count(*) FROM fanout_shards").first?.int64(0) == Int64(messages.count))
+        #expect(try c.query("SELECT count(DISTINCT message) FROM fanout_shards").first?.int64(0) == Int64(messages.count))
+        #expect(try c.query("SELECT count(*) FROM messages WHERE NOT planned OR state <> 'Processing'").first?.int64(0) == 0)
+    }
+
+    @Test("claims take the oldest message first across topic shards and direct messages; small-shard claims skip the big shard")
+    func oldestFirstAcrossSources() async throws {
+        let seed = try Seed(subscriptions: 5)
+        let endpoints = try seed.endpoints()
+        let d0 = try await seed.publishDirect(endpoints[0])
+        let topic = try seed.publish()
+        let d1 = try await seed.publishDirect(endpoints[1])
+        let d2 = try await seed.publishDirect(endpoints[2])
+        #expect(try await seed.jobs.planPending(shardSize: 10) == 1)
+        #expect(try await seed.jobs.claim(owner: "x", limit: 2, leaseSeconds: 30, maxPlannedTargets: 1).map(\.message) == [d0, d1])
+        #expect(try await seed.jobs.claim(owner: "x", limit: 2, leaseSeconds: 30).map(\.message) == [topic, d2])
+        #expect(try await seed.jobs.claim(owner: "x", limit: 2, leaseSeconds: 30).isEmpty)
+
+        // The same order when the direct messages are older and newer than a ready topic shard, one claim.
+        let seed2 = try Seed(subscriptions: 5)
+        let e2 = try seed2.endpoints()
+        let older = try await seed2.publishDirect(e2[0])
+        let topic2 = try seed2.publish()
+        let newer = try await seed2.publishDirect(e2[1])
+        try await seed2.jobs.planPending(shardSize: 10)
+        #expect(try await seed2.jobs.claim(owner: "y", limit: 2, leaseSeconds: 30).map(\.message) == [older, topic2])
+        #expect(try await seed2.jobs.claim(owner: "y", limit: 2, leaseSeconds: 30).map(\.message) == [newer])
+    }
+
+    @Test("a direct message stored before schema v10 (planned, with a ready shard) is claimed once, through its shard")
+    func directMessageFromV9() async throws {
+        let seed = try Seed(subscriptions: 2)
+        let endpoint = try seed.endpoints()[0]
+        let c = try PGConnection(conninfo: seed.url)
+        let message = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+            VALUES (gen_random_uuid(), $1, 'endpoint', $2, 'old', true) RETURNING id
+            """, [seed.account, endpoint]).first!.int64(0)!
+        let shard = try c.query("""
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1) RETURNING id
+            """, [message, endpoint]).first!.int64(0)!
+        #expect(try await seed.jobs.planPending() == 0)
+        let claims = try await seed.jobs.claim(owner: "a", limit: 5, leaseSeconds: 30, maxPlannedTargets: 1)
+        #expect(claims.map(\.shard) == [shard])
+        #expect(claims.first?.lo == endpoint - 1 && claims.first?.hi == endpoint && claims.first?.claim == 1)
+        #expect(try await seed.jobs.claim(owner: "b", limit: 5, leaseSeconds: 30).isEmpty)
+        #expect(try seed.shardCount(message) == 1)
+        #expect(try await seed.jobs.messageStatus(key: message)?.state == .processing)
+    }
+
+    @Test("a claimed direct shard whose lease expired is claimed again through the shard, not made a second time")
+    func expiredDirectLease() async throws {
+        let seed = try Seed(subscriptions: 2)
+        let message = try await seed.publishDirect(try seed.endpoints()[0])
+        let first = try #require(try await seed.jobs.claim(owner: "a", limit: 5, leaseSeconds: 30).first)
+        #expect(try await seed.jobs.claim(owner: "b", limit: 5, leaseSeconds: 30).isEmpty)
+        try PGConnection(conninfo: seed.url).query(
+            "UPDATE fanout_shards SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [first.shard])
+        let again = try await seed.jobs.claim(owner: "b", limit: 5, leaseSeconds: 30)
+        #expect(again.map(\.shard) == [first.shard])
+        #expect(again.first?.claim == 2 && again.first?.owner == "b" && again.first?.checkpoint == first.checkpoint)
+        #expect(try seed.shardCount(message) == 1)
+        #expect(try await seed.jobs.checkpoint(first, message: message, checkpoint: first.hi, effects: OutcomeEffects(),
+                                               lease: .finish) == .leaseLost)
     }
 
     @Test("delivery-log maintenance makes the coming days' partitions and drops the expired ones")

@@ -16,7 +16,7 @@ struct MessageRepositoryTests {
         return (fixture, account, endpoint, topic)
     }
 
-    @Test("a direct publish stores the message and one planned shard (lo = e - 1, hi = e, checkpoint = lo); a topic publish stays unplanned")
+    @Test("a direct publish stores the message unplanned and without a shard (the claim makes it, schema v10); so does a topic publish")
     func storeMessages() async throws {
         let (fixture, account, endpoint, topic) = try await Self.setUp()
         let messages = MessageRepository(pool: fixture.pool)
@@ -25,9 +25,9 @@ struct MessageRepositoryTests {
                                                          structure: "json", subject: "s", attributesJSON: #"{"a":{"DataType":"String","StringValue":"b"}}"#))
         let stored = try await messages.get(externalID: direct.externalID)
         #expect(stored.id == direct && stored.targetKind == "endpoint" && stored.targetKey == endpoint.key && stored.targetARN == "arn:endpoint")
-        #expect(stored.planned && stored.state == "Enqueued" && stored.structure == "json" && stored.subject == "s")
+        #expect(!stored.planned && stored.state == "Enqueued" && stored.structure == "json" && stored.subject == "s")
         #expect(stored.attributesJSON.contains("StringValue"))
-        #expect(try await messages.shards(messageKey: direct.key) == [ShardRecord(lo: endpoint.key - 1, hi: endpoint.key, checkpoint: endpoint.key - 1, state: "ready")])
+        #expect(try await messages.shards(messageKey: direct.key).isEmpty)
 
         let toTopic = try await messages.store(NewMessage(externalID: UUID(), accountKey: account.key, target: .topic(key: topic.key, arn: "arn:topic"), message: "hello"))
         let topicMessage = try await messages.get(externalID: toTopic.externalID)
@@ -62,7 +62,8 @@ struct MessageRepositoryTests {
         #expect(batcher.batchesWritten < count)
         let check = try PGConnection(conninfo: fixture.url)
         #expect(try check.query("SELECT count(*) FROM messages").first?.int(0) == count)
-        #expect(try check.query("SELECT count(*) FROM fanout_shards").first?.int(0) == count)
+        #expect(try check.query("SELECT count(*) FROM messages WHERE NOT planned").first?.int(0) == count)
+        #expect(try check.query("SELECT count(*) FROM fanout_shards").first?.int(0) == 0)
         let notes = try listener.waitForNotifications(timeout: 2)
         #expect(notes.contains { $0.channel == MessageRepository.workChannel })
         batcher.shutdown()
@@ -140,8 +141,11 @@ struct MessageRepositoryTests {
         let stored = try await publish(endpoint.externalID)
         let messages = MessageRepository(pool: fixture.pool)
         let row = try await messages.get(externalID: stored.externalID)
-        #expect(row.targetKind == "endpoint" && row.targetKey == endpoint.key && row.planned)
-        #expect(try await messages.shards(messageKey: stored.key) == [ShardRecord(lo: endpoint.key - 1, hi: endpoint.key, checkpoint: endpoint.key - 1, state: "ready")])
+        #expect(row.targetKind == "endpoint" && row.targetKey == endpoint.key && !row.planned)
+        #expect(try await messages.shards(messageKey: stored.key).isEmpty)
+        let claimed = try await FanOutJobs(pool: fixture.pool).claim(owner: "d", limit: 5, leaseSeconds: 30)
+        #expect(claimed.map(\.message) == [stored.key])
+        #expect(try await messages.shards(messageKey: stored.key) == [ShardRecord(lo: endpoint.key - 1, hi: endpoint.key, checkpoint: endpoint.key - 1, state: "leased")])
 
         #expect(await storeError { _ = try await publish(UUID()) }?.code == .notFound)
         #expect(await storeError { _ = try await publish(endpoint.externalID, platform: "ADM") }?.code == .notFound)
@@ -168,6 +172,8 @@ struct MessageRepositoryTests {
         let first = try await publish(account.key), second = try await publish(account.key)
         let other = try await fixture.accounts.ensureAccount(accountID: "210987654321")
         let kept = try await publish(other.key)
+        // Their shards exist once a dispatcher claimed them (schema v10).
+        #expect(try await FanOutJobs(pool: fixture.pool).claim(owner: "d", limit: 5, leaseSeconds: 30).count == 3)
         #expect(try fixture.raw("""
             SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('messages'::regclass, 'fanout_shards'::regclass)
               AND confrelid IN ('accounts'::regclass, 'messages'::regclass)
