@@ -43,23 +43,27 @@ extension UUID {
 
     /// The canonical form in lower case (as AWS and PostgreSQL write UUIDs).
     public var lowercasedText: String {
+        String(unsafeUninitializedCapacity: 36) { writeLowercasedText(into: $0, at: 0) }
+    }
+
+    /// Writes the 36-byte lower-case text form into `out` from `offset`; returns the offset after it. For callers
+    /// that build a larger text (an ARN) in one allocation.
+    public func writeLowercasedText(into out: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
         withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let digits: StaticString = "0123456789abcdef"
-                var o = 0
-                digits.withUTF8Buffer { hex in
-                    for i in 0..<16 {
-                        if i == 4 || i == 6 || i == 8 || i == 10 {
-                            out[o] = UInt8(ascii: "-")
-                            o += 1
-                        }
-                        out[o] = hex[Int(raw[i] >> 4)]
-                        out[o + 1] = hex[Int(raw[i] & 0x0f)]
-                        o += 2
+            let digits: StaticString = "0123456789abcdef"
+            var o = offset
+            digits.withUTF8Buffer { hex in
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[o] = UInt8(ascii: "-")
+                        o += 1
                     }
+                    out[o] = hex[Int(raw[i] >> 4)]
+                    out[o + 1] = hex[Int(raw[i] & 0x0f)]
+                    o += 2
                 }
-                return o
             }
+            return o
         }
     }
 }

@@ -206,13 +206,13 @@ private func collectHeaders(_ connection: OpaquePointer, into context: RequestCo
 
 private func clientAddress(_ connection: OpaquePointer) -> String {
     guard let address = clarion_mhd_client_address(connection) else { return "" }
-    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
     switch Int32(address.pointee.sa_family) {
     case AF_INET:
         return ipv4Text(address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
             UInt32(bigEndian: $0.pointee.sin_addr.s_addr)
         })
     case AF_INET6:
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
             var addr = sin6.pointee.sin6_addr
             guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return "" }
@@ -228,7 +228,7 @@ private func clientAddress(_ connection: OpaquePointer) -> String {
 func ipv4Text(_ address: UInt32) -> String {
     String(unsafeUninitializedCapacity: 15) { out in
         var count = 0
-        for shift: UInt32 in [24, 16, 8, 0] {
+        for shift in stride(from: UInt32(24), through: 0, by: -8) {
             let octet = Int((address >> shift) & 0xff)
             if shift != 24 { out[count] = UInt8(ascii: "."); count += 1 }
             if octet >= 100 { out[count] = UInt8(48 + octet / 100); count += 1 }

@@ -52,11 +52,12 @@ enum JSONText {
     static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
-        let start = out.count
+        var divisor: UInt64 = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
         repeat {
-            out.append(UInt8(48 + magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        out[start...].reverse()
+            out.append(UInt8(48 + magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        } while divisor > 0
     }
 }

@@ -79,7 +79,7 @@ public struct SNSQueryService: Sendable {
         } catch {
             throw SNSError.invalidParameter(message: "Invalid parameter: \(error.description)")
         }
-        if case .sigV4 = authentication {
+        if case .sigV4 = authentication, form.contains(where: { SNSParameters.isAuthenticationParameter($0.name) }) {
             // Presigned requests carry their signature in the query; those names are not action parameters.
             form = FormParameters(form.pairs.filter { !SNSParameters.isAuthenticationParameter($0.name) }.map { ($0.name, $0.value) })
         }

@@ -23,6 +23,12 @@ struct SNSARNTests {
         for text in forms { #expect(SNSARN.parse(text)?.text == text) }
         #expect(SNSARN.parse(forms[1])?.resource == .endpoint(platform: "APNS", application: "ios", id: id))
         #expect(SNSARN.parse(forms[3])?.resource == .subscription(topic: "breaking-news", id: id))
+        // Written byte by byte into one String: multi-byte text and long names keep their length.
+        #expect(SNSARN.topic("us-east-1", "123456789012", name: "caf\u{e9}-\u{2603}") == "arn:aws:sns:us-east-1:123456789012:caf\u{e9}-\u{2603}")
+        let long = String(repeating: "a", count: 256)
+        #expect(SNSARN.application("us-east-1", "123456789012", platform: "APNS_SANDBOX", name: long)
+                == "arn:aws:sns:us-east-1:123456789012:app/APNS_SANDBOX/" + long)
+        #expect(id.lowercasedText == "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0")
     }
 
     @Test("malformed ARNs are refused", arguments: [
