@@ -74,6 +74,11 @@ public enum Digest {
 
     /// Constant-time comparison for MACs and signatures.
     public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in constantTimeEquals(a, b) } }
+    }
+
+    /// Constant-time comparison of two byte buffers (the time depends only on their lengths).
+    public static func constantTimeEquals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         var diff: UInt8 = 0
         for i in 0..<a.count { diff |= a[i] ^ b[i] }

@@ -106,16 +106,34 @@ public struct SigV4Verifier: Sendable {
         try checkTime(requestTime, presented: presented)
 
         let payloadHash = try payloadHash(request)
-        let canonical = Self.canonicalRequest(method: request.method.rawValue, rawPath: request.rawPath, query: query,
-                                              excludeSignature: presented.inQuery, headers: request.headers,
-                                              signedHeaders: signedHeaders, signedHeaderList: presented.signedHeaders,
-                                              payloadHash: payloadHash)
-        let scope = "\(credential.date)/\(credential.region)/\(credential.service)/aws4_request"
-        let stringToSign = "AWS4-HMAC-SHA256\n\(amzDate)\n\(scope)\n\(Digest.sha256(canonical).hexString)"
+        let canonical = Self.canonicalRequestBytes(method: request.method.rawValue, rawPath: request.rawPath, query: query,
+                                                   excludeSignature: presented.inQuery, headers: request.headers,
+                                                   signedHeaders: signedHeaders, signedHeaderList: presented.signedHeaders,
+                                                   payloadHash: payloadHash)
+        // The string to sign, as bytes: "AWS4-HMAC-SHA256\n<amzDate>\n<date>/<region>/<service>/aws4_request\n<hex>".
+        var stringToSign: [UInt8] = []
+        stringToSign.reserveCapacity(192)
+        stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
+        stringToSign.append(contentsOf: amzDate.utf8)
+        stringToSign.append(UInt8(ascii: "\n"))
+        stringToSign.append(contentsOf: credential.date.utf8)
+        stringToSign.append(UInt8(ascii: "/"))
+        stringToSign.append(contentsOf: credential.region.utf8)
+        stringToSign.append(UInt8(ascii: "/"))
+        stringToSign.append(contentsOf: credential.service.utf8)
+        stringToSign.append(UInt8(ascii: "/"))
+        stringToSign.append(contentsOf: "aws4_request\n".utf8)
+        Self.appendHex(Digest.sha256(canonical), to: &stringToSign)
         let key = signingKeys.key(secret: secret.secretAccessKey, accessKeyID: secret.accessKeyID,
                                   date: credential.date, region: credential.region, service: credential.service)
-        let expected = Array(Digest.hmacSHA256(key: key, string: stringToSign).hexString.utf8)
-        guard Digest.constantTimeEquals(expected, Array(presented.signature.utf8)) else {
+        var expected: [UInt8] = []
+        expected.reserveCapacity(64)
+        Self.appendHex(Digest.hmacSHA256(key: key, data: stringToSign), to: &expected)
+        var signature = presented.signature
+        let matches = signature.withUTF8 { presentedBytes in
+            expected.withUnsafeBufferPointer { Digest.constantTimeEquals($0, presentedBytes) }
+        }
+        guard matches else {
             throw mismatch(SNSError.signatureMismatchMessage)
         }
         return SigV4Caller(accessKeyID: secret.accessKeyID, accountID: secret.accountID)
@@ -290,7 +308,15 @@ public struct SigV4Verifier: Sendable {
     static func canonicalRequest(method: String, rawPath: String, query: [(name: String, value: String)],
                                  excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
                                  signedHeaderList: String, payloadHash: String) -> String {
-        // Built as bytes: this runs for every signed request.
+        String(decoding: canonicalRequestBytes(method: method, rawPath: rawPath, query: query, excludeSignature: excludeSignature,
+                                               headers: headers, signedHeaders: signedHeaders,
+                                               signedHeaderList: signedHeaderList, payloadHash: payloadHash), as: UTF8.self)
+    }
+
+    /// The canonical request as the UTF-8 bytes that are hashed (no String made on the request path).
+    static func canonicalRequestBytes(method: String, rawPath: String, query: [(name: String, value: String)],
+                                      excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
+                                      signedHeaderList: String, payloadHash: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(512)
         func line(_ text: String) {
@@ -314,7 +340,18 @@ public struct SigV4Verifier: Sendable {
         out.append(UInt8(ascii: "\n"))
         line(signedHeaderList)
         out.append(contentsOf: payloadHash.utf8)
-        return String(decoding: out, as: UTF8.self)
+        return out
+    }
+
+    /// Lower-case hexadecimal of `bytes` appended to `out`.
+    static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            for byte in bytes {
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0f)])
+            }
+        }
     }
 
     static func canonicalURI(_ rawPath: String) -> String {
