@@ -10,15 +10,21 @@
 #
 #   loadtest/api/run.sh                       # wrk -t2 -c64 and -c256, -d10s each
 #   DURATION=20s CONNECTIONS="128" loadtest/api/run.sh
+#   BIN=/path/to/clarion SCENARIOS=signed WARMUP=3s loadtest/api/run.sh   # a given build, one scenario (ab.sh)
+# SCENARIOS picks from "health signed native"; WARMUP runs wrk that long, unmeasured, before each measured run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64 256}
+SCENARIOS=${SCENARIOS:-health signed native}
+WARMUP=${WARMUP:-}
 KEY=AKIACLARIONBENCH0001
 SECRET=bench-secret-0123456789abcdefghijklmnop
-swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
-BIN="$ROOT/.build/release/clarion"
+if [ -z "${BIN:-}" ]; then
+  swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
+  BIN="$ROOT/.build/release/clarion"
+fi
 work=$(mktemp -d /tmp/clarion-apibench.XXXXXX); chmod 755 "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 CLARION_ACCESS_KEY_ID=$KEY CLARION_SECRET_ACCESS_KEY=$SECRET "$BIN" serve --role api --data-dir "$work" \
@@ -59,6 +65,9 @@ hz=$(getconf CLK_TCK)
 # measure LABEL PATH SCRIPT CONNECTIONS: wrk's figures, the rows stored, and CPU microseconds per request.
 measure() {
   local label=$1 path=$2 script=$3 c=$4 before after s0 s1 p0 p1 w0 w1 wpid n t
+  if [ -n "$WARMUP" ]; then
+    wrk -t2 -c"$c" -d"$WARMUP" ${script:+-s "$script"} "http://127.0.0.1:$port$path" >/dev/null
+  fi
   before=$(count_messages); s0=$(ticks "$pid"); p0=$(pg_ticks)
   wrk -t2 -c"$c" -d"$DURATION" --latency ${script:+-s "$script"} "http://127.0.0.1:$port$path" > "$work/wrk.out" &
   wpid=$!; sleep 0.2; w0=$(ticks "$wpid")
@@ -88,8 +97,10 @@ echo "clarion serve --role api (release) on 127.0.0.1:$port; $(nproc) cores; loa
 echo "disk flush (8 KiB write + fdatasync, the WAL flush every durable commit waits for): $flush_ms ms"
 for c in $CONNECTIONS; do
   echo "== $c connections"
-  measure "ceiling: GET /health" /health "" "$c"
-  measure "SigV4-signed durable Publish (direct, group commit)" / "$work/publish.lua" "$c"
-  measure "native API durable publish (POST /v1/publish, bearer key, direct to one endpoint)" /v1/publish "$work/native.lua" "$c"
+  case " $SCENARIOS " in *" health "*) measure "ceiling: GET /health" /health "" "$c" ;; esac
+  case " $SCENARIOS " in *" signed "*) measure "SigV4-signed durable Publish (direct, group commit)" / "$work/publish.lua" "$c" ;; esac
+  case " $SCENARIOS " in *" native "*)
+    measure "native API durable publish (POST /v1/publish, bearer key, direct to one endpoint)" /v1/publish "$work/native.lua" "$c" ;;
+  esac
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
