@@ -2110,7 +2110,7 @@ enum NativeOpenAPIDocument {
           },
           "planned": {
             "type": "boolean",
-            "description": "Whether the message has been cut into delivery shards."
+            "description": "Whether the message has been cut into delivery shards (a direct publish: once a dispatcher has claimed it)."
           },
           "shards": {
             "type": "integer"
