@@ -66,10 +66,56 @@ public final class PGConnection {
 
     @discardableResult
     public func query(_ sql: String, texts: [String?]) throws(StoreError) -> PGResult {
+        if let name = statementName(for: sql) {
+            let result = withParameters(texts) { count, values in
+                PQexecPrepared(handle, name, Int32(count), values, nil, nil, 0)
+            }
+            do throws(StoreError) {
+                return try check(result)
+            } catch {
+                // A table under a cached `SELECT *` changed shape (0A000 "cached plan must not change result
+                // type", after DDL): this text runs unnamed from now on (its stale statement stays counted, so
+                // the session never holds more than the bound); outside a transaction block it runs again now.
+                guard error.sqlState == "0A000" else { throw error }
+                statementNames[sql] = ""
+                guard PQtransactionStatus(handle) == PQTRANS_IDLE else { throw error }
+            }
+        }
         let result = withParameters(texts) { count, values in
             PQexecParams(handle, sql, Int32(count), nil, values, nil, nil, 0)
         }
         return try check(result)
+    }
+
+    /// Statements `query` prepared on this session, by SQL text. A statement sent as unnamed is parsed, analysed
+    /// and planned on every execution: the dispatcher's claim statement took 1.3 ms of PostgreSQL's CPU to plan
+    /// against 0.9 ms to run (EXPLAIN ANALYZE), once per direct message. Prepared, PostgreSQL parses it once and
+    /// settles on a generic plan after five executions unless custom plans are cheaper. Bounded per session;
+    /// statements past the bound, and anything but plain DML and queries, stay unnamed.
+    private var statementNames: [String: String] = [:]
+    private var nextStatementNumber = 0
+    public static let statementCacheLimit = 200
+
+    private func statementName(for sql: String) -> String? {
+        if let name = statementNames[sql] { return name.isEmpty ? nil : name }
+        guard statementNames.count < Self.statementCacheLimit, Self.isPreparable(sql) else { return nil }
+        let name = "clarion_q\(nextStatementNumber)"
+        guard let result = PQprepare(handle, name, sql, 0, nil) else { return nil }
+        defer { PQclear(result) }
+        // Not prepared (a syntax error, an aborted transaction): the unnamed path reports the same error.
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
+        nextStatementNumber += 1
+        statementNames[sql] = name
+        return name
+    }
+
+    /// SELECT, INSERT, UPDATE, DELETE and WITH statements (what `PREPARE` accepts), by their first word.
+    public static func isPreparable(_ sql: String) -> Bool {
+        let word = Substring(sql).drop { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" || $0 == "(" }.prefix { $0.isLetter }
+        switch word.uppercased() {
+        case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH": return true
+        default: return false
+        }
     }
 
     /// Runs statements without parameters (DDL, `BEGIN`), possibly several separated by semicolons.

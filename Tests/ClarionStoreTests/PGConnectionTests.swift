@@ -25,6 +25,46 @@ struct PGConnectionTests {
         #expect(code { try connection.query("SELECT * FROM nowhere") }?.code == .queryFailed)
     }
 
+    @Test("query prepares repeated statements on its session: bounded, DML and queries only, safe across DDL")
+    func statementCache() throws {
+        let connection = try PGConnection(conninfo: try TestPostgres.freshDatabase())
+        try connection.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+        for n in 0..<3 { try connection.query("INSERT INTO t VALUES ($1, $2)", [n, "v\(n)"]) }
+        #expect(try connection.query("SELECT v FROM t WHERE id = $1", [2]).first?.string(0) == "v2")
+        let prepared = { () throws -> [String] in
+            try connection.query("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'clarion_q%' ORDER BY statement")
+                .rows.compactMap { $0.string(0) }
+        }
+        let statements = try prepared()
+        #expect(statements.contains("INSERT INTO t VALUES ($1, $2)"))
+        #expect(statements.contains("SELECT v FROM t WHERE id = $1"))
+        #expect(statements.filter { $0 == "INSERT INTO t VALUES ($1, $2)" }.count == 1)
+
+        // A cached SELECT * whose table changes shape: answered again (unnamed) outside a transaction block.
+        #expect(try connection.query("SELECT * FROM t WHERE id = $1", [1]).first?.string(1) == "v1")
+        try connection.execute("ALTER TABLE t ADD COLUMN w text DEFAULT 'w'")
+        let after = try connection.query("SELECT * FROM t WHERE id = $1", [1])
+        #expect(after.first?.string(2) == "w")
+        #expect(try connection.query("SELECT * FROM t WHERE id = $1", [2]).first?.string(2) == "w")
+
+        // Errors are the same as unnamed: a bad statement is not cached and reports its own error.
+        #expect(throws: StoreError.self) { try connection.query("SELECT nope FROM t") }
+        #expect(try prepared().contains("SELECT nope FROM t") == false)
+
+        // Bounded: past the limit statements run unnamed, and still work.
+        for n in 0..<(PGConnection.statementCacheLimit + 10) {
+            #expect(try connection.query("SELECT $1::int + \(n)", [1]).first?.int(0) == 1 + n)
+        }
+        #expect(try prepared().count <= PGConnection.statementCacheLimit)
+
+        #expect(PGConnection.isPreparable("  WITH x AS (SELECT 1) SELECT * FROM x"))
+        #expect(PGConnection.isPreparable("(SELECT 1)"))
+        #expect(PGConnection.isPreparable("update t set v = $1"))
+        #expect(!PGConnection.isPreparable("LISTEN clarion_work"))
+        #expect(!PGConnection.isPreparable("CREATE TABLE x (id int)"))
+        #expect(!PGConnection.isPreparable("SELECTED"))
+    }
+
     @Test("parameters are bound, never spliced: a quote in a value stays data")
     func parametersBound() throws {
         let connection = try PGConnection(conninfo: try TestPostgres.freshDatabase())

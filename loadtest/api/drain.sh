@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Direct publish -> delivered: how fast a node (role all, with the provider emulator) delivers a burst of direct
+# publishes. wrk publishes through the native API to one FCM endpoint for PUBLISH_SECONDS; then the script waits
+# until every stored message is Completed or Failed and reports messages/s from the first publish to the last
+# completion, and how many were already done when publishing stopped.
+#
+#   loadtest/api/drain.sh                          # 3 s of publishing at 64 connections
+#   BIN=/path/to/clarion PUBLISH_SECONDS=5 CONNECTIONS=16 loadtest/api/drain.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+PUBLISH_SECONDS=${PUBLISH_SECONDS:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+TIMEOUT=${TIMEOUT:-300}
+KEY=AKIACLARIONBENCH0001
+SECRET=bench-secret-0123456789abcdefghijklmnop
+if [ -z "${BIN:-}" ]; then
+  swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
+  BIN="$ROOT/.build/release/clarion"
+fi
+work=$(mktemp -d /tmp/clarion-drain.XXXXXX); chmod 755 "$work"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+CLARION_ACCESS_KEY_ID=$KEY CLARION_SECRET_ACCESS_KEY=$SECRET "$BIN" serve --with-emulator --data-dir "$work" \
+  --listen "127.0.0.1:$port" >"$work/clarion.log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
+emulator=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/clarion.log" | grep -v ":$port\$" | head -1)
+endpoint=$(python3 - "$port" "$emulator" "$KEY" "$SECRET" "$work" <<'PY'
+import sys, boto3
+port, emulator, key, secret, work = sys.argv[1:6]
+sns = boto3.client("sns", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                   aws_access_key_id=key, aws_secret_access_key=secret)
+credential = open(f"{work}/demo/fcm-service-account.json").read()
+app = sns.create_platform_application(Name="drain", Platform="GCM",
+                                      Attributes={"PlatformCredential": credential, "ProviderEndpoint": emulator})
+arn = sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicationArn"], Token="drain-token")["EndpointArn"]
+print(arn.rsplit("/", 1)[1])
+PY
+)
+apikey=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
+cat > "$work/publish.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer $apikey"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"targets":[{"endpoint":"$endpoint"}],"message":{"default":"drain test"}}'
+LUA
+pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
+q() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "$1"; }
+echo "clarion serve --with-emulator (release) on 127.0.0.1:$port; emulator $emulator; load $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$(date +%s.%N)
+wrk -t2 -c"$CONNECTIONS" -d"${PUBLISH_SECONDS}s" -s "$work/publish.lua" "http://127.0.0.1:$port/v1/publish" | grep -E "requests in|Requests/sec|Non-2xx"
+published=$(date +%s.%N)
+total=$(q "SELECT count(*) FROM messages")
+finished() { q "SELECT count(*) FROM messages WHERE state IN ('Completed', 'Failed', 'Expired')"; }
+echo "stored $total messages in $(echo "$published - $start" | bc) s; finished when publishing stopped: $(finished)"
+while :; do
+  done_now=$(finished)
+  [ "$done_now" -ge "$total" ] && break
+  if [ "$(echo "$(date +%s.%N) - $start > $TIMEOUT" | bc)" = 1 ]; then echo "timeout: $done_now of $total finished"; exit 1; fi
+  sleep 0.5
+done
+end=$(date +%s.%N)
+echo "all $total finished $(echo "$end - $start" | bc) s after the first publish: $(echo "$total / ($end - $start)" | bc) messages/s end to end"
+q "SELECT state, count(*) FROM messages GROUP BY state ORDER BY state"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
