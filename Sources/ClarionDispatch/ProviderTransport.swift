@@ -2,6 +2,7 @@ import ClarionCore
 import ClarionProviders
 import ClarionStore
 import Foundation
+import Synchronization
 
 /// `PushTransport` over a `ClarionProviders.ProviderClient` (the HTTP/2 pools of one platform application).
 public final class ProviderClientTransport: PushTransport {
@@ -62,10 +63,29 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
     }
 
     public func applicationDisabled(_ application: Int64) async {
+        resolved.remove(application)
         await registry.applicationDisabled(applicationID: String(application))
     }
 
+    /// Transports already resolved, by application; see `ResolvedTransports`.
+    private let resolved = ResolvedTransports()
+
+    /// The application's transport: reused while its row (platform, attributes, enabled, sealed credentials) is the
+    /// one it was made from, else its credentials are opened and its client looked up again.
     public func resolve(_ application: DispatchApplication) async -> TransportResolution {
+        // Only while the registry still serves the application with the client the entry holds (a change made
+        // through the API on this node builds a new client and releases what the old one used).
+        if let cached = resolved.lookup(application),
+           case .ready(let transport as ProviderClientTransport, _) = cached,
+           registry.existingClient(applicationID: String(application.key)) === transport.client {
+            return cached
+        }
+        let resolution = await resolveFromStore(application)
+        if case .ready = resolution { resolved.remember(application, resolution) }
+        return resolution
+    }
+
+    private func resolveFromStore(_ application: DispatchApplication) async -> TransportResolution {
         guard let platform = Platform(rawValue: application.platform) else {
             return .unavailable(.rejected(reason: "UnknownPlatform"))
         }
@@ -91,3 +111,37 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
         }
     }
 }
+
+/// Ready transports by application, each with the application row it was resolved from. Every shard of a new
+/// message asks for its applications' transports; opening the credentials (a query, AES-GCM, parsing the key or
+/// service account) each time was a fifth of the gateway's CPU when direct publishes were delivered, one shard per
+/// message (perf). An entry is used only for the identical row: any change to the attributes, the enabled flag or
+/// the sealed credentials (whose digest is part of the row) resolves again. Bounded; cleared when full.
+final class ResolvedTransports: Sendable {
+    private struct Entry {
+        let application: DispatchApplication
+        let resolution: TransportResolution
+    }
+
+    private let entries = Mutex<[Int64: Entry]>([:])
+    static let limit = 10_000
+
+    func lookup(_ application: DispatchApplication) -> TransportResolution? {
+        entries.withLock { entries in
+            guard let entry = entries[application.key], entry.application == application else { return nil }
+            return entry.resolution
+        }
+    }
+
+    func remember(_ application: DispatchApplication, _ resolution: TransportResolution) {
+        entries.withLock { entries in
+            if entries.count >= Self.limit, entries[application.key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[application.key] = Entry(application: application, resolution: resolution)
+        }
+    }
+
+    func remove(_ application: Int64) {
+        _ = entries.withLock { $0.removeValue(forKey: application) }
+    }
+}
+

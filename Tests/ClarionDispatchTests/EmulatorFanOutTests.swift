@@ -5,6 +5,7 @@ import ClarionProviders
 import ClarionStore
 import ClarionTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// The dispatcher end to end: PostgreSQL, the real provider clients (HTTP/2 over h2c) and the emulator's record
@@ -120,6 +121,43 @@ struct EmulatorFanOutTests {
         #expect(disabled.int64(0) == 25)
         #expect(disabled.int64(1) == 25)
         #expect(disabled.int64(2) == 50)
+        await harness.close()
+    }
+
+    @Test("a resolved transport is reused while the application row is the same; attributes, credentials or a new client resolve again")
+    func transportsReusedPerApplicationRow() async throws {
+        let harness = try Harness()
+        let demo = EmulatorFanOutTests.demo
+        let serviceAccount = demo.fcm.serviceAccountJSON.replacingOccurrences(of: demo.fcm.tokenURI, with: harness.emulator.fcmTokenURI)
+        let opened = Mutex(0)
+        let directory = ProviderRegistryDirectory(registry: harness.registry, credentials: { _ in
+            opened.withLock { $0 += 1 }
+            return PlatformCredentials(credential: serviceAccount)
+        })
+        func application(_ attributes: [String: String], version: String?) -> DispatchApplication {
+            DispatchApplication(key: 7, account: 1, name: "android", platform: "GCM", enabled: true, disabledReason: nil,
+                                attributes: attributes, credentialsVersion: version)
+        }
+        let attributes = [ProviderAttribute.providerEndpoint: harness.emulator.baseURL]
+        func ready(_ resolution: TransportResolution) -> Bool { if case .ready = resolution { true } else { false } }
+
+        #expect(ready(await directory.resolve(application(attributes, version: "v1"))))
+        #expect(ready(await directory.resolve(application(attributes, version: "v1"))))
+        #expect(opened.withLock { $0 } == 1)
+        // New sealed credentials (another digest): opened again.
+        #expect(ready(await directory.resolve(application(attributes, version: "v2"))))
+        #expect(opened.withLock { $0 } == 2)
+        // Changed attributes: resolved again.
+        var changed = attributes
+        changed["DefaultTTL"] = "60"
+        #expect(ready(await directory.resolve(application(changed, version: "v2"))))
+        #expect(opened.withLock { $0 } == 3)
+        #expect(ready(await directory.resolve(application(changed, version: "v2"))))
+        #expect(opened.withLock { $0 } == 3)
+        // Disabled in this process (its client released): the next resolution opens the credentials again.
+        await directory.applicationDisabled(7)
+        #expect(ready(await directory.resolve(application(changed, version: "v2"))))
+        #expect(opened.withLock { $0 } == 4)
         await harness.close()
     }
 

@@ -273,7 +273,7 @@ public struct FanOutJobs: Sendable {
         guard !keys.isEmpty else { return [] }
         return try await pool.withConnection { (c) throws(StoreError) -> [DispatchApplication] in
             let result = try c.query("""
-                SELECT id, account, name, platform, enabled, disabled_reason, attributes::text
+                SELECT id, account, name, platform, enabled, disabled_reason, attributes::text, md5(credentials_sealed)
                 FROM platform_applications WHERE id = ANY($1::bigint[])
                 """, [PGArrayParameter(text: PGArrayLiteral.int64s(keys))])
             var out: [DispatchApplication] = []
@@ -281,7 +281,7 @@ public struct FanOutJobs: Sendable {
                 out.append(DispatchApplication(
                     key: try row.requireInt64(0), account: try row.requireInt64(1), name: try row.requireString(2),
                     platform: try row.requireString(3), enabled: row.bool(4) ?? false, disabledReason: row.string(5),
-                    attributes: row.stringMap(6) ?? [:]))
+                    attributes: row.stringMap(6) ?? [:], credentialsVersion: row.string(7)))
             }
             return out
         }

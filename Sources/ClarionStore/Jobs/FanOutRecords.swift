@@ -132,6 +132,21 @@ public struct DispatchApplication: Sendable, Hashable {
     public let disabledReason: String?
     /// Attributes as stored (jsonb of strings): settings such as `SuccessFeedbackSampleRate`.
     public let attributes: [String: String]
+    /// A digest of the sealed credentials (nil without any): changes whenever they are replaced, so a transport
+    /// resolved for this application can be reused while it is the same.
+    public let credentialsVersion: String?
+
+    public init(key: Int64, account: Int64, name: String, platform: String, enabled: Bool, disabledReason: String?,
+                attributes: [String: String], credentialsVersion: String? = nil) {
+        self.key = key
+        self.account = account
+        self.name = name
+        self.platform = platform
+        self.enabled = enabled
+        self.disabledReason = disabledReason
+        self.attributes = attributes
+        self.credentialsVersion = credentialsVersion
+    }
 }
 
 /// A delivery waiting for another attempt, claimed by a retry worker.
