@@ -19,19 +19,8 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64 256}
 SCENARIOS=${SCENARIOS:-health signed native}
 WARMUP=${WARMUP:-}
-KEY=AKIACLARIONBENCH0001
-SECRET=bench-secret-0123456789abcdefghijklmnop
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
-  BIN="$ROOT/.build/release/clarion"
-fi
-work=$(mktemp -d /tmp/clarion-apibench.XXXXXX); chmod 755 "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-CLARION_ACCESS_KEY_ID=$KEY CLARION_SECRET_ACCESS_KEY=$SECRET "$BIN" serve --role api --data-dir "$work" \
-  --listen "127.0.0.1:$port" >"$work/clarion.log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
+. "$ROOT/loadtest/api/node.sh"
+start_node clarion-apibench --role api
 arn=$(python3 - "$port" "$KEY" "$SECRET" <<'PY'
 import sys, boto3
 port, key, secret = sys.argv[1:4]

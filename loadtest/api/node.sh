@@ -1,0 +1,20 @@
+# Sourced by run.sh and drain.sh: the benchmark's access key, the release build (or the build given as BIN), and a
+# `clarion serve` on a fresh data directory and a free port, stopped and removed when the script exits.
+KEY=AKIACLARIONBENCH0001
+SECRET=bench-secret-0123456789abcdefghijklmnop
+if [ -z "${BIN:-}" ]; then
+  swift build -c release --product clarion 2>&1 | grep -E "error|warning: " || true
+  BIN="$ROOT/.build/release/clarion"
+fi
+
+# start_node NAME ARGS...: sets work (the data directory), port and pid; ARGS go to `clarion serve`.
+start_node() {
+  local name=$1; shift
+  work=$(mktemp -d "/tmp/$name.XXXXXX"); chmod 755 "$work"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  CLARION_ACCESS_KEY_ID=$KEY CLARION_SECRET_ACCESS_KEY=$SECRET "$BIN" serve "$@" --data-dir "$work" \
+    --listen "127.0.0.1:$port" >"$work/clarion.log" 2>&1 &
+  pid=$!
+  trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
+}
