@@ -27,13 +27,7 @@ arn = sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicati
 print(arn.rsplit("/", 1)[1])
 PY
 )
-apikey=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
-cat > "$work/publish.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Authorization"] = "Bearer $apikey"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"targets":[{"endpoint":"$endpoint"}],"message":{"default":"drain test"}}'
-LUA
+native_publish_script "$work/publish.lua" "$endpoint" "drain test"
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
 q() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "$1"; }
 echo "clarion serve --with-emulator (release) on 127.0.0.1:$port; emulator $emulator; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -18,3 +18,16 @@ start_node() {
   trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
 }
+
+# native_publish_script FILE ENDPOINT_ID TEXT: a wrk script publishing TEXT to one endpoint through POST /v1/publish
+# with a new API key of the node's account.
+native_publish_script() {
+  local key
+  key=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
+  cat > "$1" <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer $key"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"targets":[{"endpoint":"$2"}],"message":{"default":"$3"}}'
+LUA
+}

@@ -73,14 +73,7 @@ measure() {
     printf "CPU per request: server %.1f us, PostgreSQL %.1f us, wrk %.1f us\n", s*1e6/hz/n, p*1e6/hz/n, w*1e6/hz/n }'
 }
 
-apikey=$("$BIN" accounts create-api-key --data-dir "$work" | sed -n 's/.*key: //p')
-endpoint_id=${arn##*/}
-cat > "$work/native.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Authorization"] = "Bearer $apikey"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"targets":[{"endpoint":"$endpoint_id"}],"message":{"default":"load test"}}'
-LUA
+native_publish_script "$work/native.lua" "${arn##*/}" "load test"
 
 echo "clarion serve --role api (release) on 127.0.0.1:$port; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "disk flush (8 KiB write + fdatasync, the WAL flush every durable commit waits for): $flush_ms ms"
