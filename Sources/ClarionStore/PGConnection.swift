@@ -93,18 +93,17 @@ public final class PGConnection {
     /// settles on a generic plan after five executions unless custom plans are cheaper. Bounded per session;
     /// statements past the bound, and anything but plain DML and queries, stay unnamed.
     private var statementNames: [String: String] = [:]
-    private var nextStatementNumber = 0
     public static let statementCacheLimit = 200
 
     private func statementName(for sql: String) -> String? {
         if let name = statementNames[sql] { return name.isEmpty ? nil : name }
         guard statementNames.count < Self.statementCacheLimit, Self.isPreparable(sql) else { return nil }
-        let name = "clarion_q\(nextStatementNumber)"
+        // Entries are never removed (a retired one stays as ""), so the count numbers the next name.
+        let name = "clarion_q\(statementNames.count)"
         guard let result = PQprepare(handle, name, sql, 0, nil) else { return nil }
         defer { PQclear(result) }
         // Not prepared (a syntax error, an aborted transaction): the unnamed path reports the same error.
         guard PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
-        nextStatementNumber += 1
         statementNames[sql] = name
         return name
     }

@@ -72,10 +72,6 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         return fields[index].value
     }
 
-    public func values(_ name: String) -> [String] {
-        keys.indices.filter { keys[$0].equalsLowercased(name) }.map { fields[$0].value }
-    }
-
     /// Calls `body` with each value of the field, in arrival order, without collecting them into an array.
     public func forEachValue(_ name: String, _ body: (String) -> Void) {
         for index in keys.indices where keys[index].equalsLowercased(name) { body(fields[index].value) }

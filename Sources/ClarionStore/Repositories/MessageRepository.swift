@@ -159,7 +159,7 @@ public struct MessageRepository: Sendable {
             SELECT external_id, account, kind, target_id, jsonb_build_object('arn', arn), message, structure, subject,
                    attributes, expires_at
             FROM resolved WHERE status = 'ok'
-            RETURNING id, external_id, target_kind, target_id
+            RETURNING id, external_id
         )
         SELECT r.external_id, r.status, m.id FROM resolved r LEFT JOIN m ON m.external_id = r.external_id
         """
