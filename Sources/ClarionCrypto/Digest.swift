@@ -90,14 +90,24 @@ extension Array where Element == UInt8 {
     /// Lower-case hexadecimal, as SigV4 and logs want it.
     public var hexString: String {
         String(unsafeUninitializedCapacity: count * 2) { out in
-            let digits: StaticString = "0123456789abcdef"
-            digits.withUTF8Buffer { hex in
-                for (i, byte) in enumerated() {
-                    out[2 * i] = hex[Int(byte >> 4)]
-                    out[2 * i + 1] = hex[Int(byte & 0x0f)]
-                }
-            }
+            for (i, byte) in enumerated() { (out[2 * i], out[2 * i + 1]) = Self.hexDigits(byte) }
             return count * 2
         }
+    }
+
+    /// The lower-case hexadecimal digits appended to `out` (bytes built for hashing, without a String between).
+    public func appendHex(to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 2 * count)
+        for byte in self {
+            let (high, low) = Self.hexDigits(byte)
+            out.append(high)
+            out.append(low)
+        }
+    }
+
+    @inline(__always)
+    static func hexDigits(_ byte: UInt8) -> (UInt8, UInt8) {
+        func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }  // '0'..'9', 'a'..'f'
+        return (digit(byte >> 4), digit(byte & 0x0f))
     }
 }

@@ -37,6 +37,19 @@ struct DigestTests {
     }
 }
 
+struct HexTests {
+    @Test func appendHexMatchesHexStringAndAppends() {
+        let bytes: [UInt8] = [0x00, 0x09, 0x0a, 0x7f, 0x80, 0xab, 0xff]
+        #expect(bytes.hexString == "00090a7f80abff")
+        var out = Array("x=".utf8)
+        bytes.appendHex(to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x=00090a7f80abff")
+        var empty: [UInt8] = []
+        [UInt8]().appendHex(to: &empty)
+        #expect(empty.isEmpty)
+    }
+}
+
 struct RandomUUIDTests {
     @Test func randomUUIDsAreVersion4AndDistinct() {
         var seen = Set<UUID>()

@@ -123,12 +123,12 @@ public struct SigV4Verifier: Sendable {
         stringToSign.append(contentsOf: credential.service.utf8)
         stringToSign.append(UInt8(ascii: "/"))
         stringToSign.append(contentsOf: "aws4_request\n".utf8)
-        Self.appendHex(Digest.sha256(canonical), to: &stringToSign)
+        Digest.sha256(canonical).appendHex(to: &stringToSign)
         let key = signingKeys.key(secret: secret.secretAccessKey, accessKeyID: secret.accessKeyID,
                                   date: credential.date, region: credential.region, service: credential.service)
         var expected: [UInt8] = []
         expected.reserveCapacity(64)
-        Self.appendHex(Digest.hmacSHA256(key: key, data: stringToSign), to: &expected)
+        Digest.hmacSHA256(key: key, data: stringToSign).appendHex(to: &expected)
         var signature = presented.signature
         let matches = signature.withUTF8 { presentedBytes in
             expected.withUnsafeBufferPointer { Digest.constantTimeEquals($0, presentedBytes) }
@@ -341,17 +341,6 @@ public struct SigV4Verifier: Sendable {
         line(signedHeaderList)
         out.append(contentsOf: payloadHash.utf8)
         return out
-    }
-
-    /// Lower-case hexadecimal of `bytes` appended to `out`.
-    static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { hex in
-            for byte in bytes {
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0f)])
-            }
-        }
     }
 
     static func canonicalURI(_ rawPath: String) -> String {

@@ -6,7 +6,7 @@ enum JSONText {
     /// A JSON string literal, quotes included, escaped per RFC 8259.
     static func quote(_ string: String) -> String {
         // Fast path: nothing to escape (ids, paths, addresses; every access-log field in practice).
-        if string.utf8AllSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) {
+        if string.utf8AllSatisfy(isPlain) {
             return "\"" + string + "\""
         }
         var out = "\""
@@ -33,11 +33,16 @@ enum JSONText {
         return out
     }
 
+    /// Printable ASCII that a JSON string carries as is.
+    static func isPlain(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+    }
+
     /// `quote(string)` appended to `out` as UTF-8, without an intermediate String when nothing needs escaping.
     static func appendQuoted(_ string: String, to out: inout [UInt8]) {
         var text = string
         let plain = text.withUTF8 { bytes -> Bool in
-            guard bytes.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) else {
+            guard bytes.allSatisfy(isPlain) else {
                 return false
             }
             out.append(UInt8(ascii: "\""))
