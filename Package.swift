@@ -16,7 +16,6 @@ let systemLibraries: [Target] = [
     .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
     .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-    .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 ]
 
@@ -35,8 +34,8 @@ let modules: [Target] = [
     .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
     // Fan-out jobs, shard workers, retries, delivery accounting.
     .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
-    // HTTP/1.1 server (libmicrohttpd), SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "CMicroHTTPD"], swiftSettings: swiftSettings),
+    // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.

@@ -5,10 +5,10 @@ internal import CNghttp2
 import Synchronization
 
 /// Monotonic nanoseconds (CLOCK_MONOTONIC): the loop's clock, also the time unit of the state machines.
-typealias NanoTime = UInt64
+package typealias NanoTime = UInt64
 
 @inline(__always)
-func monotonicNow() -> NanoTime {
+package func monotonicNow() -> NanoTime {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return NanoTime(ts.tv_sec) &* 1_000_000_000 &+ NanoTime(ts.tv_nsec)
@@ -24,7 +24,7 @@ extension Duration {
 }
 
 /// Something registered with the loop for fd readiness. Called on the loop thread only.
-protocol EventLoopSelectable: AnyObject {
+package protocol EventLoopSelectable: AnyObject {
     func selectableReady(readable: Bool, writable: Bool, failed: Bool)
 }
 
@@ -49,7 +49,8 @@ enum FlushPhase: Int {
 public final class EventLoop: @unchecked Sendable {
     public typealias Job = @Sendable () -> Void
 
-    let index: Int
+    package let index: Int
+    private let threadName: String
     private let epollFD: Int32
     private let wakeFD: Int32
     private let inbox = Mutex<[Job]>([])
@@ -69,7 +70,7 @@ public final class EventLoop: @unchecked Sendable {
     /// a single connection has the loop to itself: a server answers it in pieces (`HTTP2ServerConnection.inputSlice`).
     private(set) var readyThisTurn = 0
     /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
-    let readBuffer: UnsafeMutableRawBufferPointer
+    package let readBuffer: UnsafeMutableRawBufferPointer
     /// Shared plaintext buffer for TLS connections on this loop.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
 
@@ -78,8 +79,9 @@ public final class EventLoop: @unchecked Sendable {
         var generation: UInt32
     }
 
-    init(index: Int) throws {
+    init(index: Int, threadName: String = "clarion-h2") throws {
         self.index = index
+        self.threadName = threadName
         let ep = clarion_epoll_create()
         guard ep >= 0 else { throw EventLoopError.system("epoll_create1", errno) }
         let wake = clarion_eventfd()
@@ -156,7 +158,7 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         loopThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
         started.signal()
-        _ = clarion_set_thread_name(String("clarion-h2-\(index)".prefix(15)))
+        _ = clarion_set_thread_name(String("\(threadName)-\(index)".prefix(15)))
         let maxEvents = 256
         let eventFlags = UnsafeMutablePointer<UInt32>.allocate(capacity: maxEvents)
         let eventData = UnsafeMutablePointer<UInt64>.allocate(capacity: maxEvents)
@@ -230,7 +232,7 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: fd registration (loop thread)
 
-    func register(fd: Int32, handler: any EventLoopSelectable, readable: Bool, writable: Bool) {
+    package func register(fd: Int32, handler: any EventLoopSelectable, readable: Bool, writable: Bool) {
         let slot = Int(fd)
         if slot >= selectables.count {
             selectables.append(contentsOf: repeatElement(Registration(handler: nil, generation: 0),
@@ -242,7 +244,7 @@ public final class EventLoop: @unchecked Sendable {
                           UInt64(UInt32(bitPattern: fd)) | (UInt64(generation) << 32))
     }
 
-    func setInterest(fd: Int32, readable: Bool, writable: Bool) {
+    package func setInterest(fd: Int32, readable: Bool, writable: Bool) {
         let slot = Int(fd)
         guard slot < selectables.count else { return }
         clarion_epoll_ctl(epollFD, Epoll.modify, fd, interest(readable: readable, writable: writable),
@@ -250,7 +252,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Removes the fd from epoll. Call before `close(fd)`.
-    func deregister(fd: Int32) {
+    package func deregister(fd: Int32) {
         let slot = Int(fd)
         guard slot < selectables.count else { return }
         selectables[slot] = Registration(handler: nil, generation: 0)
@@ -268,16 +270,16 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Calls `body` on the loop thread once `delay` nanoseconds have passed. Returns an id for `cancelTimer`.
     @discardableResult
-    func addTimer(after delay: UInt64, _ body: @escaping () -> Void) -> UInt64 {
+    package func addTimer(after delay: UInt64, _ body: @escaping () -> Void) -> UInt64 {
         timers.add(deadline: monotonicNow() &+ delay, body)
     }
 
     @discardableResult
-    func addTimer(at deadline: NanoTime, _ body: @escaping () -> Void) -> UInt64 {
+    package func addTimer(at deadline: NanoTime, _ body: @escaping () -> Void) -> UInt64 {
         timers.add(deadline: deadline, body)
     }
 
-    func cancelTimer(_ id: UInt64) {
+    package func cancelTimer(_ id: UInt64) {
         timers.cancel(id)
     }
 }
@@ -385,11 +387,11 @@ public final class EventLoopGroup: Sendable {
     private let stopped = Atomic<Bool>(false)
     let resolver: HostResolver
 
-    /// Starts `threadCount` loop threads (at least one).
-    public init(threadCount: Int = 1) throws {
+    /// Starts `threadCount` loop threads (at least one), named `threadName-N`.
+    public init(threadCount: Int = 1, threadName: String = "clarion-h2") throws {
         var loops: [EventLoop] = []
         for i in 0..<max(1, threadCount) {
-            let loop = try EventLoop(index: i)
+            let loop = try EventLoop(index: i, threadName: threadName)
             loop.start()
             loops.append(loop)
         }

@@ -5,12 +5,12 @@ internal import CNghttp2
 import Synchronization
 
 /// An IPv4 or IPv6 socket address.
-struct SocketAddress: Sendable, CustomStringConvertible {
+package struct SocketAddress: Sendable, CustomStringConvertible {
     private var storage: sockaddr_storage
     let length: socklen_t
 
     /// Parses a numeric IPv4/IPv6 address (no name resolution).
-    init?(numericHost host: String, port: Int) {
+    package init?(numericHost host: String, port: Int) {
         var storage = sockaddr_storage()
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         var v4 = in_addr()
@@ -47,9 +47,9 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         self.length = length
     }
 
-    var family: Int32 { Int32(storage.ss_family) }
+    package var family: Int32 { Int32(storage.ss_family) }
 
-    var port: Int {
+    package var port: Int {
         withUnsafeBytes(of: storage) { raw in
             if family == AF_INET {
                 return Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
@@ -58,7 +58,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in
             if family == AF_INET {
@@ -80,8 +80,8 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     }
 }
 
-enum SocketIO {
-    enum ReadResult {
+package enum SocketIO {
+    package enum ReadResult {
         case bytes(Int)
         case wouldBlock
         case eof
@@ -94,11 +94,11 @@ enum SocketIO {
         case failed(Int32)
     }
 
-    static func makeTCPSocket(family: Int32) -> Int32 {
+    package static func makeTCPSocket(family: Int32) -> Int32 {
         clarion_socket_nonblocking(family)
     }
 
-    static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
@@ -118,7 +118,7 @@ enum SocketIO {
         return error
     }
 
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         while true {
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 { return .bytes(n) }
@@ -130,7 +130,7 @@ enum SocketIO {
     }
 
     /// Writes as much as the socket takes. Returns bytes written, or nil on a fatal error.
-    static func write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int? {
+    package static func write(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int? {
         var written = 0
         while written < count {
             let n = Glibc.send(fd, pointer + written, count - written, Int32(MSG_NOSIGNAL))
@@ -145,8 +145,84 @@ enum SocketIO {
         return written
     }
 
-    static func errorString(_ code: Int32) -> String {
+    package static func errorString(_ code: Int32) -> String {
         String(cString: strerror(code))
+    }
+
+    /// A listening socket (non-blocking, SO_REUSEADDR) bound to `address`; the errno text on failure.
+    package static func listen(on address: SocketAddress, backlog: Int32) -> Result<(fd: Int32, port: Int), SocketFailure> {
+        let fd = makeTCPSocket(family: address.family)
+        guard fd >= 0 else { return .failure(SocketFailure(call: "socket", reason: errorString(errno))) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard address.withSockAddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
+            let reason = errorString(errno)
+            Glibc.close(fd)
+            return .failure(SocketFailure(call: "bind", reason: reason))
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let reason = errorString(errno)
+            Glibc.close(fd)
+            return .failure(SocketFailure(call: "listen", reason: reason))
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let port = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int in
+                getsockname(fd, raw, &length)
+                return SocketAddress(raw: raw, length: length).port
+            }
+        }
+        return .success((fd, port))
+    }
+
+    /// The peer's address as text ("127.0.0.1", "::1"); "" when unknown.
+    package static func peerAddressText(_ fd: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+        }
+        guard ok else { return "" }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafeBytes(of: storage) { raw in
+                ipv4Text(UInt32(bigEndian: raw.load(as: sockaddr_in.self).sin_addr.s_addr))
+            }
+        case AF_INET6:
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self).sin6_addr }
+            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        default:
+            return ""
+        }
+    }
+
+    /// Accepts one connection, non-blocking and close-on-exec; -1 (errno set) when none is waiting.
+    package static func accept(_ fd: Int32) -> Int32 {
+        clarion_accept_nonblocking(fd)
+    }
+}
+
+package struct SocketFailure: Error, Sendable {
+    package let call: String
+    package let reason: String
+}
+
+/// An IPv4 address (host byte order) as a dotted quad, written straight into a String of at most 15 bytes (a
+/// small string: no allocation, and no inet_ntop buffer).
+package func ipv4Text(_ address: UInt32) -> String {
+    String(unsafeUninitializedCapacity: 15) { out in
+        var count = 0
+        for shift in stride(from: UInt32(24), through: 0, by: -8) {
+            let octet = Int((address >> shift) & 0xff)
+            if shift != 24 { out[count] = UInt8(ascii: "."); count += 1 }
+            if octet >= 100 { out[count] = UInt8(48 + octet / 100); count += 1 }
+            if octet >= 10 { out[count] = UInt8(48 + octet / 10 % 10); count += 1 }
+            out[count] = UInt8(48 + octet % 10); count += 1
+        }
+        return count
     }
 }
 

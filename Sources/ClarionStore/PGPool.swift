@@ -69,8 +69,8 @@ public final class PGPool: Sendable {
         try await withConnection { (connection) throws(StoreError) -> T in try connection.transaction(body) }
     }
 
-    /// The blocking form, for threads that are not part of the cooperative pool (libmicrohttpd's
-    /// threads, the command line). Never call it from async code.
+    /// The blocking form, for threads that are not part of the cooperative pool (the HTTP server's
+    /// event-loop threads, the command line). Never call it from async code.
     public func withConnectionBlocking<T>(
         _ body: @escaping (PGConnection) throws(StoreError) -> T
     ) throws(StoreError) -> T {

@@ -1,5 +1,6 @@
 import Testing
 @testable import ClarionAPI
+import ClarionHTTP2
 
 @Suite("application/x-www-form-urlencoded decoding")
 struct FormParametersTests {

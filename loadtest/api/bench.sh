@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the API server's ceiling with wrk: GET /health (synchronous handler on the MHD thread), POST to an
+# Measures the API server's ceiling with wrk: GET /health (synchronous handler on the loop thread), POST to an
 # asynchronous and a suspending echo route (connection suspended, answered from a Task / at once), and an
 # unauthenticated SNS Publish through the Query layer (form decoding, dispatch, XML).
 #
@@ -23,7 +23,7 @@ CLARION_API_BENCH_PORT_FILE="$here/port" CLARION_API_BENCH_THREADS=$THREADS \
 server=$!
 for _ in $(seq 1 300); do [ -s "$here/port" ] && break; sleep 0.1; done
 port=$(cat "$here/port")
-echo "server on 127.0.0.1:$port (MHD threads: $THREADS)"
+echo "server on 127.0.0.1:$port (loop threads: $THREADS)"
 
 cat >"$here/echo.lua" <<'LUA'
 wrk.method = "POST"

@@ -46,6 +46,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         keys.append(name.asciiLowercased())
     }
 
+    /// Appends a field whose lower-cased name the caller already has (the request parser).
+    mutating func add(name: String, key: String, value: String) {
+        fields.append((name: name, value: value))
+        keys.append(key)
+    }
+
     /// Replaces every field of that name with one field.
     public mutating func set(_ name: String, _ value: String) {
         remove(name)

@@ -1,9 +1,8 @@
-internal import CMicroHTTPD
 import Synchronization
 
 /// Answers one suspended request, from any thread, exactly once.
 ///
-/// The connection stays suspended in libmicrohttpd (no thread held) until `respond` is called; the first call
+/// The connection waits (no thread held, nothing read past the request) until `respond` is called; the first call
 /// wins and later ones are ignored. A responder dropped without answering answers 500 itself, so a bug in a
 /// handler costs one error response, never a connection hung for ever.
 public final class HTTPResponder: Sendable {
@@ -24,55 +23,40 @@ public final class HTTPResponder: Sendable {
     }
 }
 
-/// A libmicrohttpd connection pointer. MHD_resume_connection is documented as callable from any thread;
-/// that is the only thing done with it off the connection's own thread, and only once (guarded by the slot).
-struct ConnectionHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
-/// The hand-off point between a suspended connection and whoever answers it.
+/// The hand-off point between a request waiting for its handler and whoever answers it.
 ///
-/// States: `waiting` -> `answered(response)` (by `complete`, any thread; then the connection is resumed)
-///         -> `delivered` (by the connection's MHD thread, which queues the response).
+/// States: `waiting` -> `answered` (by `complete`, any thread, once; the response then goes to the connection's loop
+/// thread, which writes it). Answers after the first are ignored.
 final class ResponseSlot: Sendable {
-    enum State {
-        case waiting
-        case answered(HTTPResponse)
-        case delivered
-    }
-
-    private let connection: ConnectionHandle
-    private let core: ServerCore
-    private let state = Mutex<State>(.waiting)
+    private let connection: HTTP1Connection
+    private let context: ContextHandle
+    private let answered = Atomic<Bool>(false)
     /// How the route's API family spells errors, for answers the server gives on the handler's behalf.
     let errorFormat: ErrorFormat
     let requestID: String
 
-    init(connection: ConnectionHandle, core: ServerCore, errorFormat: ErrorFormat, requestID: String) {
+    init(connection: HTTP1Connection, context: RequestContext, errorFormat: ErrorFormat) {
         self.connection = connection
-        self.core = core
+        self.context = ContextHandle(context: context)
         self.errorFormat = errorFormat
-        self.requestID = requestID
+        self.requestID = context.requestID
     }
 
-    /// Stores the response and resumes the connection. No-op after the first call.
+    /// Hands the response to the connection's loop. No-op after the first call.
     func complete(_ response: HTTPResponse) {
-        let first = state.withLock { state -> Bool in
-            guard case .waiting = state else { return false }
-            state = .answered(response)
-            return true
+        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        connection.core.forget(self)
+        let connection = self.connection
+        let context = self.context
+        if connection.loop.inEventLoop {
+            connection.deliver(response, for: context.context)
+        } else {
+            connection.loop.execute { connection.deliver(response, for: context.context) }
         }
-        guard first else { return }
-        core.forget(self)
-        MHD_resume_connection(connection.pointer)
     }
+}
 
-    /// Called on the connection's thread after the resume.
-    func takeResponse() -> HTTPResponse? {
-        state.withLock { state in
-            guard case .answered(let response) = state else { return nil }
-            state = .delivered
-            return response
-        }
-    }
+/// A request context crossing to another thread and back: it is only read on its connection's loop thread.
+struct ContextHandle: @unchecked Sendable {
+    let context: RequestContext
 }

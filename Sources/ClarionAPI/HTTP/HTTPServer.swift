@@ -1,9 +1,13 @@
-internal import CMicroHTTPD
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import ClarionHTTP2
 import Foundation
 import Synchronization
 
-/// The HTTP/1.1 server: libmicrohttpd with a pool of epoll threads, keep-alive, per-route body limits,
-/// suspended connections for asynchronous handlers, and a graceful shutdown.
+/// The HTTP/1.1 server: non-blocking sockets on our own epoll loops (one thread per loop), keep-alive, pipelining,
+/// per-route body limits, handlers that answer later from any thread, an idle timeout, and a graceful shutdown.
+/// (It replaced libmicrohttpd: docs/architecture.md says why.)
 ///
 /// Lifecycle: `idle` -> `start()` -> `starting` -> `running` (or back to `idle` if binding fails)
 /// -> `shutdown()` -> `draining` -> `stopped`; `shutdown()` of an idle server goes straight to `stopped`.
@@ -11,26 +15,22 @@ import Synchronization
 ///
 /// `GET /health` and `GET /ready` are added to the router unless it already has them.
 public final class HTTPServer: Sendable {
-    /// libmicrohttpd's memory per connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT).
-    static let connectionMemory = 16 * 1024
-
     public let configuration: HTTPServerConfiguration
     private let core: ServerCore
     private let state = Mutex<LifecycleState>(.idle)
     private let stopRequested = OneShotSignal()
     private let stopped = OneShotSignal()
 
-    /// The MHD daemon pointer. MHD's quiesce/stop/info calls are safe from any thread; stop happens once,
-    /// guarded by the lifecycle state.
-    private struct Daemon: @unchecked Sendable {
-        let pointer: OpaquePointer
-        let retainedCore: Unmanaged<ServerCore>
+    /// The loops and the listening socket of a started server.
+    private struct Running: Sendable {
+        let group: EventLoopGroup
+        let listener: Int32
     }
 
     private enum LifecycleState {
         case idle
         case starting
-        case running(Daemon, port: Int)
+        case running(Running, port: Int)
         case draining(port: Int)
         case stopped
     }
@@ -43,17 +43,18 @@ public final class HTTPServer: Sendable {
         HealthRoutes.addMissing(to: &router) {
             draining.isSet ? .notReady(reason: "shutting down") : await readiness()
         }
-        self.core = ServerCore(router: router, accessLog: configuration.accessLog, draining: draining)
+        self.core = ServerCore(router: router, accessLog: configuration.accessLog, draining: draining,
+                               connectionTimeout: configuration.connectionTimeout,
+                               connectionLimit: max(1, configuration.connectionLimit),
+                               loops: max(1, configuration.threadPoolSize))
     }
 
     deinit {
-        // Not shut down gracefully: stop hard, but never with a suspended connection.
-        if case .running(let daemon, _) = state.withLock({ $0 }) {
+        // Not shut down gracefully: stop hard.
+        if case .running(let running, _) = state.withLock({ $0 }) {
             core.refusing.set()
-            core.abandonSuspended()
-            Self.waitBriefly { self.core.suspendedCount == 0 }
-            MHD_stop_daemon(daemon.pointer)
-            daemon.retainedCore.release()
+            core.abandonWaiting()
+            Self.stop(running, core: core)
         }
     }
 
@@ -70,9 +71,8 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet finished (for tests and metrics).
     public var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
 
-    /// Binds and starts the worker threads. Returns once the port is listening.
+    /// Binds and starts the loop threads. Returns once the port is listening.
     public func start() throws(HTTPServerError) {
-        // Claim the start under the lock, start the daemon (threads, bind) outside it.
         let claimed = state.withLock { state -> Bool in
             guard case .idle = state else { return false }
             state = .starting
@@ -80,9 +80,8 @@ public final class HTTPServer: Sendable {
         }
         guard claimed else { throw HTTPServerError(code: .alreadyStarted, message: "the server was already started") }
         do {
-            let daemon = try startDaemon()
-            let port = Int(clarion_mhd_bound_port(daemon.pointer))
-            state.withLock { $0 = .running(daemon, port: port) }
+            let (running, port) = try listen()
+            state.withLock { $0 = .running(running, port: port) }
         } catch {
             state.withLock { $0 = .idle }
             throw error
@@ -101,18 +100,18 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets in-flight requests finish (up to the grace period; stragglers get
-    /// 503), then stops the threads. Safe to call more than once and from several tasks.
+    /// 503), then closes the connections and stops the threads. Safe to call more than once and from several tasks.
     public func shutdown() async {
         stopRequested.fire()
         // A concurrent start() finishes binding first (milliseconds), then is shut down like any other.
         while case .starting = state.withLock({ $0 }) {
             try? await Task.sleep(for: .milliseconds(1))
         }
-        let daemon: Daemon? = state.withLock { state in
+        let running: Running? = state.withLock { state in
             switch state {
-            case .running(let daemon, let port):
+            case .running(let running, let port):
                 state = .draining(port: port)
-                return daemon
+                return running
             case .idle:
                 state = .stopped
                 return nil
@@ -120,130 +119,164 @@ public final class HTTPServer: Sendable {
                 return nil  // .starting cannot be seen here: the loop above waited it out
             }
         }
-        guard let daemon else {
+        guard let running else {
             if case .stopped = state.withLock({ $0 }) { stopped.fire() }
             await stopped.wait()
             return
         }
 
         core.draining.set()
-        let listenSocket = MHD_quiesce_daemon(daemon.pointer)
-        // Quiesce only stops calling accept(): the kernel would keep completing handshakes into the backlog and
-        // those clients would hang until the stop. Shutting the listening socket down makes the kernel refuse
-        // new connections at once (so a load balancer retries elsewhere); the descriptor itself stays open
-        // until after MHD_stop_daemon, as MHD requires.
-        if listenSocket >= 0 { _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR)) }
+        // Closing the listening socket makes the kernel refuse new connections at once (so a load balancer
+        // retries elsewhere). Connections already open are still served; their responses carry `Connection: close`.
+        await onLoop(running.group.loops[0]) { loop in
+            loop.deregister(fd: running.listener)
+            Glibc.close(running.listener)
+        }
         let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
         while core.inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         if core.inFlight.load(ordering: .relaxed) > 0 {
             core.refusing.set()
-            core.abandonSuspended()
+            core.abandonWaiting()
             let flushDeadline = ContinuousClock.now + .seconds(1)
-            while core.suspendedCount > 0 || core.inFlight.load(ordering: .relaxed) > 0,
-                  ContinuousClock.now < flushDeadline {
+            while core.inFlight.load(ordering: .relaxed) > 0, ContinuousClock.now < flushDeadline {
                 try? await Task.sleep(for: .milliseconds(5))
             }
         }
-        // MHD_stop_daemon joins the worker threads: do it off the cooperative pool.
+        // Joining the loop threads blocks: do it off the cooperative pool.
+        let core = self.core
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
-                MHD_stop_daemon(daemon.pointer)
-                if listenSocket >= 0 { close(listenSocket) }
+                Self.stop(running, core: core, listenerClosed: true)
                 continuation.resume()
             }
             thread.start()
         }
-        daemon.retainedCore.release()
         configuration.accessLog?.flush()
         state.withLock { $0 = .stopped }
         stopped.fire()
     }
 
-    private static func waitBriefly(_ done: () -> Bool) {
-        for _ in 0..<200 where !done() { usleep(5_000) }
+    /// Closes every connection on its loop, then stops and joins the loop threads.
+    private static func stop(_ running: Running, core: ServerCore, listenerClosed: Bool = false) {
+        let group = running.group
+        let done = DispatchSemaphore(value: 0)
+        for loop in group.loops {
+            let registry = core.registries[loop.index]
+            loop.execute {
+                registry.sweeping = false
+                if !listenerClosed && loop.index == 0 {
+                    loop.deregister(fd: running.listener)
+                    Glibc.close(running.listener)
+                }
+                for connection in Array(registry.connections.values) { connection.close() }
+                done.signal()
+            }
+        }
+        for _ in group.loops { _ = done.wait(timeout: .now() + .seconds(5)) }
+        group.shutdown()
     }
 
-    // MARK: - libmicrohttpd
+    private func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable (EventLoop) -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                body(loop)
+                done.resume()
+            }
+        }
+    }
 
-    private func startDaemon() throws(HTTPServerError) -> Daemon {
+    // MARK: - Listening
+
+    private func listen() throws(HTTPServerError) -> (Running, Int) {
         let config = configuration
         guard (0...65535).contains(config.port) else {
             throw HTTPServerError(code: .invalidAddress, message: "port \(config.port) is out of range")
         }
-        guard let address = SocketAddress(host: config.host, port: UInt16(config.port)) else {
+        let host = config.host == "localhost" ? "127.0.0.1" : config.host
+        guard let address = SocketAddress(numericHost: host, port: config.port) else {
             throw HTTPServerError(code: .invalidAddress, message: "'\(config.host)' is not a numeric IP address")
         }
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
-        if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-
-        let retained = Unmanaged.passRetained(core)
-        let cls = retained.toOpaque()
-        let completed: MHD_RequestCompletedCallback = mhdRequestCompleted
-        let uriLog: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?)
-            -> UnsafeMutableRawPointer? = mhdURILog
-        let timeoutSeconds = max(1, Int(config.connectionTimeout.components.seconds))
-
-        let daemon: OpaquePointer? = address.withSockaddr { sockaddrPointer in
-            let options: [any CVarArg] = [
-                MHD_OPTION.SOCK_ADDR.rawValue, OpaquePointer(sockaddrPointer),
-                MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(max(1, config.threadPoolSize)),
-                MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(timeoutSeconds),
-                MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(max(1, config.connectionLimit)),
-                MHD_OPTION.LISTENING_ADDRESS_REUSE.rawValue, UInt32(1),
-                // Each connection's pool (request line, headers, read buffer; bodies are streamed through it).
-                // libmicrohttpd zeroes the used part of it for every request; the default 32 KiB made that memset
-                // 4% of a durable Publish's server CPU (perf). 16 KiB still takes a 15 KB header field; more is
-                // libmicrohttpd's own 431 (docs/api.md).
-                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, Int(Self.connectionMemory),
-                MHD_OPTION.NOTIFY_COMPLETED.rawValue, unsafeBitCast(completed, to: OpaquePointer.self), OpaquePointer(cls),
-                MHD_OPTION.URI_LOG_CALLBACK.rawValue, unsafeBitCast(uriLog, to: OpaquePointer.self), OpaquePointer(cls),
-                MHD_OPTION.END.rawValue,
-            ]
-            return withVaList(options) { arguments in
-                MHD_start_daemon_va(flags, 0, nil, nil, mhdAccessHandler, cls, arguments)
+        let fd: Int32, port: Int
+        switch SocketIO.listen(on: address, backlog: 1024) {
+        case .success(let bound): (fd, port) = bound
+        case .failure(let failure):
+            throw HTTPServerError(code: .startFailed,
+                                  message: "could not listen on \(config.host):\(config.port): \(failure.call): \(failure.reason)")
+        }
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(threadCount: max(1, config.threadPoolSize), threadName: "clarion-api")
+        } catch {
+            Glibc.close(fd)
+            throw HTTPServerError(code: .startFailed, message: "event loops: \(error)")
+        }
+        let core = self.core
+        let listener = Listener(fd: fd, core: core, group: group)
+        let ready = DispatchSemaphore(value: 0)
+        for loop in group.loops {
+            loop.execute {
+                if loop.index == 0 { loop.register(fd: fd, handler: listener, readable: true, writable: false) }
+                Self.scheduleSweep(on: loop, core: core)
+                ready.signal()
             }
         }
-        guard let daemon else {
-            retained.release()
-            throw HTTPServerError(code: .startFailed,
-                                  message: "libmicrohttpd could not listen on \(config.host):\(config.port)")
+        for _ in group.loops { ready.wait() }
+        return (Running(group: group, listener: fd), port)
+    }
+
+    /// Once a second on each loop: closes connections idle past the timeout and lingering ones past their time.
+    private static func scheduleSweep(on loop: EventLoop, core: ServerCore) {
+        let registry = core.registries[loop.index]
+        loop.addTimer(after: 1_000_000_000) {
+            guard registry.sweeping else { return }
+            let now = monotonicNow()
+            for connection in Array(registry.connections.values) { connection.sweep(now: now) }
+            scheduleSweep(on: loop, core: core)
         }
-        return Daemon(pointer: daemon, retainedCore: retained)
     }
 }
 
-/// A numeric IPv4 or IPv6 listen address.
-private struct SocketAddress {
-    private var storage = sockaddr_storage()
-    let isIPv6: Bool
+/// Accepts on the listening socket (on loop 0) and spreads connections over the loops, round robin. Over the
+/// connection limit a new connection is closed at once.
+private final class Listener: EventLoopSelectable, @unchecked Sendable {
+    let fd: Int32
+    let core: ServerCore
+    let group: EventLoopGroup
 
-    init?(host: String, port: UInt16) {
-        let name = host == "localhost" ? "127.0.0.1" : host
-        var v4 = sockaddr_in()
-        if inet_pton(AF_INET, name, &v4.sin_addr) == 1 {
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = port.bigEndian
-            isIPv6 = false
-            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: v4, as: sockaddr_in.self) }
-            return
-        }
-        var v6 = sockaddr_in6()
-        let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
-        if inet_pton(AF_INET6, bare, &v6.sin6_addr) == 1 {
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = port.bigEndian
-            isIPv6 = true
-            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: v6, as: sockaddr_in6.self) }
-            return
-        }
-        return nil
+    init(fd: Int32, core: ServerCore, group: EventLoopGroup) {
+        self.fd = fd
+        self.core = core
+        self.group = group
     }
 
-    func withSockaddr<R>(_ body: (UnsafeRawPointer) -> R) -> R {
-        withUnsafeBytes(of: storage) { body($0.baseAddress!) }
+    func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
+        for _ in 0..<64 {
+            let client = SocketIO.accept(fd)
+            if client < 0 { return }
+            if core.liveConnections.load(ordering: .relaxed) >= core.connectionLimit || core.refusing.isSet {
+                Glibc.close(client)
+                continue
+            }
+            core.liveConnections.add(1, ordering: .relaxed)
+            let remote = SocketIO.peerAddressText(client)
+            let loop = group.next()
+            let core = self.core
+            if loop.inEventLoop {
+                Self.adopt(client, remote: remote, on: loop, core: core)
+            } else {
+                loop.execute { Self.adopt(client, remote: remote, on: loop, core: core) }
+            }
+        }
     }
+
+    private static func adopt(_ fd: Int32, remote: String, on loop: EventLoop, core: ServerCore) {
+        let connection = HTTP1Connection(loop: loop, core: core, fd: fd, remoteAddress: remote)
+        core.registries[loop.index].connections[ObjectIdentifier(connection)] = connection
+        connection.register()
+    }
+
 }
 
 /// Fires once; `wait` returns immediately after that. Continuations are resumed outside the lock.

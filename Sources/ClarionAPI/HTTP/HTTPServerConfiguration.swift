@@ -9,7 +9,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var host: String
     /// 0 binds an ephemeral port; read `HTTPServer.port` after `start()`.
     public var port: Int
-    /// libmicrohttpd worker threads, each with its own epoll set. About one per core.
+    /// Event-loop threads (each with its own epoll set and its share of the connections). About one per core.
     public var threadPoolSize: Int
     /// A connection idle (or trickling a request) this long is closed. Whole seconds.
     public var connectionTimeout: Duration

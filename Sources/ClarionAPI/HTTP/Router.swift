@@ -2,9 +2,9 @@ import ClarionCore
 
 /// What runs for a route.
 ///
-/// - `synchronous`: runs on the libmicrohttpd thread that read the request. For fast paths that never block
+/// - `synchronous`: runs on the event-loop thread that read the request. For fast paths that never block
 ///   (`/health`, static documents).
-/// - `suspending`: called on the libmicrohttpd thread with a responder, must return at once; the connection
+/// - `suspending`: called on the event-loop thread with a responder, must return at once; the connection
 ///   is suspended (no thread held) until `respond` is called from any thread. Batchers (group commit) use this
 ///   to answer many requests from one completion without a Task per request.
 /// - `asynchronous`: a Swift `async` function run in a Task; the connection is suspended the same way until

@@ -1,42 +1,51 @@
-internal import CMicroHTTPD
+internal import ClarionHTTP2
 import Foundation
 import Synchronization
 
-/// What the libmicrohttpd callbacks share: the router, counters and the registry of suspended requests.
-/// Passed to C as an unretained pointer; `HTTPServer` keeps it alive until the daemon is stopped.
+/// What the server's connections share: the router, counters, the registry of requests waiting for their handler,
+/// and each loop's connections.
 final class ServerCore: Sendable {
     let router: Router
     let accessLog: (any AccessLogSink)?
-    /// Requests between the URI callback and the completion callback.
+    let connectionTimeout: NanoTime
+    let connectionLimit: Int
+    /// Requests between their parsed head and their logged end.
     let inFlight = Atomic<Int>(0)
+    /// Open connections.
+    let liveConnections = Atomic<Int>(0)
     /// Set when shutdown begins: responses then carry `Connection: close` so keep-alive connections drain,
     /// and `/ready` answers 503.
     let draining: DrainFlag
-    /// Set when the grace period is over: requests still arriving on open connections get 503 at once,
-    /// so nothing new is suspended while the daemon stops.
+    /// Set when the grace period is over: requests still arriving on open connections get 503 at once.
     let refusing = DrainFlag()
-    /// Suspended requests, so shutdown can answer stragglers before MHD_stop_daemon (which must never see a
-    /// suspended connection).
-    private let suspended = Mutex<[ObjectIdentifier: ResponseSlot]>([:])
+    /// Requests whose handler has not answered yet, so shutdown can answer stragglers.
+    private let waiting = Mutex<[ObjectIdentifier: ResponseSlot]>([:])
+    /// One registry per loop, touched only on that loop.
+    let registries: [LoopRegistry]
 
-    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag) {
+    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, connectionTimeout: Duration,
+         connectionLimit: Int, loops: Int) {
         self.router = router
         self.draining = draining
         self.accessLog = accessLog
+        let (seconds, attoseconds) = connectionTimeout.components
+        self.connectionTimeout = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.connectionLimit = connectionLimit
+        registries = (0..<loops).map { _ in LoopRegistry() }
     }
 
     func remember(_ slot: ResponseSlot) {
-        suspended.withLock { $0[ObjectIdentifier(slot)] = slot }
+        waiting.withLock { $0[ObjectIdentifier(slot)] = slot }
     }
 
     func forget(_ slot: ResponseSlot) {
-        _ = suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
+        _ = waiting.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
     }
 
-    /// Answers every request still suspended with 503 in its API's error format (shutdown past its grace
-    /// period).
-    func abandonSuspended() {
-        let slots = suspended.withLock { slots in
+    /// Answers every request still waiting for its handler with 503 in its API's error format (shutdown past its
+    /// grace period).
+    func abandonWaiting() {
+        let slots = waiting.withLock { slots in
             defer { slots.removeAll() }
             return Array(slots.values)
         }
@@ -45,7 +54,51 @@ final class ServerCore: Sendable {
         }
     }
 
-    var suspendedCount: Int { suspended.withLock { $0.count } }
+    var waitingCount: Int { waiting.withLock { $0.count } }
+
+    /// Logs a request's end and takes it out of the in-flight count. Called once per request.
+    func finished(_ context: RequestContext, completed: Bool) {
+        if let log = accessLog {
+            log.record(AccessLogEntry(method: context.method, path: context.rawPath, status: context.status,
+                                      duration: .now - context.started, requestID: context.requestID,
+                                      remoteAddress: context.remoteAddress, completed: completed))
+        }
+        inFlight.subtract(1, ordering: .relaxed)
+    }
+}
+
+/// A loop's connections (for the idle sweep and shutdown) and its `Date` header text.
+final class LoopRegistry: @unchecked Sendable {
+    // Loop-confined: only its loop touches these.
+    var connections: [ObjectIdentifier: HTTP1Connection] = [:]
+    var sweeping = true
+    private var dateSecond = -1
+    private(set) var dateText: [UInt8] = []
+
+    /// `Date` as RFC 9110's IMF-fixdate, formatted once a second.
+    func currentDate() -> [UInt8] {
+        var now = time(nil)
+        if now != dateSecond {
+            dateSecond = now
+            var parts = tm()
+            gmtime_r(&now, &parts)
+            dateText = HTTPDate.format(parts)
+        }
+        return dateText
+    }
+}
+
+enum HTTPDate {
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// "Sun, 06 Nov 1994 08:49:37 GMT"
+    static func format(_ t: tm) -> [UInt8] {
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let text = "\(days[Int(t.tm_wday) % 7]), \(two(t.tm_mday)) \(months[Int(t.tm_mon) % 12]) \(t.tm_year + 1900) "
+            + "\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
+        return Array(text.utf8)
+    }
 }
 
 final class DrainFlag: Sendable {
@@ -54,50 +107,52 @@ final class DrainFlag: Sendable {
     func set() { value.store(true, ordering: .relaxed) }
 }
 
-/// Per-request state, created by the URI callback and released by the completion callback. Touched only on
-/// the thread that owns the connection (libmicrohttpd keeps a connection on one worker thread).
+/// One request from its parsed head to its logged end. Touched only on its connection's loop thread.
 final class RequestContext {
-    enum Phase {
-        /// Headers parsed, handler not yet called.
-        case new
-        /// Collecting the body.
-        case receiving
-        /// Body over the limit (chunked, so not known up front): reading and dropping it, then 413.
-        case discarding(received: Int)
-        /// Handler running; the connection is suspended until the slot is answered.
-        case waiting(ResponseSlot)
-        /// A response is queued.
-        case done
-    }
-
-    let rawURI: String
     let requestID: String
     let started: ContinuousClock.Instant
-    var phase: Phase = .new
-    var method = ""
-    var rawPath = "/"
-    var rawQuery = ""
-    var headers = HTTPHeaders()
-    var remoteAddress = ""
+    let method: String
+    let rawPath: String
+    let rawQuery: String
+    let headers: HTTPHeaders
+    let remoteAddress: String
+    let keepAlive: Bool
+    let minorVersion: Int
+    let contentLength: Int?
+    var chunked: ChunkedDecoder?
     var body: [UInt8] = []
     var match: RouteMatch?
     var limit = 0
     var status = 0
+    /// A response given while the handler was still being called on the loop thread; sent once it returns.
+    var earlyResponse: HTTPResponse?
 
-    init(rawURI: String) {
-        self.rawURI = rawURI
-        self.requestID = RequestID.make()
-        self.started = .now
-        if let q = rawURI.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            rawPath = String(rawURI[..<q])
-            rawQuery = String(rawURI[rawURI.index(after: q)...])
+    init(head: RequestHead, remoteAddress: String) {
+        requestID = RequestID.make()
+        started = .now
+        method = head.method
+        headers = head.headers
+        self.remoteAddress = remoteAddress
+        keepAlive = head.keepAlive
+        minorVersion = head.minorVersion
+        contentLength = head.contentLength
+        chunked = head.chunked ? ChunkedDecoder() : nil
+        let target = head.target
+        var path: String
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            path = String(target[..<q])
+            rawQuery = String(target[target.index(after: q)...])
         } else {
-            rawPath = rawURI
+            path = target
+            rawQuery = ""
         }
         // absolute-form (`GET http://host/path`): keep the path only.
-        if !rawPath.hasPrefix("/"), let scheme = rawPath.range(of: "://") {
-            let afterHost = rawPath[scheme.upperBound...].firstIndex(of: "/")
-            rawPath = afterHost.map { String(rawPath[$0...]) } ?? "/"
+        if !path.hasPrefix("/"), let scheme = path.range(of: "://") {
+            let afterHost = path[scheme.upperBound...].firstIndex(of: "/")
+            path = afterHost.map { String(path[$0...]) } ?? "/"
         }
+        rawPath = path
     }
+
+    var isHead: Bool { method == "HEAD" }
 }

@@ -1,0 +1,506 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import ClarionHTTP2
+
+/// One HTTP/1.1 connection on an event loop: reads and parses requests, runs their handlers one at a time (a
+/// pipelined request waits in the buffer until the response before it is written), writes responses, keeps the
+/// connection alive, and closes it on `Connection: close`, a protocol error, the idle timeout or shutdown.
+///
+/// States: `idle` (between requests, or a head arriving) -> `body` (reading it) -> `awaiting` (the handler has the
+/// request) -> back to `idle` once the response is written; a response that ends the connection goes to `lingering`
+/// (output shut down, input read and dropped until the client closes or two seconds pass), then `closed`.
+///
+/// Confinement: everything runs on `loop`'s thread; `ResponseSlot` hands answers over through `loop.execute`. That
+/// is why the class is `@unchecked Sendable`.
+final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
+    private enum State {
+        case idle
+        case body(RequestContext)
+        case awaiting(RequestContext)
+        case lingering(until: NanoTime)
+        case closed
+    }
+
+    let loop: EventLoop
+    let core: ServerCore
+    private var fd: Int32
+    private let remoteAddress: String
+    private var state = State.idle
+    /// Bytes read and not yet parsed start at `inputStart`.
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private var output: [UInt8] = []
+    private var outputSent = 0
+    /// The request whose response is in `output`: logged as completed once the last byte is written.
+    private var writing: RequestContext?
+    private var closeWhenWritten = false
+    private var wantsWritable = false
+    private var readPaused = false
+    private var peerClosed = false
+    /// Re-entrancy guard: a handler may answer while `advance` is still calling it.
+    private var advancing = false
+    private(set) var lastActive: NanoTime
+
+    /// Unparsed input held while a request is being answered, at most (reading pauses beyond it).
+    static let maxBufferedInput = 2 << 20
+    /// How long a closing connection reads and drops what the client still sends.
+    static let lingerNanoseconds: UInt64 = 2_000_000_000
+
+    init(loop: EventLoop, core: ServerCore, fd: Int32, remoteAddress: String) {
+        self.loop = loop
+        self.core = core
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        lastActive = monotonicNow()
+    }
+
+    deinit {
+        // Only reached open when the loop stopped under a live connection: do not leak the descriptor.
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    func register() {
+        SocketIO.setNoDelay(fd)
+        loop.register(fd: fd, handler: self, readable: true, writable: false)
+    }
+
+    // MARK: readiness
+
+    func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
+        if writable && wantsWritable { flushOutput() }
+        if readable && fd >= 0 && !readPaused { readAvailable() }
+        if failed && fd >= 0 && !readable { close() }
+    }
+
+    private func readAvailable() {
+        var rounds = 0
+        reading: while fd >= 0 && rounds < 16 {
+            rounds += 1
+            switch SocketIO.read(fd, into: loop.readBuffer) {
+            case .bytes(let count):
+                lastActive = monotonicNow()
+                if case .lingering = state { continue }  // dropped
+                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+                if count < loop.readBuffer.count { break reading }
+            case .wouldBlock:
+                break reading
+            case .eof:
+                peerClosed = true
+                break reading
+            case .error:
+                close()
+                return
+            }
+        }
+        if case .lingering = state {
+            if peerClosed { close() }
+            return
+        }
+        advance()
+        guard fd >= 0 else { return }
+        if peerClosed {
+            switch state {
+            case .idle where output.isEmpty, .body:
+                close()  // nothing left to answer, or a request cut off
+            default:
+                // Answer what was asked, then close: no more reads (the socket stays readable at EOF for ever).
+                closeWhenWritten = true
+                pauseReading()
+            }
+        } else if input.count - inputStart > Self.maxBufferedInput {
+            pauseReading()
+        }
+    }
+
+    private func pauseReading() {
+        guard !readPaused, fd >= 0 else { return }
+        readPaused = true
+        loop.setInterest(fd: fd, readable: false, writable: wantsWritable)
+    }
+
+    private func resumeReading() {
+        guard readPaused, !peerClosed, fd >= 0 else { return }
+        readPaused = false
+        loop.setInterest(fd: fd, readable: true, writable: wantsWritable)
+    }
+
+    // MARK: requests
+
+    /// Parses and answers buffered requests, one at a time, until one waits for its handler or its body, the
+    /// output backs up, or the input runs out.
+    private func advance() {
+        guard !advancing else { return }
+        advancing = true
+        defer { advancing = false }
+        while fd >= 0 && output.isEmpty {
+            switch state {
+            case .idle:
+                guard inputStart < input.count else {
+                    input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+                    inputStart = 0
+                    return
+                }
+                let parsed = input.withUnsafeBytes { HTTP1Parser.parseHead(UnsafeRawBufferPointer(rebasing: $0[inputStart...])) }
+                switch parsed {
+                case .incomplete:
+                    compactInput()
+                    return
+                case .invalid(let status, let message):
+                    refuseMalformed(status: status, message: message)
+                    return
+                case .complete(let head, let consumed):
+                    inputStart += consumed
+                    begin(head)
+                }
+            case .body(let context):
+                guard readBody(context) else {
+                    compactInput()
+                    return
+                }
+            case .awaiting(let context):
+                // Answered while the handler was being called on this thread (or its responder was dropped then).
+                guard let response = context.earlyResponse else { return }
+                context.earlyResponse = nil
+                respond(response, to: context)
+            case .lingering, .closed:
+                return
+            }
+        }
+    }
+
+    private func compactInput() {
+        if inputStart == input.count {
+            input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+            inputStart = 0
+        } else if inputStart >= 16 * 1024 {
+            input.removeSubrange(0..<inputStart)
+            inputStart = 0
+        }
+    }
+
+    private func begin(_ head: RequestHead) {
+        core.inFlight.add(1, ordering: .relaxed)
+        let context = RequestContext(head: head, remoteAddress: remoteAddress)
+        let match = core.router.resolve(method: HTTPMethod(rawValue: context.method), rawPath: context.rawPath)
+        context.match = match
+        if core.refusing.isSet {
+            respond(match.errorFormat.response(for: .shuttingDown, requestID: context.requestID), to: context, close: true)
+            return
+        }
+        context.limit = match.maxBodyBytes(default: core.router.defaultMaxBodyBytes)
+        if let length = head.contentLength, length > context.limit {
+            // Refused before the body is read (and before `100 Continue`): the connection closes afterwards.
+            respond(match.errorFormat.response(for: .payloadTooLarge(limit: context.limit), requestID: context.requestID),
+                    to: context, close: true)
+            return
+        }
+        guard head.chunked || (head.contentLength ?? 0) > 0 else {
+            dispatch(context)
+            return
+        }
+        if let length = head.contentLength { context.body.reserveCapacity(length) }
+        state = .body(context)
+        if head.expectsContinue && inputStart == input.count {
+            output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+            flushOutput()
+        }
+    }
+
+    /// Moves buffered body bytes into the request; true once the body is complete and the request dispatched (or
+    /// refused).
+    private func readBody(_ context: RequestContext) -> Bool {
+        if var decoder = context.chunked {
+            let outcome = input.withUnsafeBytes { bytes in
+                decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[inputStart...]), into: &context.body,
+                               limit: context.limit)
+            }
+            context.chunked = decoder
+            switch outcome {
+            case .needMore(let consumed):
+                inputStart += consumed
+                return false
+            case .done(let consumed):
+                inputStart += consumed
+                dispatch(context)
+                return true
+            case .tooLarge:
+                context.body = []
+                respond(errorFormat(context).response(for: .payloadTooLarge(limit: context.limit), requestID: context.requestID),
+                        to: context, close: true)
+                return true
+            case .invalid(let message):
+                context.body = []
+                respond(errorFormat(context).response(for: .badRequest(message), requestID: context.requestID),
+                        to: context, close: true)
+                return true
+            }
+        }
+        let length = context.contentLength ?? 0
+        let take = min(length - context.body.count, input.count - inputStart)
+        if take > 0 {
+            context.body.append(contentsOf: input[inputStart..<(inputStart + take)])
+            inputStart += take
+        }
+        guard context.body.count == length else { return false }
+        dispatch(context)
+        return true
+    }
+
+    private func errorFormat(_ context: RequestContext) -> ErrorFormat { context.match?.errorFormat ?? .json }
+
+    /// Runs the route's handler once the whole body is in.
+    private func dispatch(_ context: RequestContext) {
+        guard let match = context.match else {
+            respond(ErrorFormat.json.response(for: .internalError, requestID: context.requestID), to: context)
+            return
+        }
+        switch match {
+        case .notFound(let format):
+            respond(format.response(for: .notFound(path: context.rawPath), requestID: context.requestID), to: context)
+        case .methodNotAllowed(let allowed, let format):
+            respond(format.response(for: .methodNotAllowed(allowed: allowed), requestID: context.requestID), to: context)
+        case .matched(let route, let parameters):
+            let request = HTTPRequest(method: HTTPMethod(rawValue: context.method), rawPath: context.rawPath,
+                                      rawQuery: context.rawQuery, headers: context.headers, body: context.body,
+                                      remoteAddress: context.remoteAddress, requestID: context.requestID,
+                                      pathParameters: parameters)
+            context.body = []
+            switch route.handler {
+            case .synchronous(let handler):
+                respond(handler(request), to: context)
+            case .suspending(let handler):
+                let responder = wait(for: context, errorFormat: route.errorFormat)
+                handler(request, responder)
+            case .asynchronous(let handler):
+                let responder = wait(for: context, errorFormat: route.errorFormat)
+                // The handler starts on this loop thread and runs until it first really suspends (a store call,
+                // the publish batcher's commit): parsing and authentication do not wait for a hop to the
+                // cooperative pool. Handlers never block a thread.
+                Task.immediate { responder.respond(await handler(request)) }
+            }
+        }
+    }
+
+    private func wait(for context: RequestContext, errorFormat: ErrorFormat) -> HTTPResponder {
+        state = .awaiting(context)
+        let slot = ResponseSlot(connection: self, context: context, errorFormat: errorFormat)
+        core.remember(slot)
+        return HTTPResponder(requestID: context.requestID, slot: slot)
+    }
+
+    /// A handler's answer, on the loop thread.
+    func deliver(_ response: HTTPResponse, for context: RequestContext) {
+        guard case .awaiting(let current) = state, current === context else { return }  // connection gone
+        if advancing {
+            context.earlyResponse = response  // still inside `advance`: it sends this when the handler call returns
+            return
+        }
+        respond(response, to: context)
+    }
+
+    // MARK: responses
+
+    private func refuseMalformed(status: Int, message: String) {
+        // No request to speak of (its head did not parse): logged as one with what is known.
+        let head = RequestHead(method: "-", target: "/", minorVersion: 1, headers: HTTPHeaders(), contentLength: nil,
+                               chunked: false, keepAlive: false, expectsContinue: false)
+        let context = RequestContext(head: head, remoteAddress: remoteAddress)
+        core.inFlight.add(1, ordering: .relaxed)
+        var error = HTTPError.badRequest(message)
+        error.status = status
+        if status == 431 { error.code = "request_header_fields_too_large"; error.snsCode = "RequestHeaderFieldsTooLarge" }
+        respond(ErrorFormat.json.response(for: error, requestID: context.requestID), to: context, close: true)
+    }
+
+    /// Writes the response (with framing, `Date` and the request-id headers) and moves on: back to `idle`, or to
+    /// closing when either side asked for it.
+    private func respond(_ response: HTTPResponse, to context: RequestContext, close: Bool = false) {
+        context.status = response.status
+        let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
+        serialize(response, for: context, closing: closing)
+        state = .idle
+        closeWhenWritten = closing
+        writing = context
+        lastActive = monotonicNow()
+        flushOutput()
+    }
+
+    private func serialize(_ response: HTTPResponse, for context: RequestContext, closing: Bool) {
+        let status = response.status
+        let hasBody = !(status == 204 || status == 304 || (100..<200).contains(status))
+        output.reserveCapacity(256 + response.body.count)
+        output.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status)
+        output.append(UInt8(ascii: " "))
+        output.append(contentsOf: HTTPStatusText.reason(status).utf8)
+        output.append(contentsOf: "\r\n".utf8)
+        for (name, value) in response.headers {
+            // Framing and connection management are the server's.
+            if name.caseInsensitiveEquals("Content-Length") || name.caseInsensitiveEquals("Transfer-Encoding")
+                || name.caseInsensitiveEquals("Connection") || name.caseInsensitiveEquals("Date") { continue }
+            output.append(contentsOf: name.utf8)
+            output.append(contentsOf: ": ".utf8)
+            output.append(contentsOf: value.utf8)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        if hasBody {
+            output.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(response.body.count)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        output.append(contentsOf: "Date: ".utf8)
+        output.append(contentsOf: core.registries[loop.index].currentDate())
+        output.append(contentsOf: "\r\nx-amzn-RequestId: ".utf8)
+        output.append(contentsOf: context.requestID.utf8)
+        output.append(contentsOf: "\r\nx-request-id: ".utf8)
+        output.append(contentsOf: context.requestID.utf8)
+        if closing {
+            output.append(contentsOf: "\r\nConnection: close".utf8)
+        } else if context.minorVersion == 0 {
+            output.append(contentsOf: "\r\nConnection: keep-alive".utf8)
+        }
+        output.append(contentsOf: "\r\n\r\n".utf8)
+        if hasBody && !context.isHead { output.append(contentsOf: response.body) }
+    }
+
+    private func appendDecimal(_ value: Int) {
+        if value >= 10 { appendDecimal(value / 10) }
+        output.append(UInt8(48 + value % 10))
+    }
+
+    private func flushOutput() {
+        guard fd >= 0 else { return }
+        if outputSent < output.count {
+            let written = output.withUnsafeBytes { bytes in
+                SocketIO.write(fd, bytes.baseAddress! + outputSent, bytes.count - outputSent)
+            }
+            guard let written else {
+                close()
+                return
+            }
+            outputSent += written
+            if written > 0 { lastActive = monotonicNow() }
+        }
+        if outputSent < output.count {
+            if !wantsWritable {
+                wantsWritable = true
+                loop.setInterest(fd: fd, readable: !readPaused, writable: true)
+            }
+            return
+        }
+        output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
+        outputSent = 0
+        if wantsWritable {
+            wantsWritable = false
+            loop.setInterest(fd: fd, readable: !readPaused, writable: false)
+        }
+        if let context = writing {
+            writing = nil
+            core.finished(context, completed: true)
+        }
+        if closeWhenWritten {
+            startLingering()
+            return
+        }
+        if !advancing {
+            advance()
+            resumeReading()
+        }
+    }
+
+    // MARK: closing
+
+    /// Ends the output and reads (dropping it) until the client closes, so a client still sending its request
+    /// body gets the response rather than a reset.
+    private func startLingering() {
+        guard fd >= 0 else { return }
+        if peerClosed {
+            close()
+            return
+        }
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        state = .lingering(until: monotonicNow() &+ Self.lingerNanoseconds)
+        input = []
+        inputStart = 0
+        if readPaused {
+            readPaused = false
+            loop.setInterest(fd: fd, readable: true, writable: false)
+        }
+    }
+
+    /// Closes now; a request still open is logged as not completed.
+    func close() {
+        guard fd >= 0 else { return }
+        loop.deregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+        switch state {
+        case .body(let context), .awaiting(let context):
+            core.finished(context, completed: false)
+        default:
+            break
+        }
+        if let context = writing {
+            writing = nil
+            core.finished(context, completed: false)
+        }
+        state = .closed
+        core.registries[loop.index].connections[ObjectIdentifier(self)] = nil
+        core.liveConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// The idle sweep: closes a connection idle (or trickling a request) past the timeout, or lingering past its
+    /// time. A request waiting for its handler is never timed out.
+    func sweep(now: NanoTime) {
+        switch state {
+        case .idle, .body:
+            if now &- lastActive > core.connectionTimeout { close() }
+        case .lingering(let until):
+            if now > until { close() }
+        case .awaiting, .closed:
+            break
+        }
+    }
+
+    /// Shutdown: closes the connection unless a request on it is still being answered.
+    func closeIfIdle() {
+        if case .idle = state, output.isEmpty { close() }
+    }
+}
+
+enum HTTPStatusText {
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 410: "Gone"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 417: "Expectation Failed"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Status"
+        }
+    }
+}

@@ -1,0 +1,344 @@
+/// HTTP/1.1 request heads and chunked bodies (RFC 9112), parsed from the bytes a connection has buffered.
+///
+/// The parser is strict where leniency lets two parties read one message differently (request smuggling):
+/// whitespace before a header's colon, obsolete line folding, a `Content-Length` that is not one decimal number
+/// (or differing repeats), a `Transfer-Encoding` whose last coding is not `chunked`, and a bare CR are refused with
+/// 400. It accepts a bare LF as a line end and skips empty lines before the request line, as RFC 9112 lets a
+/// server do.
+struct RequestHead {
+    var method: String
+    /// The request-target as sent (origin form, or absolute form).
+    var target: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    var minorVersion: Int
+    var headers: HTTPHeaders
+    /// The body's length when framed by `Content-Length` (nil when chunked or absent).
+    var contentLength: Int?
+    var chunked: Bool
+    /// Whether the client lets the connection stay open after the response.
+    var keepAlive: Bool
+    /// `Expect: 100-continue`: the client waits for an interim `100 Continue` before it sends the body.
+    var expectsContinue: Bool
+}
+
+enum HeadParse {
+    /// No complete head yet.
+    case incomplete
+    /// The head, and how many bytes of the input it took.
+    case complete(RequestHead, consumed: Int)
+    /// Not a valid request: answer `status` and close the connection.
+    case invalid(status: Int, message: String)
+}
+
+enum HTTP1Parser {
+    /// The largest request head (request line and header fields) read: beyond it the answer is 431.
+    static let maxHeadBytes = 16 * 1024
+    /// Header fields per request at most (431 beyond).
+    static let maxHeaderFields = 100
+
+    static func parseHead(_ input: UnsafeRawBufferPointer) -> HeadParse {
+        let count = input.count
+        var position = 0
+        // Empty lines before the request line are skipped (RFC 9112 2.2).
+        while position < count, input[position] == cr || input[position] == lf { position += 1 }
+        guard let requestLineEnd = lineEnd(input, from: position) else {
+            return count - position > maxHeadBytes ? tooLarge : .incomplete
+        }
+        let start = position
+        let line: RequestLine
+        switch requestLine(input, from: position, to: requestLineEnd.contentEnd) {
+        case .success(let parsed): line = parsed
+        case .failure(let failure): return failure.parse
+        }
+        position = requestLineEnd.next
+
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(16)
+        var contentLength: Int?
+        var transferEncoding = false
+        var chunked = false
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var expectsContinue = false
+        var hasHost = false
+        while true {
+            guard let end = lineEnd(input, from: position) else {
+                return position - start > maxHeadBytes || count - start > maxHeadBytes ? tooLarge : .incomplete
+            }
+            if end.next - start > maxHeadBytes { return tooLarge }
+            if end.contentEnd == position {
+                position = end.next
+                break
+            }
+            guard headers.count < maxHeaderFields else { return tooLarge }
+            let first = input[position]
+            if first == space || first == tab { return bad("Obsolete line folding is not accepted.") }
+            var colon = position
+            while colon < end.contentEnd, input[colon] != colonByte {
+                guard isTokenByte(input[colon]) else { return bad("A header field name is malformed.") }
+                colon += 1
+            }
+            guard colon < end.contentEnd, colon > position else { return bad("A header field has no name or no colon.") }
+            var valueStart = colon + 1
+            var valueEnd = end.contentEnd
+            while valueStart < valueEnd, input[valueStart] == space || input[valueStart] == tab { valueStart += 1 }
+            while valueEnd > valueStart, input[valueEnd - 1] == space || input[valueEnd - 1] == tab { valueEnd -= 1 }
+            for i in valueStart..<valueEnd where input[i] == 0 || input[i] == cr {
+                return bad("A header field value holds a control character.")
+            }
+            let name = UnsafeRawBufferPointer(rebasing: input[position..<colon])
+            let value = UnsafeRawBufferPointer(rebasing: input[valueStart..<valueEnd])
+            let nameText = String(decoding: name, as: UTF8.self)
+            let key = nameText.asciiLowercased()
+            let valueText = String(decoding: value, as: UTF8.self)
+            headers.add(name: nameText, key: key, value: valueText)
+            switch key {
+            case "content-length":
+                guard let length = decimal(value) else { return bad("Content-Length is not a decimal number.") }
+                if let previous = contentLength, previous != length { return bad("Content-Length is given twice, differently.") }
+                contentLength = length
+            case "transfer-encoding":
+                transferEncoding = true
+                chunked = lastToken(value).map { equalsLowercase($0, "chunked") } ?? false
+            case "connection":
+                forEachToken(value) { token in
+                    if equalsLowercase(token, "close") { connectionClose = true }
+                    if equalsLowercase(token, "keep-alive") { connectionKeepAlive = true }
+                }
+            case "expect":
+                guard equalsLowercase(value, "100-continue") else {
+                    return .invalid(status: 417, message: "Only the 100-continue expectation is supported.")
+                }
+                expectsContinue = true
+            case "host":
+                hasHost = true
+            default:
+                break
+            }
+            position = end.next
+        }
+        var framingConflict = false
+        if transferEncoding {
+            // RFC 9112 6.3: a request whose final transfer coding is not chunked cannot be framed.
+            guard chunked else { return bad("Transfer-Encoding must end with chunked.") }
+            // Both framings (6.1): read it as chunked, and close after the response.
+            framingConflict = contentLength != nil
+            contentLength = nil
+        }
+        if line.minorVersion >= 1 && !hasHost { return bad("An HTTP/1.1 request needs a Host header field.") }
+        let keepAlive = !framingConflict
+            && (line.minorVersion >= 1 ? !connectionClose : (connectionKeepAlive && !connectionClose))
+        let head = RequestHead(method: line.method, target: line.target, minorVersion: line.minorVersion,
+                               headers: headers, contentLength: contentLength, chunked: chunked,
+                               keepAlive: keepAlive, expectsContinue: expectsContinue && line.minorVersion >= 1)
+        return .complete(head, consumed: position)
+    }
+
+    private struct RequestLine {
+        var method: String
+        var target: String
+        var minorVersion: Int
+    }
+
+    private static func requestLine(_ input: UnsafeRawBufferPointer, from start: Int, to end: Int)
+        -> Result<RequestLine, HeadParseFailure> {
+        var i = start
+        while i < end, input[i] != space {
+            guard isTokenByte(input[i]) else { return .failure(.init(bad("The method is malformed."))) }
+            i += 1
+        }
+        guard i > start, i < end else { return .failure(.init(bad("The request line is malformed."))) }
+        let method = String(decoding: UnsafeRawBufferPointer(rebasing: input[start..<i]), as: UTF8.self)
+        let targetStart = i + 1
+        var j = targetStart
+        while j < end, input[j] != space {
+            guard input[j] > space, input[j] != 0x7f else { return .failure(.init(bad("The request-target is malformed."))) }
+            j += 1
+        }
+        guard j > targetStart, j < end else { return .failure(.init(bad("The request line is malformed."))) }
+        let target = String(decoding: UnsafeRawBufferPointer(rebasing: input[targetStart..<j]), as: UTF8.self)
+        let version = UnsafeRawBufferPointer(rebasing: input[(j + 1)..<end])
+        guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
+              isDigit(version[5]), isDigit(version[7]) else {
+            return .failure(.init(bad("The HTTP version is malformed.")))
+        }
+        guard version[5] == UInt8(ascii: "1") else {
+            return .failure(.init(.invalid(status: 505, message: "Only HTTP/1.0 and HTTP/1.1 are served.")))
+        }
+        return .success(RequestLine(method: method, target: target, minorVersion: version[7] == UInt8(ascii: "0") ? 0 : 1))
+    }
+
+    private struct HeadParseFailure: Error {
+        let parse: HeadParse
+        init(_ parse: HeadParse) { self.parse = parse }
+    }
+
+    private static func bad(_ message: String) -> HeadParse { .invalid(status: 400, message: message) }
+    private static let tooLarge = HeadParse.invalid(status: 431, message: "The request head is larger than \(maxHeadBytes) bytes.")
+
+    /// A non-negative decimal that fits an Int, or nil.
+    static func decimal(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard isDigit(byte) else { return nil }
+            value = value * 10 + Int(byte - 48)
+        }
+        return value
+    }
+
+    private static func lastToken(_ value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        var last: UnsafeRawBufferPointer?
+        forEachToken(value) { last = $0 }
+        return last
+    }
+
+    /// Calls `body` with each comma-separated element, trimmed of spaces and tabs, skipping empty ones.
+    private static func forEachToken(_ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var start = 0
+        while start <= value.count {
+            var end = start
+            while end < value.count, value[end] != UInt8(ascii: ",") { end += 1 }
+            var a = start, b = end
+            while a < b, value[a] == space || value[a] == tab { a += 1 }
+            while b > a, value[b - 1] == space || value[b - 1] == tab { b -= 1 }
+            if b > a { body(UnsafeRawBufferPointer(rebasing: value[a..<b])) }
+            start = end + 1
+        }
+    }
+
+    /// ASCII case-insensitive comparison with a lower-case literal.
+    private static func equalsLowercase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        let expected = literal.utf8Start
+        for i in 0..<bytes.count {
+            let byte = bytes[i]
+            if ((byte >= 65 && byte <= 90) ? byte + 32 : byte) != expected[i] { return false }
+        }
+        return true
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+
+    /// RFC 9110 tchar.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), 48...57: true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+}
+
+private let cr = UInt8(ascii: "\r")
+private let lf = UInt8(ascii: "\n")
+private let space = UInt8(ascii: " ")
+private let tab = UInt8(ascii: "\t")
+private let colonByte = UInt8(ascii: ":")
+
+/// Where the line starting at `from` ends: the index of its CR LF (or bare LF) and of the next line; nil when no
+/// LF has arrived yet. A CR not followed by LF stays in the line (and is refused by the callers' checks).
+private func lineEnd(_ input: UnsafeRawBufferPointer, from: Int) -> (contentEnd: Int, next: Int)? {
+    guard from < input.count,
+          let lfIndex = UnsafeRawBufferPointer(rebasing: input[from...]).firstIndex(of: lf) else { return nil }
+    let absolute = from + lfIndex
+    if absolute > from, input[absolute - 1] == cr { return (absolute - 1, absolute + 1) }
+    return (absolute, absolute + 1)
+}
+
+/// Decodes a chunked body (RFC 9112 7.1) from a connection's buffered bytes, one call per read. Chunk extensions
+/// are ignored and trailer fields dropped. A size line that is not complete yet is left in the input.
+struct ChunkedDecoder {
+    enum Outcome: Equatable {
+        /// Took `consumed` bytes; more input is needed.
+        case needMore(consumed: Int)
+        /// The body is complete; the request took `consumed` bytes of this input.
+        case done(consumed: Int)
+        /// The body would exceed the limit.
+        case tooLarge
+        case invalid(String)
+    }
+
+    private enum State {
+        case size
+        case data(remaining: Int)
+        case dataEnd
+        case trailer
+    }
+
+    private var state = State.size
+    /// A size or trailer line longer than this is refused.
+    static let maxLineBytes = 4096
+
+    mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], limit: Int) -> Outcome {
+        var position = 0
+        while true {
+            switch state {
+            case .size:
+                guard let line = lineEnd(input, from: position) else {
+                    return input.count - position > Self.maxLineBytes ? .invalid("A chunk size line is too long.")
+                                                                      : .needMore(consumed: position)
+                }
+                var size = 0
+                var digits = 0
+                var i = position
+                while i < line.contentEnd, let digit = Self.hexValue(input[i]) {
+                    size = size &* 16 &+ digit
+                    digits += 1
+                    i += 1
+                    if digits > 15 { return .tooLarge }
+                }
+                guard digits > 0, i == line.contentEnd || input[i] == UInt8(ascii: ";") || input[i] == space || input[i] == tab else {
+                    return .invalid("A chunk size is malformed.")
+                }
+                position = line.next
+                if size == 0 {
+                    state = .trailer
+                } else {
+                    guard body.count + size <= limit else { return .tooLarge }
+                    state = .data(remaining: size)
+                }
+            case .data(let remaining):
+                let available = min(remaining, input.count - position)
+                if available > 0 {
+                    body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[position..<(position + available)]))
+                    position += available
+                }
+                if available < remaining {
+                    state = .data(remaining: remaining - available)
+                    return .needMore(consumed: position)
+                }
+                state = .dataEnd
+            case .dataEnd:
+                guard let line = lineEnd(input, from: position) else {
+                    return input.count - position >= 2 ? .invalid("A chunk does not end with CRLF.") : .needMore(consumed: position)
+                }
+                guard line.contentEnd == position else { return .invalid("A chunk does not end with CRLF.") }
+                position = line.next
+                state = .size
+            case .trailer:
+                guard let line = lineEnd(input, from: position) else {
+                    return input.count - position > Self.maxLineBytes ? .invalid("A trailer field is too long.")
+                                                                      : .needMore(consumed: position)
+                }
+                let empty = line.contentEnd == position
+                position = line.next
+                if empty {
+                    state = .size
+                    return .done(consumed: position)
+                }
+            }
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 48...57: Int(byte - 48)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - 87)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - 55)
+        default: nil
+        }
+    }
+}
