@@ -38,6 +38,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private var wantsWritable = false
     private var readPaused = false
     private var peerClosed = false
+    /// The answer slot of the request in `awaiting`, for shutdown's 503.
+    private var awaitedSlot: ResponseSlot?
     /// Re-entrancy guard: a handler may answer while `advance` is still calling it.
     private var advancing = false
     private(set) var lastActive: NanoTime
@@ -285,8 +287,15 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private func wait(for context: RequestContext, errorFormat: ErrorFormat) -> HTTPResponder {
         state = .awaiting(context)
         let slot = ResponseSlot(connection: self, context: context, errorFormat: errorFormat)
-        core.remember(slot)
+        awaitedSlot = slot
         return HTTPResponder(requestID: context.requestID, slot: slot)
+    }
+
+    /// Shutdown past its grace period: a request still waiting for its handler is answered 503 now (the handler's
+    /// own answer, if it ever comes, is ignored).
+    func abandonWaitingRequest() {
+        guard case .awaiting = state, let slot = awaitedSlot else { return }
+        slot.complete(slot.errorFormat.response(for: .shuttingDown, requestID: slot.requestID))
     }
 
     /// A handler's answer, on the loop thread.
@@ -316,6 +325,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Writes the response (with framing, `Date` and the request-id headers) and moves on: back to `idle`, or to
     /// closing when either side asked for it.
     private func respond(_ response: HTTPResponse, to context: RequestContext, close: Bool = false) {
+        awaitedSlot = nil
         context.status = response.status
         let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
         serialize(response, for: context, closing: closing)
@@ -446,6 +456,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             core.finished(context, completed: false)
         }
         state = .closed
+        awaitedSlot = nil
         core.registries[loop.index].connections[ObjectIdentifier(self)] = nil
         core.liveConnections.subtract(1, ordering: .relaxed)
     }

@@ -45,7 +45,6 @@ final class ResponseSlot: Sendable {
     /// Hands the response to the connection's loop. No-op after the first call.
     func complete(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        connection.core.forget(self)
         let connection = self.connection
         let context = self.context
         if connection.loop.inEventLoop {

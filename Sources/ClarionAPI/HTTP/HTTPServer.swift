@@ -53,7 +53,6 @@ public final class HTTPServer: Sendable {
         // Not shut down gracefully: stop hard.
         if case .running(let running, _) = state.withLock({ $0 }) {
             core.refusing.set()
-            core.abandonWaiting()
             Self.stop(running, core: core)
         }
     }
@@ -138,7 +137,12 @@ public final class HTTPServer: Sendable {
         }
         if core.inFlight.load(ordering: .relaxed) > 0 {
             core.refusing.set()
-            core.abandonWaiting()
+            for loop in running.group.loops {
+                let registry = core.registries[loop.index]
+                loop.execute {
+                    for connection in Array(registry.connections.values) { connection.abandonWaitingRequest() }
+                }
+            }
             let flushDeadline = ContinuousClock.now + .seconds(1)
             while core.inFlight.load(ordering: .relaxed) > 0, ContinuousClock.now < flushDeadline {
                 try? await Task.sleep(for: .milliseconds(5))

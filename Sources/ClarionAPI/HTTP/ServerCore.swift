@@ -18,8 +18,6 @@ final class ServerCore: Sendable {
     let draining: DrainFlag
     /// Set when the grace period is over: requests still arriving on open connections get 503 at once.
     let refusing = DrainFlag()
-    /// Requests whose handler has not answered yet, so shutdown can answer stragglers.
-    private let waiting = Mutex<[ObjectIdentifier: ResponseSlot]>([:])
     /// One registry per loop, touched only on that loop.
     let registries: [LoopRegistry]
 
@@ -33,28 +31,6 @@ final class ServerCore: Sendable {
         self.connectionLimit = connectionLimit
         registries = (0..<loops).map { _ in LoopRegistry() }
     }
-
-    func remember(_ slot: ResponseSlot) {
-        waiting.withLock { $0[ObjectIdentifier(slot)] = slot }
-    }
-
-    func forget(_ slot: ResponseSlot) {
-        _ = waiting.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
-    }
-
-    /// Answers every request still waiting for its handler with 503 in its API's error format (shutdown past its
-    /// grace period).
-    func abandonWaiting() {
-        let slots = waiting.withLock { slots in
-            defer { slots.removeAll() }
-            return Array(slots.values)
-        }
-        for slot in slots {
-            slot.complete(slot.errorFormat.response(for: .shuttingDown, requestID: slot.requestID))
-        }
-    }
-
-    var waitingCount: Int { waiting.withLock { $0.count } }
 
     /// Logs a request's end and takes it out of the in-flight count. Called once per request.
     func finished(_ context: RequestContext, completed: Bool) {

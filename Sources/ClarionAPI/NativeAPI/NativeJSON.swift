@@ -132,8 +132,22 @@ struct NativeFields {
 
     /// The same for JSON text bound for a jsonb column, where the escape `\u0000` is refused too.
     static func checkStorableJSON(_ field: String, _ json: String) throws(JSONAPIError) {
-        if json.contains("\\u0000") {
+        if containsEscapedNUL(json) {
             throw JSONAPIError.invalidField(field, "The field '\(field)' must not contain the character U+0000.")
+        }
+    }
+
+    /// Whether `json` holds the six bytes `\u0000` (a byte scan: Foundation's `contains` bridged through NSString).
+    static func containsEscapedNUL(_ json: String) -> Bool {
+        var text = json
+        return text.withUTF8 { bytes in
+            guard bytes.count >= 6 else { return false }
+            for i in 0...(bytes.count - 6) where bytes[i] == UInt8(ascii: "\\") && bytes[i + 1] == UInt8(ascii: "u")
+                && bytes[i + 2] == UInt8(ascii: "0") && bytes[i + 3] == UInt8(ascii: "0")
+                && bytes[i + 4] == UInt8(ascii: "0") && bytes[i + 5] == UInt8(ascii: "0") {
+                return true
+            }
+            return false
         }
     }
 
