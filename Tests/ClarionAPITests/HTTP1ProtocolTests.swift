@@ -310,4 +310,33 @@ struct HTTP1ProtocolTests {
             #expect(closed)
         }
     }
+
+    @Test("over the connection limit a new connection is closed at once; one under it is served")
+    func connectionLimit() async throws {
+        try await withServer(echoRouter(), configure: { $0.connectionLimit = 2 }) { server in
+            let script = """
+            import socket, sys, time
+            port = int(sys.argv[1])
+            held = [socket.create_connection(('127.0.0.1', port)) for _ in range(2)]
+            for s in held:
+                s.sendall(b'GET /health HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'); s.settimeout(3); s.recv(4096)
+            extra = socket.create_connection(('127.0.0.1', port))
+            extra.settimeout(3)
+            try:
+                extra.sendall(b'GET /health HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n')
+                third = extra.recv(4096)
+            except (ConnectionResetError, BrokenPipeError):
+                third = b''
+            held[0].close()
+            time.sleep(0.3)
+            again = socket.create_connection(('127.0.0.1', port))
+            again.settimeout(3)
+            again.sendall(b'GET /health HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n')
+            fourth = again.recv(4096)
+            print(len(third), fourth.split(b'\\r\\n')[0].decode())
+            """
+            let result = try await run("/usr/bin/env", ["python3", "-c", script, String(server.port)])
+            #expect(String(decoding: result.stdout, as: UTF8.self) == "0 HTTP/1.1 200 OK\n", "\(result.stderr)")
+        }
+    }
 }

@@ -13,7 +13,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var threadPoolSize: Int
     /// A connection idle (or trickling a request) this long is closed. Whole seconds.
     public var connectionTimeout: Duration
-    /// Simultaneous connections accepted (suspended ones count).
+    /// Simultaneous connections; over it a new connection is closed as soon as it is accepted.
     public var connectionLimit: Int
     /// How long `shutdown()` waits for in-flight requests before answering the stragglers 503.
     public var shutdownGracePeriod: Duration
