@@ -227,7 +227,9 @@ public struct FanOutJobs: Sendable {
     /// `created` are `claimStatement`'s, with the ready side cut to direct messages' shards (one planned target,
     /// the message's kind checked by primary key; that side is small: ready topic shards, pre-v10 and expired
     /// direct shards). The final select joins the message (primary key) and the endpoint (primary key; none when
-    /// the checkpoint already passed it).
+    /// the checkpoint already passed it). The endpoint is probed through a `LATERAL ... OFFSET 0` subquery, as in
+    /// `targets`: as a plain join the planner hashed the batch against a sequential scan of every endpoint
+    /// (EXPLAIN ANALYZE, 5,000 endpoints: 1.5 ms of the statement's 7 ms, growing with the table).
     static let claimDirectStatement = """
         WITH ready AS (
             SELECT s.id, s.message FROM fanout_shards s
@@ -271,7 +273,7 @@ public struct FanOutJobs: Sendable {
             e.id, e.id, e.application, e.token, e.enabled,
             coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at)
         FROM claimed k JOIN messages m ON m.id = k.message
-        LEFT JOIN endpoints e ON e.id = k.hi AND k.checkpoint < k.hi
+        LEFT JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = k.hi AND k.checkpoint < k.hi OFFSET 0) e ON true
         """
 
     /// Hands back every shard and retry `owner` still holds (shutdown after the workers stopped, or a node
