@@ -4,7 +4,9 @@ import Foundation
 import Synchronization
 
 /// The fan-out dispatcher of one process: plans published messages into shards, claims shards under leases,
-/// runs up to `shardWorkers` shard workers and a retry worker, and hands everything back on shutdown.
+/// runs up to `shardWorkers` shard workers (plus `expressWorkers` for small shards), up to `directWorkers` direct
+/// batches (`DirectBatchWorker`: direct messages claimed `directBatchSize` at a time) and a retry worker, and hands
+/// everything back on shutdown.
 ///
 /// Wiring (the app's job): build a `PGPool` (about `3 * shardWorkers + directWorkers + 2` connections: a worker
 /// may read its next page while it checkpoints, up to `drainingWorkers` more finish their shards' tails, each

@@ -289,6 +289,53 @@ struct DirectBatchTests {
         #expect(transport.counts == ["x-2": 1])
     }
 
+    @Test("a direct message stored before schema v10 (planned, with a ready shard) is delivered once beside new ones")
+    func v9DirectMessage() async throws {
+        var fixture = try FanOutFixture()
+        defer { fixture.pool.shutdown() }
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "v9-", count: 3, subscribe: false)
+        let c = try fixture.connection()
+        let endpoint = try c.query("SELECT id FROM endpoints WHERE token = 'v9-1'").first!.int64(0)!
+        let old = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+            VALUES (gen_random_uuid(), $1, 'endpoint', $2, 'old', true) RETURNING id
+            """, [fixture.account, endpoint]).first!.int64(0)!
+        try c.query("""
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1)
+            """, [old, endpoint])
+        let new = try fixture.publishToEndpoints(tokens: ["v9-2", "v9-3"])
+        let transport = RecordingTransport()
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]),
+            configuration: configuration(owner: "node-a")))
+        let statuses = try await fixture.waitForAllFinal([old] + new)
+        await dispatcher.stop()
+        #expect(statuses.allSatisfy { $0.state == .completed && $0.counters == DeliveryCounters(targeted: 1, sent: 1, accepted: 1) })
+        #expect(statuses.allSatisfy { $0.shards == 1 })
+        #expect(transport.counts == ["v9-1": 1, "v9-2": 1, "v9-3": 1])
+    }
+
+    @Test("with batching off (directBatchSize 0) direct messages go through shard workers, one each, as before")
+    func batchingOff() async throws {
+        var fixture = try FanOutFixture()
+        defer { fixture.pool.shutdown() }
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "off-", count: 30, subscribe: false)
+        let transport = RecordingTransport()
+        let log = ShardLog()
+        let messages = try fixture.publishToEndpoints(tokens: (1...30).map { "off-\($0)" })
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]),
+            configuration: configuration(owner: "node-a", batch: 0), observer: log))
+        let statuses = try await fixture.waitForAllFinal(messages)
+        await dispatcher.stop()
+        #expect(statuses.allSatisfy { $0.state == .completed && $0.counters.accepted == 1 })
+        #expect(transport.counts.count == 30 && transport.counts.values.allSatisfy { $0 == 1 })
+        #expect(log.all.count == 30 && log.all.allSatisfy { $0.exit == .finished })
+        #expect(dispatcher.dispatcher.timings.pagesRead >= 30, "shard workers read a targets page per message")
+    }
+
     @Test("ClarionSendRate holds for direct batches: over the rate, deliveries wait their turn without spinning")
     func sendRateInBatch() async throws {
         var fixture = try FanOutFixture()

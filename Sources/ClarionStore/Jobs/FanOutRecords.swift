@@ -8,7 +8,8 @@ import Foundation
 //   shards whose keys are subscription ids, range (lo, hi];
 // - a direct publish (`target_kind = 'endpoint'`, `target_id` = endpoint key) is one shard whose key is the
 //   endpoint id: lo = endpoint - 1, hi = endpoint, checkpoint = lo. Since schema v10 the publish path stores it
-//   with `planned = false` and no shard; `FanOutJobs.claim` inserts the shard already leased and sets `planned`.
+//   with `planned = false` and no shard; `FanOutJobs.claim` (one shard worker per message) or `claimDirect` (a
+//   batch of them for one `DirectBatchWorker`) inserts the shard already leased and sets `planned`.
 //   Messages stored before v10 have `planned = true` and a ready shard, claimed like any other shard.
 
 /// Per-shard delivery counters, added at each checkpoint.
