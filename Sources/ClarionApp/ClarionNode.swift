@@ -185,7 +185,7 @@ public final class ClarionNode: @unchecked Sendable {
         let dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
             deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
-        let workPool = PGPool(conninfo: databaseURL, size: 3 * dispatcherConfiguration.shardWorkers + 2,
+        let workPool = PGPool(conninfo: databaseURL, size: 3 * dispatcherConfiguration.shardWorkers + dispatcherConfiguration.directWorkers + 2,
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool
         let dispatcher = Dispatcher(pool: workPool, directory: directory, configuration: dispatcherConfiguration,

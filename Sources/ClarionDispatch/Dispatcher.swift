@@ -4,11 +4,13 @@ import Foundation
 import Synchronization
 
 /// The fan-out dispatcher of one process: plans published messages into shards, claims shards under leases,
-/// runs up to `shardWorkers` shard workers and a retry worker, and hands everything back on shutdown.
+/// runs up to `shardWorkers` shard workers (plus `expressWorkers` for small shards), up to `directWorkers` direct
+/// batches (`DirectBatchWorker`: direct messages claimed `directBatchSize` at a time) and a retry worker, and hands
+/// everything back on shutdown.
 ///
-/// Wiring (the app's job): build a `PGPool` (about `3 * shardWorkers + 2` connections: a worker may read its next
-/// page while it checkpoints, up to `drainingWorkers` more finish their shards' tails, and the planner/claimer and
-/// retry worker need one each), a `PushTransportDirectory`
+/// Wiring (the app's job): build a `PGPool` (about `3 * shardWorkers + directWorkers + 2` connections: a worker
+/// may read its next page while it checkpoints, up to `drainingWorkers` more finish their shards' tails, each
+/// direct batch checkpoints on one, and the planner/claimer and retry worker need one each), a `PushTransportDirectory`
 /// (`ProviderRegistryDirectory` over the provider registry and `PlatformApplicationRepository.credentials`), then
 ///
 ///     let dispatcher = Dispatcher(pool: pool, directory: directory, configuration: .init(shardWorkers: 4))
@@ -26,6 +28,8 @@ public final class Dispatcher: Sendable {
     private let signal = WakeSignal()
     private let retrySignal = WakeSignal()
     private let slots = Mutex(WorkerSlots())
+    /// Direct batches being worked.
+    private let directBatches = Mutex(0)
 
     public init(
         pool: PGPool, directory: any PushTransportDirectory, configuration: DispatcherConfiguration = DispatcherConfiguration(),
@@ -90,6 +94,9 @@ public final class Dispatcher: Sendable {
             } catch {
                 configuration.log("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
             }
+            if configuration.directBatchSize > 0, !context.isStopping, await claimDirectBatches(group: &group) {
+                progressed = true
+            }
             // Express slots first (small shards only), then the general ones (any shard).
             for express in [true, false] where !context.isStopping {
                 let capacity = express ? configuration.expressWorkers : configuration.shardWorkers
@@ -99,7 +106,8 @@ public final class Dispatcher: Sendable {
                 do {
                     claims = try await jobs.claim(
                         owner: configuration.owner, limit: free, leaseSeconds: configuration.leaseDuration,
-                        maxPlannedTargets: express ? configuration.expressShardTargets : nil)
+                        maxPlannedTargets: express ? configuration.expressShardTargets : nil,
+                        direct: configuration.directBatchSize == 0)
                 } catch {
                     configuration.log("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
                     claims = []
@@ -143,6 +151,40 @@ public final class Dispatcher: Sendable {
             let woken = await signal.wait(timeout: idle)
             idle = woken ? 0.02 : min(configuration.maxPollInterval, idle * 2)
         }
+    }
+
+    /// Fills the free direct-batch slots, each with up to `directBatchSize` direct messages, oldest first.
+    /// True when anything was claimed.
+    private func claimDirectBatches(group: inout DiscardingTaskGroup) async -> Bool {
+        var claimedAny = false
+        while !context.isStopping, directBatches.withLock({ $0 }) < configuration.directWorkers {
+            let claims: [DirectClaim]
+            do {
+                claims = try await context.jobs.claimDirect(
+                    owner: configuration.owner, limit: configuration.directBatchSize,
+                    leaseSeconds: configuration.leaseDuration,
+                    staleBefore: configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) })
+            } catch {
+                configuration.log("direct claim failed", ["error": error.code.rawValue, "detail": error.message])
+                return claimedAny
+            }
+            guard !claims.isEmpty else { return claimedAny }
+            claimedAny = true
+            directBatches.withLock { $0 += 1 }
+            for claim in claims {
+                context.observer?.shardClaimed(shard: claim.shard.shard, message: claim.shard.message,
+                                               owner: configuration.owner, checkpoint: claim.shard.checkpoint)
+            }
+            group.addTask {
+                let finished = await DirectBatchWorker(claims: claims, context: self.context).run()
+                self.directBatches.withLock { $0 -= 1 }
+                self.signal.raise()
+                if finished { self.retrySignal.raise() }
+            }
+            // A short batch took everything there was.
+            if claims.count < configuration.directBatchSize { return claimedAny }
+        }
+        return claimedAny
     }
 
     private func drainLimit(_ express: Bool) -> Int {

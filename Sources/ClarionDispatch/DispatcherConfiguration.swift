@@ -14,6 +14,12 @@ public struct DispatcherConfiguration: Sendable {
     /// small topics), so a direct publish is not queued behind a million-endpoint fan-out.
     public var expressWorkers: Int
     public var expressShardTargets: Int
+    /// Direct messages claimed together into one `DirectBatchWorker` (one claim statement, one checkpoint
+    /// transaction for the batch); 0 leaves them to shard workers, one message per worker.
+    public var directBatchSize: Int
+    /// Direct batches worked at once, beside the shard workers (so direct messages never wait behind a fan-out,
+    /// and fan-outs never behind a direct backlog).
+    public var directWorkers: Int
     /// A lease not renewed for this long may be taken over by another dispatcher.
     public var leaseDuration: Double
     /// Checkpoint after this many deliveries reached a final outcome...
@@ -55,7 +61,7 @@ public struct DispatcherConfiguration: Sendable {
     public init(
         owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, drainingWorkers: Int? = nil,
         expressWorkers: Int = 2,
-        expressShardTargets: Int = 100, leaseDuration: Double = 30,
+        expressShardTargets: Int = 100, directBatchSize: Int = 128, directWorkers: Int = 2, leaseDuration: Double = 30,
         checkpointEvery: Int = 2_000, checkpointInterval: Double = 0.25, maxInFlightPerShard: Int = 1_000,
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
         retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
@@ -69,6 +75,8 @@ public struct DispatcherConfiguration: Sendable {
         self.drainingWorkers = max(0, drainingWorkers ?? self.shardWorkers)
         self.expressWorkers = max(0, expressWorkers)
         self.expressShardTargets = max(1, expressShardTargets)
+        self.directBatchSize = max(0, directBatchSize)
+        self.directWorkers = max(1, directWorkers)
         self.leaseDuration = max(0.5, leaseDuration)
         self.checkpointEvery = max(1, checkpointEvery)
         self.checkpointInterval = checkpointInterval

@@ -191,6 +191,39 @@ struct FanOutFixture {
         return key
     }
 
+    /// Direct publishes to the endpoints with these tokens (one message each, in order), stored as the publish
+    /// path stores them, in one statement; returns the message keys in the tokens' order.
+    func publishToEndpoints(tokens: [String], text: String = "direct", expiresInSeconds: Double? = nil) throws -> [Int64] {
+        let c = try connection()
+        let literal = "{" + tokens.map { "\"\($0)\"" }.joined(separator: ",") + "}"
+        let keys = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, expires_at)
+            SELECT gen_random_uuid(), $1, 'endpoint', e.id, $3, now() + make_interval(secs => $4)
+            FROM unnest($2::text[]) WITH ORDINALITY AS t(token, n) JOIN endpoints e ON e.token = t.token
+            ORDER BY t.n
+            RETURNING id
+            """, [account, literal, text, expiresInSeconds]).rows.map { $0.int64(0)! }
+        try c.notify(FanOutJobs.workChannel)
+        return keys.sorted()
+    }
+
+    /// Polls until every message is final (or the timeout passes); returns their statuses in the given order.
+    func waitForAllFinal(_ messages: [Int64], timeout: Double = 60) async throws -> [MessageStatus] {
+        let deadline = Date().addingTimeInterval(timeout)
+        let c = try connection()
+        let literal = "{" + messages.map(String.init).joined(separator: ",") + "}"
+        while Date() < deadline {
+            let open = try c.query("""
+                SELECT count(*) FROM messages WHERE id = ANY($1::bigint[]) AND state NOT IN ('Completed', 'Failed', 'Expired')
+                """, [literal]).first!.int64(0)!
+            if open == 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var out: [MessageStatus] = []
+        for message in messages { out.append(try await status(message)) }
+        return out
+    }
+
     func status(_ message: Int64) async throws -> MessageStatus {
         try await FanOutJobs(pool: pool).messageStatus(key: message)!
     }

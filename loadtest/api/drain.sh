@@ -30,7 +30,15 @@ PY
 native_publish_script "$work/publish.lua" "$endpoint" "drain test"
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
 q() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "$1"; }
+# CPU seconds (user + system) of the clarion process and of the embedded PostgreSQL's processes alive now.
+cpu_seconds() {
+  local ticks=0 p
+  for p in "$@"; do [ -r "/proc/$p/stat" ] && ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+  echo "scale=2; $ticks / $(getconf CLK_TCK)" | bc
+}
+pg_pids() { local pm; pm=$(head -1 "$work/postgres/data/postmaster.pid"); echo "$pm" $(pgrep -P "$pm" || true); }
 echo "clarion serve --with-emulator (release) on 127.0.0.1:$port; emulator $emulator; load $(cut -d' ' -f1-3 /proc/loadavg)"
+cpu_clarion0=$(cpu_seconds $pid); cpu_pg0=$(cpu_seconds $(pg_pids))
 start=$(date +%s.%N)
 wrk -t2 -c"$CONNECTIONS" -d"${PUBLISH_SECONDS}s" -s "$work/publish.lua" "http://127.0.0.1:$port/v1/publish" | grep -E "requests in|Requests/sec|Non-2xx"
 published=$(date +%s.%N)
@@ -45,5 +53,6 @@ while :; do
 done
 end=$(date +%s.%N)
 echo "all $total finished $(echo "$end - $start" | bc) s after the first publish: $(echo "$total / ($end - $start)" | bc) messages/s end to end"
+echo "CPU seconds during the run (publish + delivery): clarion $(echo "$(cpu_seconds $pid) - $cpu_clarion0" | bc), PostgreSQL $(echo "$(cpu_seconds $(pg_pids)) - $cpu_pg0" | bc) (backends alive at the end)"
 q "SELECT state, count(*) FROM messages GROUP BY state ORDER BY state"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -8,7 +8,8 @@ import Foundation
 //   shards whose keys are subscription ids, range (lo, hi];
 // - a direct publish (`target_kind = 'endpoint'`, `target_id` = endpoint key) is one shard whose key is the
 //   endpoint id: lo = endpoint - 1, hi = endpoint, checkpoint = lo. Since schema v10 the publish path stores it
-//   with `planned = false` and no shard; `FanOutJobs.claim` inserts the shard already leased and sets `planned`.
+//   with `planned = false` and no shard; `FanOutJobs.claim` (one shard worker per message) or `claimDirect` (a
+//   batch of them for one `DirectBatchWorker`) inserts the shard already leased and sets `planned`.
 //   Messages stored before v10 have `planned = true` and a ready shard, claimed like any other shard.
 
 /// Per-shard delivery counters, added at each checkpoint.
@@ -85,6 +86,32 @@ public struct ShardClaim: Sendable, Hashable {
     public let claim: Int32
     public let owner: String
     public let leaseExpiresAt: Date
+}
+
+/// A direct message claimed in a batch (`FanOutJobs.claimDirect`): its one-endpoint shard under this owner's
+/// lease, the message, and its endpoint as the shard's target (nil when there is nothing left to send: the
+/// endpoint was deleted, or an earlier holder's checkpoint already passed it).
+public struct DirectClaim: Sendable, Hashable {
+    public let shard: ShardClaim
+    public let job: MessageJob
+    public let target: ShardTarget?
+}
+
+/// One shard's part of a batched checkpoint (`FanOutJobs.checkpoint(batch:)`): the same writes as a single
+/// shard's checkpoint, for many shards in one transaction.
+public struct ShardProgress: Sendable, Hashable {
+    public var claim: ShardClaim
+    /// The checkpoint key (the shard's `hi` when it finishes).
+    public var checkpoint: Int64
+    public var effects: OutcomeEffects
+    public var lease: LeaseDisposition
+
+    public init(claim: ShardClaim, checkpoint: Int64, effects: OutcomeEffects, lease: LeaseDisposition) {
+        self.claim = claim
+        self.checkpoint = checkpoint
+        self.effects = effects
+        self.lease = lease
+    }
 }
 
 /// What a worker needs of a message to render and send it.

@@ -281,6 +281,149 @@ struct FanOutJobsTests {
                                                lease: .finish) == .leaseLost)
     }
 
+    @Test("a direct batch claim takes many direct messages oldest first with their message and endpoint; one batched checkpoint finishes them")
+    func directBatchClaim() async throws {
+        let seed = try Seed(subscriptions: 30)
+        defer { seed.pool.shutdown() }
+        let endpoints = try seed.endpoints()
+        var messages: [Int64] = []
+        for endpoint in endpoints { messages.append(try await seed.publishDirect(endpoint)) }
+        let topic = try seed.publish()
+        try await seed.jobs.planPending(shardSize: 100)
+        // A v9-style direct message (planned, with a ready shard) and one whose endpoint is gone.
+        let c = try PGConnection(conninfo: seed.url)
+        let old = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target_id, message, planned)
+            VALUES (gen_random_uuid(), $1, 'endpoint', $2, 'old', true) RETURNING id
+            """, [seed.account, endpoints[0]]).first!.int64(0)!
+        try c.query("""
+            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets) VALUES ($1, $2 - 1, $2, $2 - 1, 1)
+            """, [old, endpoints[0]])
+        let orphan = try await seed.publishDirect(endpoints[1])
+        try c.query("DELETE FROM subscriptions WHERE endpoint = $1", [endpoints[1]])
+        try c.query("DELETE FROM endpoints WHERE id = $1", [endpoints[1]])
+
+        let first = try await seed.jobs.claimDirect(owner: "a", limit: 20, leaseSeconds: 30, staleBefore: nil)
+        #expect(first.map(\.shard.message) == Array(messages.prefix(20)), "oldest first; the topic's shard is not taken")
+        for claim in first {
+            #expect(claim.shard.lo == claim.shard.hi - 1 && claim.shard.claim == 1 && claim.shard.owner == "a")
+            #expect(claim.job.key == claim.shard.message && claim.job.message == "d" && claim.job.targetKind == .endpoint)
+        }
+        #expect(first[0].target?.endpoint == endpoints[0] && first[0].target?.token == "k1" && first[0].target?.enabled == true)
+        #expect(first[1].target == nil, "the deleted endpoint has no target")
+        let rest = try await seed.jobs.claimDirect(owner: "b", limit: 100, leaseSeconds: 30, staleBefore: nil)
+        #expect(Set(rest.map(\.shard.message)) == Set(messages.dropFirst(20) + [old, orphan]))
+        #expect(rest.first { $0.shard.message == orphan }?.target == nil)
+        #expect(try await seed.jobs.claimDirect(owner: "c", limit: 100, leaseSeconds: 30, staleBefore: nil).isEmpty)
+        #expect(try await seed.jobs.claim(owner: "c", limit: 10, leaseSeconds: 30).map(\.message) == [topic])
+
+        // One checkpoint for the whole first batch: one member's lease was taken over meanwhile.
+        let stolen = first[5].shard
+        try c.query("UPDATE fanout_shards SET claims = claims + 1, lease_owner = 'thief' WHERE id = $1", [stolen.shard])
+        var progress: [ShardProgress] = []
+        for (i, claim) in first.enumerated() {
+            var effects = OutcomeEffects()
+            if claim.target != nil { effects.counters = DeliveryCounters(targeted: 1, sent: 1, accepted: 1) }
+            if i == 2, let target = claim.target {
+                effects.counters = DeliveryCounters(targeted: 1, sent: 1, failed: 1)
+                effects.failures = ["BadDeviceToken": 1]
+                effects.disable = [EndpointDisable(endpoint: target.endpoint, token: target.token, reason: "BadDeviceToken", at: Date())]
+                effects.log = [DeliveryLogEntry(endpoint: target.endpoint, status: "FAILURE", attempts: 1, dwellMilliseconds: 3)]
+            }
+            if i == 3, let target = claim.target {
+                effects.counters = DeliveryCounters(targeted: 1, sent: 1, retried: 1)
+                effects.retries = [RetrySchedule(endpoint: target.endpoint, attempt: 1,
+                                                 notBefore: Date().addingTimeInterval(60), reason: "Unavailable")]
+            }
+            let lease: LeaseDisposition = i == 4 ? .renew(seconds: 60) : .finish
+            progress.append(ShardProgress(claim: claim.shard, checkpoint: claim.shard.checkpoint, effects: effects, lease: lease))
+        }
+        let results = try await seed.jobs.checkpoint(batch: progress)
+        #expect(results[stolen.shard] == .leaseLost)
+        #expect(results[first[0].shard.shard] == .applied(finishedMessage: .completed))
+        #expect(results[first[1].shard.shard] == .applied(finishedMessage: .completed), "nothing to send: Completed")
+        #expect(results[first[2].shard.shard] == .applied(finishedMessage: .failed))
+        #expect(results[first[3].shard.shard] == .applied(finishedMessage: nil), "a pending retry holds it open")
+        #expect(results[first[4].shard.shard] == .applied(finishedMessage: nil))
+        let states = try c.query("""
+            SELECT count(*) FILTER (WHERE state = 'Completed'), count(*) FILTER (WHERE state = 'Failed'),
+                count(*) FILTER (WHERE state = 'Processing')
+            FROM messages WHERE id = ANY($1::bigint[])
+            """, ["{" + first.map { String($0.shard.message) }.joined(separator: ",") + "}"]).first!
+        // 16 finished and delivered (one with nothing to send), one failed; the retry, the renewal and the stolen
+        // shard keep theirs Processing.
+        #expect([states.int64(0), states.int64(1), states.int64(2)] == [16, 1, 3])
+        let status = try #require(try await seed.jobs.messageStatus(key: first[2].shard.message))
+        #expect(status.failuresByReason == ["BadDeviceToken": 1] && status.counters.failed == 1)
+        #expect(try c.query("SELECT enabled, disabled_reason FROM endpoints WHERE id = $1", [first[2].target!.endpoint])
+            .first.map { [$0.bool(0) == false, $0.string(1) == "BadDeviceToken"] } == [true, true])
+        #expect(try c.query("SELECT count(*) FROM events WHERE kind = 'EndpointDisabled' AND (detail->>'message')::bigint = $1",
+                            [first[2].shard.message]).first!.int64(0) == 1)
+        #expect(try c.query("SELECT count(*) FROM delivery_retries WHERE message = $1 AND shard = $2",
+                            [first[3].shard.message, first[3].shard.shard]).first!.int64(0) == 1)
+        let renewed = try c.query("SELECT state, lease_owner, lease_expires_at > now() + interval '50 seconds' FROM fanout_shards WHERE id = $1",
+                                  [first[4].shard.shard]).first!
+        #expect(renewed.string(0) == "leased" && renewed.string(1) == "a" && renewed.bool(2) == true)
+        let thief = try c.query("SELECT state, lease_owner, targeted FROM fanout_shards WHERE id = $1", [stolen.shard]).first!
+        #expect(thief.string(0) == "leased" && thief.string(1) == "thief" && thief.int64(2) == 0)
+    }
+
+    @Test("two direct batch claimers on their own connections never claim the same message, and together claim them all")
+    func concurrentDirectBatchClaims() async throws {
+        let seed = try Seed(subscriptions: 40)
+        defer { seed.pool.shutdown() }
+        var messages: [Int64] = []
+        for endpoint in try seed.endpoints() {
+            for _ in 0..<8 { messages.append(try await seed.publishDirect(endpoint)) }
+        }
+        func drain(_ owner: String) async throws -> [DirectClaim] {
+            let pool = PGPool(conninfo: seed.url, size: 1)
+            defer { pool.shutdown() }
+            let jobs = FanOutJobs(pool: pool)
+            var out: [DirectClaim] = []
+            while true {
+                let claims = try await jobs.claimDirect(owner: owner, limit: 24, leaseSeconds: 30, staleBefore: nil)
+                if claims.isEmpty { return out }
+                out += claims
+            }
+        }
+        async let a = drain("a")
+        async let b = drain("b")
+        let (fromA, fromB) = try await (a, b)
+        #expect(Set(fromA.map(\.shard.message)).isDisjoint(with: fromB.map(\.shard.message)))
+        #expect(fromA.count + fromB.count == messages.count)
+        #expect(Set((fromA + fromB).map(\.shard.message)) == Set(messages))
+        let c = try PGConnection(conninfo: seed.url)
+        #expect(try c.query("SELECT count(*), count(DISTINCT message) FROM fanout_shards").first
+            .map { [$0.int64(0), $0.int64(1)] } == [Int64(messages.count), Int64(messages.count)])
+    }
+
+    @Test("direct shards whose batch lease expired are claimed again by the next batch claim, with a new fencing token")
+    func expiredDirectBatchLease() async throws {
+        let seed = try Seed(subscriptions: 5)
+        defer { seed.pool.shutdown() }
+        var messages: [Int64] = []
+        for endpoint in try seed.endpoints() { messages.append(try await seed.publishDirect(endpoint)) }
+        #expect(try await seed.jobs.claim(owner: "z", limit: 10, leaseSeconds: 30, direct: false).isEmpty,
+                "shard workers beside a direct lane leave unclaimed direct messages to it")
+        let first = try await seed.jobs.claimDirect(owner: "a", limit: 10, leaseSeconds: 30, staleBefore: nil)
+        #expect(first.count == 5)
+        #expect(try await seed.jobs.claimDirect(owner: "b", limit: 10, leaseSeconds: 30, staleBefore: nil).isEmpty)
+        try PGConnection(conninfo: seed.url).query("UPDATE fanout_shards SET lease_expires_at = now() - interval '1 second'")
+        let again = try await seed.jobs.claimDirect(owner: "b", limit: 10, leaseSeconds: 30, staleBefore: nil)
+        #expect(again.map(\.shard.shard) == first.map(\.shard.shard))
+        #expect(again.allSatisfy { $0.shard.claim == 2 && $0.shard.owner == "b" && $0.target != nil })
+        let stale = try await seed.jobs.checkpoint(batch: first.map {
+            ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: OutcomeEffects(), lease: .finish) })
+        #expect(stale.values.allSatisfy { $0 == .leaseLost } && stale.count == 5)
+        let done = try await seed.jobs.checkpoint(batch: again.map {
+            var effects = OutcomeEffects()
+            effects.counters = DeliveryCounters(targeted: 1, sent: 1, accepted: 1)
+            return ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: effects, lease: .finish) })
+        #expect(done.values.allSatisfy { $0 == .applied(finishedMessage: .completed) } && done.count == 5)
+        for message in messages { #expect(try await seed.jobs.messageStatus(key: message)?.counters.accepted == 1) }
+    }
+
     @Test("delivery-log maintenance makes the coming days' partitions and drops the expired ones")
     func deliveryLogPartitions() async throws {
         let seed = try Seed(subscriptions: 1)
