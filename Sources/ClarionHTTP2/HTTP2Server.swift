@@ -35,23 +35,10 @@ public final class HTTP2Server: Sendable {
         guard let address = SocketAddress(numericHost: configuration.host, port: configuration.port) else {
             throw HTTP2ServerError(reason: "host must be a numeric address: \(configuration.host)")
         }
-        let fd = SocketIO.makeTCPSocket(family: address.family)
-        guard fd >= 0 else { throw HTTP2ServerError(reason: "socket: \(SocketIO.errorString(errno))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = address.withSockAddr { bind(fd, $0, $1) }
-        guard bound == 0, listen(fd, configuration.backlog) == 0 else {
-            let reason = SocketIO.errorString(errno)
-            close(fd)
-            throw HTTP2ServerError(reason: "bind \(address): \(reason)")
-        }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let port = withUnsafeMutablePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int in
-                getsockname(fd, raw, &length)
-                return SocketAddress(raw: raw, length: length).port
-            }
+        let fd: Int32, port: Int
+        switch SocketIO.listen(on: address, backlog: configuration.backlog) {
+        case .success(let bound): (fd, port) = bound
+        case .failure(let failure): throw HTTP2ServerError(reason: "\(failure.call) \(address): \(failure.reason)")
         }
         let loop = core.group.loops[0]
         let started = listener.withLock { state -> Bool in

@@ -280,6 +280,10 @@ struct HTTP1ProtocolTests {
             #expect(closed)
             let (version, _) = try await exchange(server.port, "GET / HTTP/3.0\r\nHost: a\r\n\r\n")
             #expect(version.hasPrefix("HTTP/1.1 505 "))
+            #expect(version.contains(#""code":"http_version_not_supported""#))
+            let (expectation, _) = try await exchange(server.port, "POST / HTTP/1.1\r\nHost: a\r\nExpect: x\r\n\r\n")
+            #expect(expectation.hasPrefix("HTTP/1.1 417 Expectation Failed\r\n"))
+            #expect(expectation.contains(#""code":"expectation_failed""#))
             #expect(try await curl("http://127.0.0.1:\(server.port)/health").status == 200)
             #expect(await eventually { server.inFlightRequests == 0 })
         }

@@ -70,9 +70,19 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     // MARK: readiness
 
     func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
+        // EPOLLERR: the connection is broken (reset); nothing more can be read or written.
+        if failed {
+            close()
+            return
+        }
         if writable && wantsWritable { flushOutput() }
-        if readable && fd >= 0 && !readPaused { readAvailable() }
-        if failed && fd >= 0 && !readable { close() }
+        guard readable, fd >= 0 else { return }
+        // With reads paused only a hang-up is reported, and it stays reported (level-triggered): the peer is gone.
+        if readPaused {
+            close()
+            return
+        }
+        readAvailable()
     }
 
     private func readAvailable() {
@@ -316,9 +326,13 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                                chunked: false, keepAlive: false, expectsContinue: false)
         let context = RequestContext(head: head, remoteAddress: remoteAddress)
         core.inFlight.add(1, ordering: .relaxed)
-        var error = HTTPError.badRequest(message)
-        error.status = status
-        if status == 431 { error.code = "request_header_fields_too_large"; error.snsCode = "RequestHeaderFieldsTooLarge" }
+        let code = switch status {
+        case 417: "expectation_failed"
+        case 431: "request_header_fields_too_large"
+        case 505: "http_version_not_supported"
+        default: "bad_request"
+        }
+        let error = HTTPError(status: status, code: code, snsCode: "MalformedQueryString", message: message)
         respond(ErrorFormat.json.response(for: error, requestID: context.requestID), to: context, close: true)
     }
 

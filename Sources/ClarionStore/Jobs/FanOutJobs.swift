@@ -145,19 +145,12 @@ public struct FanOutJobs: Sendable {
         }
     }
 
-    /// `claim`'s statement: $1 owner, $2 limit, $3 lease seconds, $4 most planned targets (or NULL), $5 whether
-    /// unclaimed direct messages are taken (false: a one-time filter, the index is not read).
-    static let claimStatement = """
-        WITH ready AS (
-            SELECT id, message FROM fanout_shards
-            WHERE (state = 'ready' OR (state = 'leased' AND lease_expires_at < now()))
-              AND ($4::bigint IS NULL OR planned_targets <= $4::bigint)
-            ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED
-        ), direct AS (
-            SELECT id AS message, target_id AS endpoint FROM messages
-            WHERE NOT planned AND target_kind = 'endpoint' AND $5::boolean
-            ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
-        ), chosen AS (
+    /// The steps both claims share, after their `ready` and `direct` sources (`$1` owner, `$2` limit, `$3` lease
+    /// seconds): `chosen`, the oldest of both; `started`, their messages marked Processing and planned (`NOT planned`
+    /// re-checked under the row lock, so a direct message gets one shard); `leased`, existing shards leased with a new
+    /// fencing token; `created`, a direct message's one-endpoint shard inserted already leased.
+    private static let claimSteps = """
+        chosen AS (
             SELECT shard, message, endpoint FROM (
                 SELECT id AS shard, message, NULL::bigint AS endpoint FROM ready
                 UNION ALL
@@ -181,6 +174,21 @@ public struct FanOutJobs: Sendable {
             SELECT id, endpoint - 1, endpoint, endpoint - 1, 1, 'leased', $1, now() + make_interval(secs => $3), 1
             FROM started WHERE endpoint IS NOT NULL
             RETURNING id, message, lo, hi, checkpoint, claims, lease_expires_at
+        """
+
+    /// `claim`'s statement: $1 owner, $2 limit, $3 lease seconds, $4 most planned targets (or NULL), $5 whether
+    /// unclaimed direct messages are taken (false: a one-time filter, the index is not read).
+    static let claimStatement = """
+        WITH ready AS (
+            SELECT id, message FROM fanout_shards
+            WHERE (state = 'ready' OR (state = 'leased' AND lease_expires_at < now()))
+              AND ($4::bigint IS NULL OR planned_targets <= $4::bigint)
+            ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), direct AS (
+            SELECT id AS message, target_id AS endpoint FROM messages
+            WHERE NOT planned AND target_kind = 'endpoint' AND $5::boolean
+            ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), \(claimSteps)
         )
         SELECT * FROM leased UNION ALL SELECT * FROM created
         """
@@ -223,8 +231,8 @@ public struct FanOutJobs: Sendable {
         }
     }
 
-    /// `claimDirect`'s statement: $1 owner, $2 limit, $3 lease seconds, $4 stale-before time. The CTEs up to
-    /// `created` are `claimStatement`'s, with the ready side cut to direct messages' shards (one planned target,
+    /// `claimDirect`'s statement: $1 owner, $2 limit, $3 lease seconds, $4 stale-before time. It shares
+    /// `claimSteps` with `claimStatement`, with the ready side cut to direct messages' shards (one planned target,
     /// the message's kind checked by primary key; that side is small: ready topic shards, pre-v10 and expired
     /// direct shards). The final select joins the message (primary key) and the endpoint (primary key; none when
     /// the checkpoint already passed it). The endpoint is probed through a `LATERAL ... OFFSET 0` subquery, as in
@@ -240,30 +248,7 @@ public struct FanOutJobs: Sendable {
             SELECT id AS message, target_id AS endpoint FROM messages
             WHERE NOT planned AND target_kind = 'endpoint'
             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
-        ), chosen AS (
-            SELECT shard, message, endpoint FROM (
-                SELECT id AS shard, message, NULL::bigint AS endpoint FROM ready
-                UNION ALL
-                SELECT NULL::bigint, message, endpoint FROM direct) u
-            ORDER BY message, shard LIMIT $2
-        ), started AS (
-            UPDATE messages m SET state = CASE WHEN m.state = 'Enqueued' THEN 'Processing' ELSE m.state END,
-                started_at = coalesce(m.started_at, now()), planned = true
-            FROM chosen c
-            WHERE m.id = c.message
-              AND ((c.endpoint IS NULL AND m.state = 'Enqueued') OR (c.endpoint IS NOT NULL AND NOT m.planned))
-            RETURNING m.id, c.endpoint
-        ), leased AS (
-            UPDATE fanout_shards s SET state = 'leased', lease_owner = $1,
-                lease_expires_at = now() + make_interval(secs => $3), claims = s.claims + 1, updated_at = now()
-            FROM chosen c WHERE s.id = c.shard
-            RETURNING s.id, s.message, s.lo, s.hi, s.checkpoint, s.claims, s.lease_expires_at
-        ), created AS (
-            INSERT INTO fanout_shards (message, lo, hi, checkpoint, planned_targets, state, lease_owner,
-                                       lease_expires_at, claims)
-            SELECT id, endpoint - 1, endpoint, endpoint - 1, 1, 'leased', $1, now() + make_interval(secs => $3), 1
-            FROM started WHERE endpoint IS NOT NULL
-            RETURNING id, message, lo, hi, checkpoint, claims, lease_expires_at
+        ), \(claimSteps)
         ), claimed AS (
             SELECT * FROM leased UNION ALL SELECT * FROM created
         )
