@@ -354,38 +354,49 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         let status = response.status
         let hasBody = !(status == 204 || status == 304 || (100..<200).contains(status))
         output.reserveCapacity(256 + response.body.count)
-        output.append(contentsOf: "HTTP/1.1 ".utf8)
+        append("HTTP/1.1 ")
         appendDecimal(status)
         output.append(UInt8(ascii: " "))
-        output.append(contentsOf: HTTPStatusText.reason(status).utf8)
-        output.append(contentsOf: "\r\n".utf8)
+        append(HTTPStatusText.reason(status))
+        append("\r\n")
         for (name, value) in response.headers {
             // Framing and connection management are the server's.
             if name.caseInsensitiveEquals("Content-Length") || name.caseInsensitiveEquals("Transfer-Encoding")
                 || name.caseInsensitiveEquals("Connection") || name.caseInsensitiveEquals("Date") { continue }
-            output.append(contentsOf: name.utf8)
-            output.append(contentsOf: ": ".utf8)
-            output.append(contentsOf: value.utf8)
-            output.append(contentsOf: "\r\n".utf8)
+            append(name)
+            append(": ")
+            append(value)
+            append("\r\n")
         }
         if hasBody {
-            output.append(contentsOf: "Content-Length: ".utf8)
+            append("Content-Length: ")
             appendDecimal(response.body.count)
-            output.append(contentsOf: "\r\n".utf8)
+            append("\r\n")
         }
-        output.append(contentsOf: "Date: ".utf8)
+        append("Date: ")
         output.append(contentsOf: core.registries[loop.index].currentDate())
-        output.append(contentsOf: "\r\nx-amzn-RequestId: ".utf8)
-        output.append(contentsOf: context.requestID.utf8)
-        output.append(contentsOf: "\r\nx-request-id: ".utf8)
-        output.append(contentsOf: context.requestID.utf8)
+        append("\r\nx-amzn-RequestId: ")
+        append(context.requestID)
+        append("\r\nx-request-id: ")
+        append(context.requestID)
         if closing {
-            output.append(contentsOf: "\r\nConnection: close".utf8)
+            append("\r\nConnection: close")
         } else if context.minorVersion == 0 {
-            output.append(contentsOf: "\r\nConnection: keep-alive".utf8)
+            append("\r\nConnection: keep-alive")
         }
-        output.append(contentsOf: "\r\n\r\n".utf8)
+        append("\r\n\r\n")
         if hasBody && !context.isHead { output.append(contentsOf: response.body) }
+    }
+
+    /// A literal's bytes, copied from its static storage.
+    private func append(_ literal: StaticString) {
+        output.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// A String's UTF-8, copied from its contiguous storage (the generic `append(contentsOf: s.utf8)` walked it).
+    private func append(_ text: String) {
+        var text = text
+        text.withUTF8 { output.append(contentsOf: $0) }
     }
 
     private func appendDecimal(_ value: Int) {
@@ -495,7 +506,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
 }
 
 enum HTTPStatusText {
-    static func reason(_ status: Int) -> String {
+    static func reason(_ status: Int) -> StaticString {
         switch status {
         case 100: "Continue"
         case 200: "OK"

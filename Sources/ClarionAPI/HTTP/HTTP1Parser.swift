@@ -89,7 +89,14 @@ enum HTTP1Parser {
             let name = UnsafeRawBufferPointer(rebasing: input[position..<colon])
             let value = UnsafeRawBufferPointer(rebasing: input[valueStart..<valueEnd])
             let nameText = String(decoding: name, as: UTF8.self)
-            let key = nameText.asciiLowercased()
+            // The lower-cased key straight from the bytes (a name is tchars: ASCII only).
+            let key = String(unsafeUninitializedCapacity: name.count) { out in
+                for i in 0..<name.count {
+                    let byte = name[i]
+                    out[i] = (byte >= 65 && byte <= 90) ? byte + 32 : byte
+                }
+                return name.count
+            }
             let valueText = String(decoding: value, as: UTF8.self)
             headers.add(name: nameText, key: key, value: valueText)
             switch key {
