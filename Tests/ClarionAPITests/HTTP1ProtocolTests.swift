@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+import ClarionCrypto
 
 /// The request parser and chunked decoder on their own (RFC 9112's framing rules), then the server's connection
 /// handling over real sockets with a raw client, for what curl does not do (pipelining, half-close, HTTP/1.0,
@@ -382,6 +383,41 @@ struct HTTP1ProtocolTests {
             #expect(statuses.contains("200") && statuses.contains("400"), "\(statuses) \(result.stderr)")
             #expect(try await curl("http://127.0.0.1:\(server.port)/health").status == 200)
             #expect(await eventually(timeout: .seconds(10)) { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("a response larger than the socket buffers reaches a slow reader whole, and the connection is reused after it")
+    func largeResponseSlowReader() async throws {
+        var router = Router()
+        let big = (0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        router.add(.get, "/v1/big", .synchronous { _ in HTTPResponse(status: 200, body: big) })
+        try await withServer(router) { server in
+            let script = """
+            import hashlib, socket, sys, time
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            s.sendall(b'GET /v1/big HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n')
+            data = b''
+            while b'\\r\\n\\r\\n' not in data:
+                data += s.recv(4096)
+            head, body = data.split(b'\\r\\n\\r\\n', 1)
+            length = int([l for l in head.split(b'\\r\\n') if l.lower().startswith(b'content-length:')][0].split(b':')[1])
+            time.sleep(0.5)  # 8 MiB is more than loopback's socket buffers: the server's writes back up meanwhile
+            while len(body) < length:
+                chunk = s.recv(65536)
+                if not chunk: break
+                body += chunk
+            s.sendall(b'GET /health HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n')
+            again = s.recv(4096)
+            print(length, len(body), hashlib.sha256(body).hexdigest(), again.split(b'\\r\\n')[0].decode())
+            """
+            let result = try await run("/usr/bin/env", ["python3", "-c", script, String(server.port)])
+            let fields = String(decoding: result.stdout, as: UTF8.self).split(separator: " ")
+            let expectedHash = Digest.sha256(big).hexString
+            #expect(fields.count == 6, "\(result.stdout) \(result.stderr)")
+            #expect(fields.first == "8388608")
+            #expect(fields.dropFirst().first == "8388608")
+            #expect(fields.dropFirst(2).first.map(String.init) == expectedHash)
+            #expect(String(decoding: result.stdout, as: UTF8.self).hasSuffix("HTTP/1.1 200 OK\n"))
         }
     }
 }

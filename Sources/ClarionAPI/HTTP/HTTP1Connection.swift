@@ -486,8 +486,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         core.liveConnections.subtract(1, ordering: .relaxed)
     }
 
-    /// The idle sweep: closes a connection idle (or trickling a request) past the timeout, or lingering past its
-    /// time. A request waiting for its handler is never timed out.
+    /// The idle sweep: closes a connection idle, trickling a request or not taking its response past the timeout,
+    /// or lingering past its time. A request waiting for its handler is never timed out.
     func sweep(now: NanoTime) {
         switch state {
         case .idle, .body:

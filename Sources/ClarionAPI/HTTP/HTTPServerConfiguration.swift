@@ -11,7 +11,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: Int
     /// Event-loop threads (each with its own epoll set and its share of the connections). About one per core.
     public var threadPoolSize: Int
-    /// A connection idle (or trickling a request) this long is closed. Whole seconds.
+    /// A connection idle, trickling a request or not taking its response this long is closed. Whole seconds.
     public var connectionTimeout: Duration
     /// Simultaneous connections; over it a new connection is closed as soon as it is accepted.
     public var connectionLimit: Int
