@@ -580,33 +580,15 @@ public struct FanOutJobs: Sendable {
 
     /// Under the message row's lock: when no shard is left and no retry waits, sets the final state from the
     /// summed counters. The lock serialises the last two shards finishing at once, so exactly one sees
-    /// the other done (READ COMMITTED: each statement sees what committed before it).
+    /// the other done (READ COMMITTED: each statement sees what committed before it). The batched form's rule
+    /// for one message.
     static func finishIfDone(_ c: PGConnection, message: Int64) throws(StoreError) -> MessageState? {
-        let locked = try c.query("SELECT state FROM messages WHERE id = $1 FOR UPDATE", [message])
-        guard let current = locked.first.flatMap({ MessageState(rawValue: $0.string(0) ?? "") }), !current.isFinal else {
-            return nil
-        }
-        let totals = try c.query("""
-            SELECT count(*) FILTER (WHERE state <> 'done'), coalesce(sum(targeted), 0), coalesce(sum(sent), 0),
-                coalesce(sum(accepted), 0), coalesce(sum(failed), 0), coalesce(sum(retried), 0),
-                coalesce(sum(skipped), 0), coalesce(sum(expired), 0),
-                EXISTS (SELECT 1 FROM delivery_retries WHERE message = $1)
-            FROM fanout_shards WHERE message = $1
-            """, [message])
-        guard let row = totals.first, (row.int64(0) ?? 1) == 0, row.bool(8) == false else { return nil }
-        let counters = DeliveryCounters(
-            targeted: row.int64(1) ?? 0, sent: row.int64(2) ?? 0, accepted: row.int64(3) ?? 0, failed: row.int64(4) ?? 0,
-            retried: row.int64(5) ?? 0, skipped: row.int64(6) ?? 0, expired: row.int64(7) ?? 0)
-        let state = MessageState.final(for: counters)
-        try c.query("""
-            UPDATE messages SET state = $2, started_at = coalesce(started_at, now()), completed_at = now() WHERE id = $1
-            """, [message, state.rawValue])
-        return state
+        try finishIfDone(c, messages: [message])[message]
     }
 
-    /// `finishIfDone` for many messages: their rows locked in key order (so two batches cannot deadlock on
-    /// them), then one read of their shards' totals and pending retries and one update of those with nothing left.
-    /// Returns the final state of each message finished here.
+    /// Finishes the messages with nothing left to do (no shard open, no retry waiting): their rows locked in key
+    /// order (so two batches cannot deadlock on them), then one read of their shards' totals and pending retries
+    /// and one update of those with nothing left. Returns the final state of each message finished here.
     static func finishIfDone(_ c: PGConnection, messages: [Int64]) throws(StoreError) -> [Int64: MessageState] {
         let keys = Array(Set(messages)).sorted()
         guard !keys.isEmpty else { return [:] }
