@@ -72,7 +72,13 @@ public final class ClarionNode: @unchecked Sendable {
                 try cluster.start()
                 embedded = cluster
                 databaseURL = cluster.url()
-                log.info("embedded PostgreSQL running", ["directory": cluster.directory.path, "port": String(cluster.port)])
+                if let relocated = cluster.relocatedTo {
+                    log.info("embedded PostgreSQL placed where the postgres user can reach it",
+                             ["directory": cluster.directory.path, "cluster": relocated,
+                              "why": "a folder above the data directory is not searchable by the postgres user"])
+                }
+                log.info("embedded PostgreSQL running", ["directory": cluster.directory.path, "port": String(cluster.port),
+                                                         "authentication": "scram-sha-256 (password in postgres.password)"])
             } catch {
                 throw NodeError(.unavailable, "embedded PostgreSQL: \(error.message)")
             }
