@@ -108,16 +108,41 @@ public final class ClarionNode: @unchecked Sendable {
     func bootstrapAccount() throws(NodeError) {
         guard let accounts = accountRepository else { return }
         let configuration = self.configuration
+        let loopback = Self.isLoopback(configuration.listenHost)
+        let demoConfigured = DemoKeyGuard.isDemo(accessKeyID: configuration.accessKeyID, secret: configuration.secretAccessKey)
         do {
             _ = try blockingAwait { () async throws(StoreError) in
                 try await accounts.ensureAccount(accountID: configuration.accountID)
-                if let id = configuration.accessKeyID, let secret = configuration.secretAccessKey {
+                if let id = configuration.accessKeyID, let secret = configuration.secretAccessKey, loopback || !demoConfigured {
                     _ = try await accounts.ensureAccessKey(accountID: configuration.accountID, accessKeyID: id, secret: secret)
+                }
+                if !loopback {
+                    // A demo key stored by an earlier loopback run stays in the database: disable it there too.
+                    do throws(StoreError) {
+                        try await accounts.disableAccessKey(accessKeyID: DemoKeyGuard.demoAccessKeyID)
+                    } catch {
+                        if error.code != .notFound { throw error }
+                    }
                 }
             }
         } catch {
             throw NodeError(error.code == .unavailable ? .unavailable : .configuration, "account bootstrap: \(error)")
         }
+        if demoConfigured && loopback {
+            log.warning("the demo SNS access key is enabled: it works only while the API listens on loopback",
+                        ["access_key_id": DemoKeyGuard.demoAccessKeyID, "listen": configuration.listenHost])
+        } else if demoConfigured {
+            log.warning("the demo SNS access key is refused: the API listens beyond loopback; set your own CLARION_ACCESS_KEY_ID and CLARION_SECRET_ACCESS_KEY",
+                        ["access_key_id": DemoKeyGuard.demoAccessKeyID, "listen": configuration.listenHost])
+        }
+    }
+
+    /// Whether `host` (CLARION_LISTEN's host) reaches this machine only: 127.0.0.0/8, ::1 or localhost.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Repositories need the pool and the master key, so they exist once both do.
@@ -147,7 +172,9 @@ public final class ClarionNode: @unchecked Sendable {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),
                         authentication: .sigV4(SigV4Verifier(region: configuration.region,
-                                                             resolver: CachingAccessKeyResolver(base: StoreAccessKeyResolver(accounts: accounts)))))
+                                                             resolver: CachingAccessKeyResolver(base: DemoKeyGuard(
+                                                                base: StoreAccessKeyResolver(accounts: accounts),
+                                                                listensOnLoopbackOnly: Self.isLoopback(configuration.listenHost))))))
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
         registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))

@@ -40,14 +40,14 @@ def http_get(url, timeout=5):
 class Node:
     """A `clarion serve` process; stops it (SIGTERM) when the test ends."""
 
-    def __init__(self, args, env=None):
+    def __init__(self, args, env=None, listen_host="127.0.0.1"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"127.0.0.1:{self.port}"] + args,
+        self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"{listen_host}:{self.port}"] + args,
                                      stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
 
     def wait_ready(self, timeout=90):
