@@ -329,6 +329,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         let code = switch status {
         case 417: "expectation_failed"
         case 431: "request_header_fields_too_large"
+        case 501: "not_implemented"
         case 505: "http_version_not_supported"
         default: "bad_request"
         }
