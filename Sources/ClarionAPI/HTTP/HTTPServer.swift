@@ -44,7 +44,10 @@ public final class HTTPServer: Sendable {
             draining.isSet ? .notReady(reason: "shutting down") : await readiness()
         }
         self.core = ServerCore(router: router, accessLog: configuration.accessLog, draining: draining,
-                               connectionTimeout: configuration.connectionTimeout,
+                               deadlines: RequestDeadlines(idle: configuration.connectionTimeout,
+                                                           head: configuration.requestHeadTimeout,
+                                                           body: configuration.requestBodyTimeout,
+                                                           bodyMinimumRate: configuration.requestBodyMinimumRate),
                                connectionLimit: max(1, configuration.connectionLimit),
                                loops: max(1, configuration.threadPoolSize))
     }
@@ -230,10 +233,11 @@ public final class HTTPServer: Sendable {
         return (Running(group: group, listener: fd), port)
     }
 
-    /// Once a second on each loop: closes connections idle past the timeout and lingering ones past their time.
+    /// Every `RequestDeadlines.sweepInterval` (a second by default) on each loop: times out requests past their
+    /// deadline, closes connections idle past the timeout and lingering ones past their time.
     private static func scheduleSweep(on loop: EventLoop, core: ServerCore) {
         let registry = core.registries[loop.index]
-        loop.addTimer(after: 1_000_000_000) {
+        loop.addTimer(after: core.deadlines.sweepInterval) {
             guard registry.sweeping else { return }
             let now = monotonicNow()
             for connection in Array(registry.connections.values) { connection.sweep(now: now) }

@@ -7,7 +7,7 @@ import Synchronization
 final class ServerCore: Sendable {
     let router: Router
     let accessLog: (any AccessLogSink)?
-    let connectionTimeout: NanoTime
+    let deadlines: RequestDeadlines
     let connectionLimit: Int
     /// Requests between their parsed head and their logged end.
     let inFlight = Atomic<Int>(0)
@@ -21,13 +21,12 @@ final class ServerCore: Sendable {
     /// One registry per loop, touched only on that loop.
     let registries: [LoopRegistry]
 
-    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, connectionTimeout: Duration,
+    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, deadlines: RequestDeadlines,
          connectionLimit: Int, loops: Int) {
         self.router = router
         self.draining = draining
         self.accessLog = accessLog
-        let (seconds, attoseconds) = connectionTimeout.components
-        self.connectionTimeout = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.deadlines = deadlines
         self.connectionLimit = connectionLimit
         registries = (0..<loops).map { _ in LoopRegistry() }
     }
