@@ -480,6 +480,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         loop.deregister(fd: fd)
         Glibc.close(fd)
         fd = -1
+        core.acceptPause.descriptorFreed()
         switch state {
         case .body(let context), .awaiting(let context):
             core.finished(context, completed: false)

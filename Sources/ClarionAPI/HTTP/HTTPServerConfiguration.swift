@@ -23,7 +23,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var requestBodyTimeout: Duration
     /// Bytes per second a large body is granted beyond `requestBodyTimeout`; 0 grants none.
     public var requestBodyMinimumRate: Int
-    /// Simultaneous connections; over it a new connection is closed as soon as it is accepted.
+    /// Simultaneous connections; over it a new connection is closed as soon as it is accepted. Keep it below the
+    /// process's file descriptor limit (the node does): past that limit `accept` fails, and the server stops
+    /// accepting until a connection closes.
     public var connectionLimit: Int
     /// How long `shutdown()` waits for in-flight requests before answering the stragglers 503.
     public var shutdownGracePeriod: Duration
