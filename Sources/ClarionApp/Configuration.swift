@@ -224,6 +224,17 @@ public struct Configuration: Sendable, Equatable {
         return values
     }
 
+    /// The settings as a table for `--help`: environment name, flag, help. Each column is as wide as its longest
+    /// entry, so no name is cut.
+    public static func settingsTable(indent: String = "  ") -> String {
+        let keyWidth = settings.map(\.key.count).max() ?? 0
+        let flagWidth = settings.map(\.flag.count).max() ?? 0
+        return settings.map { setting in
+            indent + setting.key.padding(toLength: keyWidth, withPad: " ", startingAt: 0) + "  "
+                + setting.flag.padding(toLength: flagWidth, withPad: " ", startingAt: 0) + "  " + setting.help
+        }.joined(separator: "\n")
+    }
+
     /// The effective configuration as `KEY=value` lines, secrets masked.
     public func printable() -> String {
         Self.settings.map { setting in
