@@ -73,6 +73,9 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet finished (for tests and metrics).
     public var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
 
+    /// Whether `shutdown()` has begun (responses carry `Connection: close` from then on). For tests.
+    var isDraining: Bool { core.draining.isSet }
+
     /// Binds and starts the loop threads. Returns once the port is listening.
     public func start() throws(HTTPServerError) {
         let claimed = state.withLock { state -> Bool in
