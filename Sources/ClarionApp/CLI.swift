@@ -30,7 +30,7 @@ public enum CLI {
                 run: migrate),
         Command(name: "config", summary: "show the effective configuration (`config print`)",
                 usage: "clarion config print [--config FILE] [settings...]\n\nSettings (environment name, flag):\n"
-                    + Configuration.settings.map { "  \($0.key.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.flag.padding(toLength: 22, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n")
+                    + Configuration.settingsTable()
                     + "\n\nPrecedence: defaults < --config file (KEY=value lines, also CLARION_CONFIG) < environment < flags.",
                 run: config),
         Command(name: "accounts", summary: "manage the account's SigV4 access keys and native API keys",

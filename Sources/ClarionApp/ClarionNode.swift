@@ -29,6 +29,8 @@ public final class ClarionNode: @unchecked Sendable {
     private var registrationProcessor: RegistrationProcessor?
     private var registrationDone: DispatchSemaphore?
     private let migrationsApplied = Atomic<Bool>(false)
+    /// The soft open-file limit after `start()` raised it.
+    private var descriptorLimit: Int?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -42,6 +44,7 @@ public final class ClarionNode: @unchecked Sendable {
 
     /// Brings the node up; on failure everything started so far is stopped again.
     public func start() throws(NodeError) {
+        raiseDescriptorLimit()
         do {
             try startDatabase()
             try migrate()
@@ -54,6 +57,19 @@ public final class ClarionNode: @unchecked Sendable {
             stop()
             throw error
         }
+    }
+
+    /// The soft limit on open files up to the hard one, before anything is opened (the embedded PostgreSQL
+    /// inherits it).
+    func raiseDescriptorLimit() {
+        let (before, after) = FileDescriptorBudget.raiseSoftLimit()
+        descriptorLimit = after
+        if after != before { log.info("open-file limit raised", ["from": String(before), "to": String(after)]) }
+    }
+
+    /// The dispatcher's PostgreSQL sessions: 3 per shard worker, one per direct worker, and 2.
+    static func dispatcherPoolSize(_ configuration: DispatcherConfiguration) -> Int {
+        3 * configuration.shardWorkers + configuration.directWorkers + 2
     }
 
     /// Starts the embedded cluster when no database URL is configured.
@@ -181,8 +197,19 @@ public final class ClarionNode: @unchecked Sendable {
         registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
         APIRoutes.register(on: &router, node: self)
+        let budget = FileDescriptorBudget(configuration: configuration,
+                                          descriptorLimit: descriptorLimit ?? FileDescriptorBudget.raiseSoftLimit().after)
+        let fields = ["connections": String(budget.connections), "configured": String(budget.configured),
+                      "open_file_limit": String(budget.descriptorLimit), "reserved": String(budget.reserved)]
+        if budget.connections < budget.configured {
+            log.warning("API connection limit lowered to fit the open-file limit", fields)
+        } else {
+            log.info("API connection limit", fields)
+        }
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
+            requestHeadTimeout: .seconds(configuration.headTimeout), requestBodyTimeout: .seconds(configuration.bodyTimeout),
+            requestBodyMinimumRate: configuration.bodyMinimumRate, connectionLimit: budget.connections,
             accessLog: JSONLinesAccessLog(), readiness: { [weak self] in
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
@@ -218,7 +245,7 @@ public final class ClarionNode: @unchecked Sendable {
         let dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
             deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
-        let workPool = PGPool(conninfo: databaseURL, size: 3 * dispatcherConfiguration.shardWorkers + dispatcherConfiguration.directWorkers + 2,
+        let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool
         let dispatcher = Dispatcher(pool: workPool, directory: directory, configuration: dispatcherConfiguration,

@@ -199,9 +199,35 @@ package enum SocketIO {
         }
     }
 
-    /// Accepts one connection, non-blocking and close-on-exec; -1 (errno set) when none is waiting.
-    package static func accept(_ fd: Int32) -> Int32 {
-        clarion_accept_nonblocking(fd)
+    package enum AcceptResult: Equatable {
+        /// A connection, non-blocking and close-on-exec.
+        case accepted(Int32)
+        /// Nothing is waiting.
+        case none
+        /// The next connection failed before it was taken (Linux reports its network error from `accept`), or a
+        /// signal interrupted the call: accept again.
+        case retry
+        /// Out of file descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS, ENOMEM). The connection stays
+        /// queued and the listener stays readable, so accepting again at once fails again: a loop that does
+        /// spins. Stop watching the listener until a descriptor is freed.
+        case exhausted(Int32)
+        /// Anything else: the listening socket itself is broken.
+        case failed(Int32)
+    }
+
+    /// Accepts one connection, non-blocking and close-on-exec.
+    package static func accept(_ fd: Int32) -> AcceptResult {
+        let client = clarion_accept_nonblocking(fd)
+        if client >= 0 { return .accepted(client) }
+        let code = errno
+        switch code {
+        case EAGAIN, EWOULDBLOCK: return .none
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .exhausted(code)
+        // accept(2): "treat them like EAGAIN by retrying"; ECONNABORTED and EPERM (a firewall) are the peer's.
+        case EINTR, ECONNABORTED, EPERM, EPROTO, ENETDOWN, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+             ENETUNREACH: return .retry
+        default: return .failed(code)
+        }
     }
 }
 

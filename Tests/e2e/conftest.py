@@ -40,7 +40,7 @@ def http_get(url, timeout=5):
 class Node:
     """A `clarion serve` process; stops it (SIGTERM) when the test ends."""
 
-    def __init__(self, args, env=None, listen_host="127.0.0.1"):
+    def __init__(self, args, env=None, listen_host="127.0.0.1", preexec_fn=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = dict(os.environ)
@@ -48,7 +48,7 @@ class Node:
         self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"{listen_host}:{self.port}"] + args,
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env, preexec_fn=preexec_fn)
 
     def wait_ready(self, timeout=90):
         deadline = time.time() + timeout
