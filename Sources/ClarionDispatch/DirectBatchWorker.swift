@@ -67,7 +67,7 @@ final class DirectBatchWorker {
             try await work()
         } catch {
             inbox.close()
-            configuration.log("direct batch failed; the leases will expire and the messages be claimed again",
+            configuration.log.error("direct batch failed; the leases will expire and the messages be claimed again",
                               ["error": error.description, "messages": String(members.count)])
             end(.failed(error.description))
         }
@@ -208,7 +208,7 @@ final class DirectBatchWorker {
                 // Stop this application's sends now, here and in every worker of this process.
                 if context.markApplicationDisabled(application) {
                     disabledHere.append(application)
-                    configuration.log("platform application disabled: credentials refused",
+                    configuration.log.warning("platform application disabled: credentials refused",
                                       ["application": String(application), "reason": result.outcome.reason ?? ""])
                 }
                 for j in members.indices where members[j].phase == .pending && members[j].facts?.application == application {
@@ -321,7 +321,7 @@ final class DirectBatchWorker {
             members[i].phase = .written
             if exit == .finished { finishedAny = true }
             if exit == .leaseLost {
-                configuration.log("direct shard lease taken over", ["shard": String(progress.claim.shard),
+                configuration.log.warning("direct shard lease taken over", ["shard": String(progress.claim.shard),
                                                                   "message": String(progress.claim.message)])
             }
             context.observer?.shardEnded(shard: progress.claim.shard, owner: progress.claim.owner, how: exit)

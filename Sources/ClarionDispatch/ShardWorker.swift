@@ -280,7 +280,7 @@ final class ShardWorker {
                 // Stop this application's sends now, here and in every worker of this process.
                 if context.markApplicationDisabled(application) {
                     disabledHere.append(application)
-                    configuration.log("platform application disabled: credentials refused",
+                    configuration.log.warning("platform application disabled: credentials refused",
                                       ["application": String(application), "reason": result.outcome.reason ?? ""])
                 }
                 lanes[application]?.unsent = ApplicationLane.applicationDisabled
