@@ -206,11 +206,8 @@ final class DirectBatchWorker {
             record(i, result.outcome, sent: true)
             if result.outcome.disablesApplication, let application = members[i].facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                if context.markApplicationDisabled(application) {
-                    disabledHere.append(application)
-                    configuration.log.warning("platform application disabled: credentials refused",
-                                      ["application": String(application), "reason": result.outcome.reason ?? ""])
-                }
+                // (The warning is written once the checkpoint has disabled it in the store: `flush`.)
+                if context.markApplicationDisabled(application) { disabledHere.append(application) }
                 for j in members.indices where members[j].phase == .pending && members[j].facts?.application == application {
                     pendingCount -= 1
                     record(j, ApplicationLane.applicationDisabled, sent: false)
@@ -289,7 +286,9 @@ final class DirectBatchWorker {
         var results: [Int64: CheckpointResult]
         while true {
             do {
-                results = try await context.jobs.checkpoint(batch: batch)
+                let report: FailureReport
+                (results, report) = try await context.jobs.checkpoint(batch: batch)
+                configuration.log.report(report)
                 break
             } catch {
                 attempt += 1

@@ -138,9 +138,10 @@ struct RetryWorker {
             merge(part, into: &effects)
         }
         merge(unsharded.take(), into: &effects)
-        _ = try await context.jobs.completeRetries(
+        let (_, report) = try await context.jobs.completeRetries(
             message: message, owner: configuration.owner, finished: finished, deferred: deferred, shardCounters: shardCounters,
             shardFailures: shardFailures, effects: effects)
+        configuration.log.report(report)
     }
 
     private func collect(_ results: [PushResult], into outcomes: inout [DeliveryOutcome?], sent: inout [Bool]) -> Int {

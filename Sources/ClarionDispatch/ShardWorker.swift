@@ -278,11 +278,8 @@ final class ShardWorker {
             awaiting -= 1
             if result.outcome.disablesApplication, let application = entry.facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                if context.markApplicationDisabled(application) {
-                    disabledHere.append(application)
-                    configuration.log.warning("platform application disabled: credentials refused",
-                                      ["application": String(application), "reason": result.outcome.reason ?? ""])
-                }
+                // (The warning is written once the checkpoint has disabled it in the store: `writeCheckpoint`.)
+                if context.markApplicationDisabled(application) { disabledHere.append(application) }
                 lanes[application]?.unsent = ApplicationLane.applicationDisabled
                 failPending(application, with: ApplicationLane.applicationDisabled)
             }
@@ -339,10 +336,11 @@ final class ShardWorker {
         }
         while true {
             do {
-                let result = try await context.jobs.checkpoint(
+                let (result, report) = try await context.jobs.checkpoint(
                     claim, message: claim.message, checkpoint: key, effects: effects, lease: lease)
                 poppedSinceCheckpoint = 0
                 lastCheckpoint = clock.now
+                configuration.log.report(report)
                 return result
             } catch {
                 attempt += 1
