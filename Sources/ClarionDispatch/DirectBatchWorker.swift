@@ -203,7 +203,7 @@ final class DirectBatchWorker {
             let i = Int(result.tag)
             guard i < members.count, members[i].phase == .awaiting else { continue }
             awaiting -= 1
-            record(i, result.outcome, sent: true)
+            record(i, result.outcome, sent: true, providerStatus: result.providerStatus)
             if result.outcome.disablesApplication, let application = members[i].facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
                 // (The warning is written once the checkpoint has disabled it in the store: `flush`.)
@@ -228,11 +228,11 @@ final class DirectBatchWorker {
         lastOutcome = clock.now
     }
 
-    private func record(_ i: Int, _ outcome: DeliveryOutcome, sent: Bool) {
+    private func record(_ i: Int, _ outcome: DeliveryOutcome, sent: Bool, providerStatus: Int? = nil) {
         var accounting = DeliveryAccounting(policy: configuration.retryPolicy)
         if let facts = members[i].facts {
             accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: configuration.now(),
-                              unitRandom: configuration.unitRandom())
+                              providerStatus: providerStatus, unitRandom: configuration.unitRandom())
         }
         members[i].effects = accounting.take()
         members[i].phase = .resolved

@@ -274,7 +274,7 @@ final class ShardWorker {
     private func absorb(_ results: [PushResult]) -> Int {
         for result in results {
             guard let entry = window.entry(result.tag) else { continue }
-            guard window.complete(result.tag, result.outcome, sent: true) else { continue }
+            guard window.complete(result.tag, result.outcome, sent: true, providerStatus: result.providerStatus) else { continue }
             awaiting -= 1
             if result.outcome.disablesApplication, let application = entry.facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
@@ -293,11 +293,12 @@ final class ShardWorker {
         var lastKey = checkpointKey
         var accounting = self.accounting
         let random = configuration.unitRandom
-        window.popCompleted { entry, outcome, sent in
+        window.popCompleted { entry, outcome, sent, status in
             if entry.skipped {
                 accounting.recordSkipped(targeted: true)
             } else if let facts = entry.facts {
-                accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, unitRandom: random())
+                accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, providerStatus: status,
+                                  unitRandom: random())
             }
             lastKey = entry.key
             popped += 1

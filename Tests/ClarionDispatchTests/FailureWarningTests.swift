@@ -129,6 +129,7 @@ struct FailureWarningTests {
         #expect(Set(endpoints.compactMap { $0.fields["endpoint"] }) == disabledIDs && disabledIDs.count == 3)
         for line in endpoints {
             #expect(line.fields["reason"] == "Unregistered" && line.fields["outcome"] == "token_invalid")
+            #expect(line.fields["provider_status"] == "410", "the provider's answer: \(line.fields)")
             #expect(line.fields["application"] == "ios" && line.fields["platform"] == "APNS")
             #expect(line.fields["token_prefix"]?.count == 9, "8 characters and an ellipsis")
             #expect(line.fields["endpoint_key"] != nil && line.fields["message_key"] != nil)
@@ -144,6 +145,10 @@ struct FailureWarningTests {
         #expect(givenUp.count == 1)
         #expect(givenUp.first?.fields["message_key"] == String(directMessage) && givenUp.first?.fields["state"] == "Failed")
         #expect(givenUp.first?.fields["failures"] == "Unregistered=1")
+
+        // The delivery log keeps the provider's status with each failure too.
+        let logged = try c.query("SELECT count(*) FILTER (WHERE provider_status = 410), count(*) FROM delivery_log WHERE status = 'FAILURE'").first!
+        #expect(logged.int64(0) == 3 && logged.int64(1) == 6, "3 refused by APNs with 410; 3 never sent (no status)")
 
         let warnings = capture.all.filter { $0.level == .warning }
         #expect(warnings.allSatisfy { $0.committed == true }, "a warning came before its write: \(warnings.filter { $0.committed != true })")
