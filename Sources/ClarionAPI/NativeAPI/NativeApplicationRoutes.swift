@@ -118,8 +118,12 @@ enum NativeApplicationRoutes {
             "platform": .string(record.platform),
             "enabled": .bool(record.enabled),
             "disabled_reason": NativeResponse.text(record.disabledReason),
-            // SNS's visible attributes (never the credential pair; AuthenticationMethod for APNs); Enabled is `enabled`.
-            "attributes": NativeResponse.map(PlatformApplicationActions.visibleAttributes(record).filter { $0.key != "Enabled" }),
+            "disabled_at": NativeResponse.time(record.disabledAt),
+            // SNS's visible attributes (never the credential pair; AuthenticationMethod for APNs); Enabled,
+            // DisabledReason and DisabledAt are fields of their own.
+            "attributes": NativeResponse.map(PlatformApplicationActions.visibleAttributes(record).filter {
+                $0.key != "Enabled" && !PlatformApplicationActions.disabledAttributeNames.contains($0.key)
+            }),
             "created_at": NativeResponse.time(record.createdAt),
             "updated_at": NativeResponse.time(record.updatedAt),
         ]
@@ -257,6 +261,7 @@ enum NativeEndpointRoutes {
             ("token", .string(record.token)),
             ("enabled", .bool(record.enabled)),
             ("disabled_reason", NativeResponse.text(record.disabledReason)),
+            ("disabled_at", NativeResponse.time(record.disabledAt)),
             ("custom_user_data", NativeResponse.text(record.customUserData)),
             ("user_id", NativeResponse.text(record.userID)),
         ])

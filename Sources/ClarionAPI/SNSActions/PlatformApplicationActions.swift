@@ -183,12 +183,13 @@ enum PlatformApplicationActions {
         return (record, arn)
     }
 
-    /// What Get/List show: stored attributes, Enabled, and the read-only AuthenticationMethod. Never the
-    /// credential pair.
+    /// What Get/List show: stored attributes, Enabled, the read-only AuthenticationMethod, and while disabled
+    /// Clarion's read-only DisabledReason and DisabledAt. Never the credential pair.
     static func visibleAttributes(_ record: PlatformApplicationRecord) -> [String: String] {
         var out = record.attributes.filter { !secretAttributes.contains($0.key) }
         if out[certificateExpiryAttribute]?.isEmpty == true { out[certificateExpiryAttribute] = nil }
         out["Enabled"] = record.enabled ? "true" : "false"
+        out.merge(disabledAttributes(enabled: record.enabled, reason: record.disabledReason, at: record.disabledAt)) { $1 }
         switch record.platform {
         case "APNS", "APNS_SANDBOX":
             // Applications stored before the method was recorded from the principal: judged by the team id.
@@ -200,6 +201,24 @@ enum PlatformApplicationActions {
         }
         return out
     }
+
+    /// Clarion's read-only `DisabledReason` and `DisabledAt` (ISO 8601, UTC), shown only while the application or
+    /// endpoint is disabled: why it is (the provider's reason when Clarion disabled it at a delivery, `set by the
+    /// API`, ...) and since when. SNS has no such attributes (it only flips Enabled); SDKs read Attributes as an open
+    /// map, so clients that do not know them ignore them, and an enabled resource shows exactly SNS's attributes.
+    /// Like AuthenticationMethod they cannot be set.
+    static func disabledAttributes(enabled: Bool, reason: String?, at: Date?) -> [String: String] {
+        guard !enabled else { return [:] }
+        var out = ["DisabledReason": reason ?? ""]
+        if let at {
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            out["DisabledAt"] = formatter.string(from: at)
+        }
+        return out
+    }
+
+    static let disabledAttributeNames: Set<String> = ["DisabledReason", "DisabledAt"]
 
     struct Split {
         var stored: [String: String] = [:]
