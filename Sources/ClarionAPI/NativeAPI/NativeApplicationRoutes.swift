@@ -25,6 +25,7 @@ enum NativeApplicationRoutes {
                                                                    credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
             let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
+            try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
@@ -75,6 +76,14 @@ enum NativeApplicationRoutes {
             let expiresAt = try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt,
                                                                           platform: record.platform)) { $1 }
+            let after: PlatformCredentials
+            do throws(StoreError) {
+                after = try await PlatformApplicationActions.merged(credentials, record, c.applications)
+            } catch {
+                throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
+            }
+            try NativeRules.checkConnection(platform: record.platform, attributes: record.attributes.merging(attributes) { $1 },
+                                            credentials: after)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(
