@@ -691,32 +691,35 @@ public struct FanOutJobs: Sendable {
             totalsByMessage[message] = counters
         }
         guard !done.isEmpty else { return ([:], []) }
-        let updated = try c.query("""
+        try c.query("""
             UPDATE messages m SET state = v.state, started_at = coalesce(m.started_at, now()), completed_at = now()
             FROM unnest($1::bigint[], $2::text[]) AS v(id, state) WHERE m.id = v.id
-            RETURNING m.id, m.external_id, m.target_kind, (SELECT a.account_id FROM accounts a WHERE a.id = m.account)
             """, [PGArrayParameter(text: PGArrayLiteral.int64s(done)), PGArrayParameter(text: PGArrayLiteral.strings(states))])
-        // Only messages with something given up are read further (a fan-out that delivered everything costs nothing).
-        var givenUp: [(message: Int64, externalID: UUID, targetKind: String, accountID: String)] = []
-        for row in updated.rows {
-            guard let message = row.int64(0), let counters = totalsByMessage[message],
-                  counters.failed + counters.expired > 0, let external = row.uuid(1) else { continue }
-            givenUp.append((message, external, row.string(2) ?? "", row.string(3) ?? ""))
-        }
+        // Only messages with something given up are read further: finishing what delivered everything costs no more
+        // than before.
+        let givenUp = done.filter { totalsByMessage[$0].map { $0.failed + $0.expired > 0 } ?? false }
         guard !givenUp.isEmpty else { return (out, []) }
+        let givenUpIDs = PGArrayParameter(text: PGArrayLiteral.int64s(givenUp))
+        let facts = try c.query("""
+            SELECT m.id, m.external_id, m.target_kind, a.account_id FROM messages m JOIN accounts a ON a.id = m.account
+            WHERE m.id = ANY($1::bigint[]) ORDER BY m.id
+            """, [givenUpIDs])
         var reasons: [Int64: [String: Int64]] = [:]
         let failures = try c.query("""
             SELECT s.message, f.reason, sum(f.count) FROM shard_failures f JOIN fanout_shards s ON s.id = f.shard
             WHERE s.message = ANY($1::bigint[]) GROUP BY s.message, f.reason
-            """, [PGArrayParameter(text: PGArrayLiteral.int64s(givenUp.map(\.message)))])
+            """, [givenUpIDs])
         for row in failures.rows {
             guard let message = row.int64(0), let reason = row.string(1) else { continue }
             reasons[message, default: [:]][reason] = row.int64(2) ?? 0
         }
-        let report = givenUp.sorted { $0.message < $1.message }.map { m in
-            GivenUpMessage(message: m.message, externalID: m.externalID, accountID: m.accountID, targetKind: m.targetKind,
-                           state: out[m.message]!, counters: totalsByMessage[m.message]!,
-                           failuresByReason: reasons[m.message] ?? [:])
+        var report: [GivenUpMessage] = []
+        for row in facts.rows {
+            guard let message = row.int64(0), let external = row.uuid(1), let state = out[message],
+                  let counters = totalsByMessage[message] else { continue }
+            report.append(GivenUpMessage(message: message, externalID: external, accountID: row.string(3) ?? "",
+                                         targetKind: row.string(2) ?? "", state: state, counters: counters,
+                                         failuresByReason: reasons[message] ?? [:]))
         }
         return (out, report)
     }
