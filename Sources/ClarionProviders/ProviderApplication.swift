@@ -4,8 +4,8 @@ import ClarionHTTP2
 import Foundation
 
 /// One platform application as the provider layer needs it: checked credentials, where to send, where to
-/// get access tokens and which extra CA to trust. Built from the application's attributes; the SNS API calls
-/// `init` (or `ProviderApplication.validate`) to check CreatePlatformApplication / SetPlatformApplicationAttributes.
+/// get access tokens and which extra CA to trust. Built from the application's attributes; the SNS and native APIs
+/// check CreatePlatformApplication / SetPlatformApplicationAttributes with `checkSettings`, which builds it too.
 public struct ProviderApplication: Sendable {
     /// Default send hosts (A.1, B.1, D.2).
     public static let apnsProductionURL = "https://api.push.apple.com"

@@ -92,7 +92,8 @@ public final class ProviderRegistry: Sendable {
     /// working for requests already submitted; its shared pieces go at the next `releaseUnused()`).
     ///
     /// Throws when the pool cannot be configured (a bad `ProviderCACertificate`; for APNs certificate auth a
-    /// certificate or key the TLS layer refuses, which `ProviderApplication` has normally caught already).
+    /// certificate or key the TLS layer refuses), which the API has normally refused already: its
+    /// `ProviderApplication.checkSettings` checks this very configuration (`poolConfiguration`) the same way.
     public func client(for application: ProviderApplication) throws(ProviderError) -> ProviderClient {
         if let existing = state.withLock({ $0.clients[application.id] }), existing.application.fingerprint == application.fingerprint {
             return existing
