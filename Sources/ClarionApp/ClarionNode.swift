@@ -242,9 +242,15 @@ public final class ClarionNode: @unchecked Sendable {
         providerDirectory = directory
         // Delivery ids (campaign pushes, open beacons) carry an HMAC under a secret derived from the master key,
         // so every node signs and verifies alike without another setting.
+        // The dispatcher's warnings (applications and endpoints disabled, messages given up) and store errors go
+        // to the node's structured log; without this they went nowhere.
+        let dispatchLog = Log("clarion.dispatch")
         let dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
-            deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
+            deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
+            log: DispatcherLog { level, message, fields in
+                dispatchLog.write(Log.Level(rawValue: level.rawValue) ?? .warning, message, fields)
+            })
         let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool

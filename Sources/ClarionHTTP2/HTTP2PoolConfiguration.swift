@@ -124,6 +124,19 @@ public struct HTTP2PoolConfiguration: Sendable {
     }
 }
 
+extension HTTP2PoolConfiguration {
+    /// Loads the TLS material a pool is made with, in memory and without a connection, as pool creation does:
+    /// the extra trusted CA certificates (`trustedCAPEM`: `.trustedCA` when OpenSSL reads none), then the client
+    /// certificate and key (`.certificate`, `.privateKey`, `.keyMismatch`). `HTTP2ClientPool` runs exactly this when
+    /// it is created, so a configuration that passes here makes a pool, and one that fails would fail there.
+    public func validateTLS() throws(TLSConfigurationError) {
+        if let pem = trustedCAPEM {
+            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
+        }
+        try clientIdentity?.validate()
+    }
+}
+
 /// A GOAWAY a server sent.
 public struct HTTP2GoAway: Sendable, Hashable {
     /// The HTTP/2 error code (0 = NO_ERROR).

@@ -100,12 +100,9 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         self.resolver = resolver
         defaultAuthority = configuration.origin.authority
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
-        if let pem = configuration.trustedCAPEM {
-            // Fail fast on a bad PEM (parsing in memory, no I/O).
-            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
-        }
-        // Fail fast on an unusable client certificate or a key that is not its key (in memory, no I/O).
-        try configuration.clientIdentity?.validate()
+        // Fail fast on a bad CA PEM, an unusable client certificate or a key that is not its key (in memory, no
+        // I/O). The same check configuration-time callers run (the API, through ProviderRegistry).
+        try configuration.validateTLS()
         connectionConfiguration = HTTP2ConnectionStateMachine.Configuration(
             pingInterval: configuration.pingInterval?.nanoseconds,
             pingTimeout: configuration.pingTimeout.nanoseconds,

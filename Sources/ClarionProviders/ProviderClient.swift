@@ -26,10 +26,14 @@ public struct ProviderDelivery: Sendable {
 public struct ProviderDeliveryResult: Sendable {
     public var tag: UInt64
     public var outcome: DeliveryOutcome
+    /// The provider's HTTP status when it answered (nil for a failure without an answer: a connection refused, a
+    /// timeout, a token exchange that failed, a delivery refused before sending). For delivery logs and warnings.
+    public var providerStatus: Int?
 
-    public init(tag: UInt64, outcome: DeliveryOutcome) {
+    public init(tag: UInt64, outcome: DeliveryOutcome, providerStatus: Int? = nil) {
         self.tag = tag
         self.outcome = outcome
+        self.providerStatus = providerStatus
     }
 }
 
@@ -500,8 +504,10 @@ final class BatchContext: HTTP2CompletionSink {
             let index = Int(completion.tag)
             guard deliveries.indices.contains(index) else { continue }
             let delivery = deliveries[index]
+            let status: Int? = if case .success(let response) = completion.result { response.status } else { nil }
             results.append(ProviderDeliveryResult(
-                tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization)))
+                tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization),
+                providerStatus: status))
         }
         sink.receive(results)
     }

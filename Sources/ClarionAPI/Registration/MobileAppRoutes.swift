@@ -79,6 +79,16 @@ public struct MobileAppAdmin: Sendable {
         }
     }
 
+    /// The account's mobile apps and platform applications with their state (`MobileAppRepository.listing`).
+    public func listing(accountID: String) async throws(MobileAppAdminError) -> [MobileAppListingRow] {
+        do {
+            let account = try await accounts.ensureAccount(accountID: accountID)
+            return try await apps.listing(accountKey: account.key)
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No account \(accountID)."))
+        }
+    }
+
     /// A new API token for the app; the plaintext is in the result only.
     public func createToken(accountID: String, app: UUID) async throws(MobileAppAdminError) -> NewMobileAppToken {
         let notFound = MobileAppAdminError(.notFound, "No mobile app \(app.lowercasedText).", field: "id")

@@ -151,7 +151,15 @@ public final class RegistrationProcessor: Sendable {
             if r.dryRunValidation, let validator {
                 let outcome = await validator.validate(applicationKey: application, token: r.deviceToken)
                 if !outcome.isDelivered {
-                    log.info("registration dry run refused", ["outcome": outcome.label])
+                    // Refused credentials (or settings that cannot make a client) are the operator's to fix, not the
+                    // device's: a warning, with the reason, as the dispatcher's for a disabled application.
+                    let fields = ["outcome": outcome.label, "reason": outcome.reason ?? "", "application_key": String(application),
+                                  "token": RegistrationLog.tokenPrefix(r.deviceToken)]
+                    if outcome.disablesApplication {
+                        log.warning("registration dry run refused", fields)
+                    } else {
+                        log.info("registration dry run refused", fields)
+                    }
                     return (.failed, .dryRunSendingFailed)
                 }
             }

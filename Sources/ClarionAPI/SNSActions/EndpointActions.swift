@@ -104,6 +104,8 @@ enum EndpointActions {
     static func visibleAttributes(_ record: EndpointRecord) -> [String: String] {
         var out = ["Token": record.token, "Enabled": record.enabled ? "true" : "false"]
         if let data = record.customUserData { out["CustomUserData"] = data }
+        out.merge(PlatformApplicationActions.disabledAttributes(enabled: record.enabled, reason: record.disabledReason,
+                                                                at: record.disabledAt)) { $1 }
         return out
     }
 

@@ -16,6 +16,30 @@ public struct MobileAppRecord: Sendable, Equatable {
     public let createdAt: Date
 }
 
+/// One line of the account's overview (`clarion apps list`): a platform application of a mobile app, a mobile app
+/// without any, or a platform application that belongs to no mobile app (`mobileAppName` and `mobileAppID` nil).
+public struct MobileAppListingRow: Sendable, Equatable {
+    public let mobileAppName: String?
+    public let mobileAppID: UUID?
+    /// The platform application, nil for a mobile app that has none.
+    public let platform: String?
+    public let applicationName: String?
+    public let enabled: Bool
+    public let disabledReason: String?
+    public let disabledAt: Date?
+
+    public init(mobileAppName: String?, mobileAppID: UUID?, platform: String?, applicationName: String?, enabled: Bool,
+                disabledReason: String?, disabledAt: Date?) {
+        self.mobileAppName = mobileAppName
+        self.mobileAppID = mobileAppID
+        self.platform = platform
+        self.applicationName = applicationName
+        self.enabled = enabled
+        self.disabledReason = disabledReason
+        self.disabledAt = disabledAt
+    }
+}
+
 /// What a new mobile app is made of.
 public struct NewMobileApp: Sendable {
     public var name: String
@@ -103,6 +127,36 @@ public struct MobileAppRepository: Sendable {
                 out.append(try Self.record(row))
             }
             return out
+        }
+    }
+
+    /// The account's mobile apps with their platform applications (APNs, FCM, ADM order), then the platform
+    /// applications no mobile app uses, each with its enabled state and why it is disabled. Mobile apps by name,
+    /// loose applications by platform and name.
+    public func listing(accountKey: Int64) async throws(StoreError) -> [MobileAppListingRow] {
+        try await pool.withConnection { (c) throws(StoreError) -> [MobileAppListingRow] in
+            let result = try c.query("""
+                SELECT m.name, m.external_id, a.platform, a.name, coalesce(a.enabled, true), a.disabled_reason, a.disabled_at, 0, s.n
+                FROM mobile_apps m
+                CROSS JOIN LATERAL (VALUES (1, m.apns_application), (2, m.fcm_application), (3, m.adm_application)) AS s(n, app)
+                LEFT JOIN platform_applications a ON a.id = s.app
+                WHERE m.account = $1
+                  AND (s.app IS NOT NULL OR (s.n = 1 AND num_nonnulls(m.apns_application, m.fcm_application, m.adm_application) = 0))
+                UNION ALL
+                SELECT NULL, NULL, a.platform, a.name, a.enabled, a.disabled_reason, a.disabled_at, 1, 0
+                FROM platform_applications a
+                WHERE a.account = $1 AND NOT EXISTS (
+                    SELECT 1 FROM mobile_apps m WHERE m.account = a.account
+                      AND a.id IN (m.apns_application, m.fcm_application, m.adm_application))
+                ORDER BY 8, 1, 9, 3, 4
+                """, [accountKey])
+            var rows: [MobileAppListingRow] = []
+            for row in result.rows {
+                rows.append(MobileAppListingRow(
+                    mobileAppName: row.string(0), mobileAppID: row.uuid(1), platform: row.string(2), applicationName: row.string(3),
+                    enabled: row.bool(4) ?? true, disabledReason: row.string(5), disabledAt: row.date(6)))
+            }
+            return rows
         }
     }
 
