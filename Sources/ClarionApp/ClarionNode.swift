@@ -230,7 +230,12 @@ public final class ClarionNode: @unchecked Sendable {
             throw NodeError(.configuration, "CLARION_PROVIDER_CA_FILE: \(error)")
         }
         let registry: ProviderRegistry
-        do { registry = try ProviderRegistry() } catch {
+        let providerLog = Log("clarion.providers")
+        do {
+            registry = try ProviderRegistry(log: ProviderLog { level, message, fields in
+                level == .warning ? providerLog.warning(message, fields) : providerLog.info(message, fields)
+            })
+        } catch {
             throw NodeError(.internalError, "provider registry: \(error)")
         }
         providers = registry

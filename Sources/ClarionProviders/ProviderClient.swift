@@ -70,6 +70,7 @@ public final class ProviderClient: Sendable {
     let clock: @Sendable () -> Date
     let goAway: GoAwayMemo
     let log: ProviderLog
+    private let logLimiter = ProviderLogLimiter()
     /// `/v1/projects/<project>/messages:send` for FCM.
     private let fcmPath: String?
 
@@ -285,19 +286,20 @@ public final class ProviderClient: Sendable {
                     sentToken: delivery.token, now: now)
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
-            if case .credentialsInvalid(let reason) = outcome {
-                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
-            }
+            if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
             return outcome
         case .failure(let error):
             let outcome: DeliveryOutcome
             switch error {
             case .connectFailed(let text), .tlsHandshakeFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed(text))
+                connectionFailed(text)
             case .tlsVerificationFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed("TLS verification: \(text)"))
+                connectionFailed("the provider's TLS certificate was not verified: \(text)")
             case .tlsClientCertificateRejected(let text):
                 outcome = TransportFailureClassifier.classify(.clientCertificateRejected(text))
+                connectionFailed("the provider rejected the client certificate: \(text)")
             case .timeout:
                 outcome = TransportFailureClassifier.classify(.timeout)
             case .streamReset(let code):
@@ -318,11 +320,26 @@ public final class ProviderClient: Sendable {
                 outcome = .rejected(reason: "request not sendable: \(text)")
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
-            if case .credentialsInvalid(let reason) = outcome {
-                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
-            }
+            if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
             return outcome
         }
+    }
+
+    /// A connection to the provider could not be made: retried with backoff, so the deliveries wait, and the log
+    /// says why (at most once a minute for each reason).
+    private func connectionFailed(_ reason: String) {
+        guard let suppressed = logLimiter.admit("connect " + reason, now: clock()) else { return }
+        var fields = ["application": application.id, "platform": application.platform.rawValue,
+                      "endpoint": application.endpointURL, "reason": reason]
+        if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
+        log.warning("provider connection failed", fields)
+    }
+
+    private func credentialsRefused(_ reason: String, status: Int?) {
+        guard let suppressed = logLimiter.admit("credentials " + reason, now: clock()) else { return }
+        var fields = ["application": application.id, "platform": application.platform.rawValue, "reason": reason]
+        if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
+        log.warning("provider refused the credentials", fields)
     }
 
     /// The provider called the token in `authorization` expired or unknown.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+import ClarionStore
 
 @Suite("HTTP server over real sockets")
 struct HTTPServerTests {
@@ -314,6 +315,38 @@ struct HTTPServerTests {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["msg"] as? String == "http.request")
             #expect(object["status"] as? Int == 201)
+        }
+    }
+
+    @Test("every 500 says its cause in the access log (never in the response): a store failure, a handler that never answers")
+    func internalErrorsLogTheirCause() async throws {
+        let log = CollectingLog()
+        var router = Router()
+        router.add(.post, "/v1/store", .synchronous { _ in
+            JSONAPIError.internalError(cause: StoreError(.queryFailed, "relation \"x\" does not exist", sqlState: "42P01").logText).response()
+        })
+        router.add(.post, "/", errorFormat: .snsXML, .synchronous { request in
+            SNSError.internalError(cause: "store queryFailed: boom").response(requestID: request.requestID)
+        })
+        router.add(.post, "/v1/silent", .suspending { _, _ in })  // drops its responder without answering
+        try await withServer(router, configure: { $0.accessLog = log }) { server in
+            let store = try await curl("http://127.0.0.1:\(server.port)/v1/store", method: "POST")
+            #expect(store.status == 500)
+            #expect(!store.text.contains("42P01"), "the cause stays out of the response")
+            let sns = try await curl("http://127.0.0.1:\(server.port)/", method: "POST")
+            #expect(sns.status == 500)
+            #expect(!sns.text.contains("boom"))
+            let silent = try await curl("http://127.0.0.1:\(server.port)/v1/silent", method: "POST")
+            #expect(silent.status == 500)
+            #expect(await eventually { log.all.count == 3 })
+            let causes = Dictionary(uniqueKeysWithValues: log.all.map { ($0.path, $0.cause) })
+            #expect((causes["/v1/store"] ?? nil)?.contains("SQLSTATE 42P01") == true)
+            #expect(causes["/"] ?? nil == "store queryFailed: boom")
+            #expect(causes["/v1/silent"] ?? nil == "the handler returned without answering")
+            for entry in log.all {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+                #expect(object["cause"] as? String == entry.cause)
+            }
         }
     }
 

@@ -272,7 +272,9 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Runs the route's handler once the whole body is in.
     private func dispatch(_ context: RequestContext) {
         guard let match = context.match else {
-            respond(ErrorFormat.json.response(for: .internalError, requestID: context.requestID), to: context)
+            var response = ErrorFormat.json.response(for: .internalError, requestID: context.requestID)
+            response.cause = "no route was matched before dispatch"
+            respond(response, to: context)
             return
         }
         switch match {
@@ -350,6 +352,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private func respond(_ response: HTTPResponse, to context: RequestContext, close: Bool = false) {
         awaitedSlot = nil
         context.status = response.status
+        context.cause = response.cause
         let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
         serialize(response, for: context, closing: closing)
         state = .idle

@@ -38,7 +38,7 @@ final class ServerCore: Sendable {
         if let log = accessLog {
             log.record(AccessLogEntry(method: context.method, path: context.rawPath, status: context.status,
                                       duration: .now - context.started, requestID: context.requestID,
-                                      remoteAddress: context.remoteAddress, completed: completed))
+                                      remoteAddress: context.remoteAddress, completed: completed, cause: context.cause))
         }
         inFlight.subtract(1, ordering: .relaxed)
     }
@@ -124,6 +124,8 @@ final class RequestContext {
     var match: RouteMatch?
     var limit = 0
     var status = 0
+    /// The response's `cause` (5xx answers), for the access log.
+    var cause: String?
     /// A response given while the handler was still being called on the loop thread; sent once it returns.
     var earlyResponse: HTTPResponse?
 

@@ -13,6 +13,8 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
     public let message: String
     /// The input at fault (`fcm_application`).
     public let field: String?
+    /// Why an internal error happened, for the log.
+    public var cause: String?
 
     public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code
@@ -28,7 +30,10 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
         case .uniqueViolation: return MobileAppAdminError(.conflict, "A mobile app with this name exists.", field: "name")
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return MobileAppAdminError(.unavailable, "The store is unavailable; retry later.")
-        default: return MobileAppAdminError(.internalError, "The store could not complete the operation.")
+        default:
+            var failure = MobileAppAdminError(.internalError, "The store could not complete the operation.")
+            failure.cause = error.logText
+            return failure
         }
     }
 
@@ -38,7 +43,7 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
         case .notFound: JSONAPIError.notFound(message, field: field)
         case .conflict: JSONAPIError.conflict(message, field: field)
         case .unavailable: JSONAPIError.serviceUnavailable(message)
-        case .internalError: JSONAPIError.internalError
+        case .internalError: JSONAPIError.internalError(cause: cause ?? message)
         }
     }
 }

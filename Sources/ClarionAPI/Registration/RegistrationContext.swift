@@ -143,7 +143,7 @@ struct RegistrationFields {
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return .serviceUnavailable("The store is unavailable; retry later.")
         default:
-            return .internalError
+            return .internalError(cause: error.logText)
         }
     }
 }

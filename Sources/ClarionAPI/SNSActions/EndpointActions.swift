@@ -61,7 +61,7 @@ enum EndpointActions {
                     throw SNSError.invalidParameter("Token", reason: "Endpoint \(otherARN) already exists with the same Token")
                 }
                 if error.code == .notFound { throw notFound }
-                throw SNSError.internalError()
+                throw SNSError.internalError(cause: error.logText)
             }
             return .empty
         }
