@@ -106,14 +106,24 @@ public struct RegistrationRepository: Sendable {
     /// The app and token when `apiToken` is a live token of the app `appExternalID` of account `accountID`; nil
     /// otherwise (unknown account, app or token, or a revoked token). Compares hashes only.
     public func authenticate(accountID: String, appExternalID: UUID, apiToken: String) async throws(StoreError) -> RegistrationCaller? {
+        try await caller(apiToken: apiToken, where: "m.external_id = $2 AND a.account_id = $3", [appExternalID, accountID])
+    }
+
+    /// The same check for an app already found by its key (the event collector finds it by Firebase project).
+    public func authenticate(appKey: Int64, apiToken: String) async throws(StoreError) -> RegistrationCaller? {
+        try await caller(apiToken: apiToken, where: "m.id = $2", [appKey])
+    }
+
+    /// A live (not revoked) token of the app the condition selects, compared by hash; `$1` is the hash.
+    private func caller(apiToken: String, where condition: String, _ parameters: [any PGEncodable]) async throws(StoreError) -> RegistrationCaller? {
         let hash = PGBytes(Digest.sha256(apiToken))
         return try await pool.withConnection { (c) throws(StoreError) -> RegistrationCaller? in
             guard let row = try c.query("""
-                SELECT m.id, t.id FROM mobile_app_tokens t
+                SELECT m.id, m.external_id, t.id FROM mobile_app_tokens t
                 JOIN mobile_apps m ON m.id = t.mobile_app JOIN accounts a ON a.id = m.account
-                WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND m.external_id = $2 AND a.account_id = $3
-                """, [hash, appExternalID, accountID]).first else { return nil }
-            return RegistrationCaller(appKey: try row.requireInt64(0), appExternalID: appExternalID, tokenID: try row.requireInt64(1))
+                WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND \(condition)
+                """, [hash] + parameters).first, let external = row.uuid(1) else { return nil }
+            return RegistrationCaller(appKey: try row.requireInt64(0), appExternalID: external, tokenID: try row.requireInt64(2))
         }
     }
 

@@ -59,6 +59,13 @@ struct RegistrationFixture {
         }
     }
 
+    /// A native-API call with the account's key (`/v1/mobile-apps`).
+    func native(_ method: String, _ path: String, _ body: String? = nil) async throws -> ClientResult {
+        var headers = ["Authorization": "Bearer \(apiKey)"]
+        if body != nil { headers["Content-Type"] = "application/json" }
+        return try await curl(base + path, method: method, headers: headers, body: body.map { Array($0.utf8) })
+    }
+
     func post(_ url: String, _ body: String, headers: [String: String] = [:]) async throws -> ClientResult {
         var all = headers
         if all["Content-Type"] == nil { all["Content-Type"] = "application/json" }
