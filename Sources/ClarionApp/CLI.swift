@@ -49,10 +49,14 @@ public enum CLI {
                 usage: "clarion apps list [--unassigned]\n"
                     + "       clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app]\n"
                     + "                    [--firebase-project-id ID] [--dry-run-validation]\n"
+                    + "                    [--events-require-api-token] [--no-events-require-api-token-for-user-change]\n"
                     + "       clarion apps create-token <mobile-app-id>\n"
                     + "       clarion apps revoke-token <mobile-app-id> <token-id>        [settings...]\n\n"
                     + "A mobile app groups one platform application per platform (named PLATFORM:name) and owns the API\n"
-                    + "tokens of the registration API. A new token is printed once; only its hash and a sealed copy are kept.\n\n"
+                    + "tokens of the registration API. A new token is printed once; only its hash and a sealed copy are kept.\n"
+                    + "--events-require-api-token: the event collector (/meiro_mobile, /v1/events) refuses events without one\n"
+                    + "of the app's API tokens (recommended in production). --no-events-require-api-token-for-user-change:\n"
+                    + "let anonymous events move a device token to another user_id (refused by default). See docs/security.md.\n\n"
                     + "list prints one tab-separated line per platform application of each mobile app, then the platform\n"
                     + "applications no mobile app uses (mobile app '-'): mobile app, its id, PLATFORM:name, enabled or\n"
                     + "disabled, when it was disabled and why (the provider's reason or the configuration error when the\n"
@@ -275,7 +279,7 @@ public enum CLI {
         guard let action = arguments.first else { throw NodeError(.usage, "usage: clarion apps <action> (see --help)") }
         var rest = Array(arguments.dropFirst())
         var options: [String: String] = [:]
-        var dryRun = false
+        var dryRun = false, requireToken = false, requireTokenForUserChange = true
         for flag in ["--name", "--apns", "--fcm", "--adm", "--firebase-project-id"] {
             if let i = rest.firstIndex(of: flag) {
                 guard i + 1 < rest.count else { throw NodeError(.usage, "\(flag) needs a value") }
@@ -286,6 +290,8 @@ public enum CLI {
         if let i = rest.firstIndex(of: "--dry-run-validation") { dryRun = true; rest.remove(at: i) }
         var unassignedOnly = false
         if action == "list", let i = rest.firstIndex(of: "--unassigned") { unassignedOnly = true; rest.remove(at: i) }
+        if let i = rest.firstIndex(of: "--events-require-api-token") { requireToken = true; rest.remove(at: i) }
+        if let i = rest.firstIndex(of: "--no-events-require-api-token-for-user-change") { requireTokenForUserChange = false; rest.remove(at: i) }
         var positional: [String] = []
         while let first = rest.first, !first.hasPrefix("--") { positional.append(first); rest.removeFirst() }
         let (configuration, extra) = try loadConfiguration(rest, environment)
@@ -305,13 +311,17 @@ public enum CLI {
             case "create":
                 guard let name = options["--name"], positional.isEmpty else { throw NodeError(.usage, "usage: clarion apps create --name NAME ...") }
                 let opts = options
-                let validate = dryRun
+                let (validate, tokenForEvents, tokenForUserChange) = (dryRun, requireToken, requireTokenForUserChange)
                 let app = try blockingAwait { () async throws(MobileAppAdminError) in
                     try await admin.createApp(accountID: accountID, name: name, apnsApplication: opts["--apns"],
                                               fcmApplication: opts["--fcm"], admApplication: opts["--adm"],
-                                              firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate)
+                                              firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate,
+                                              eventsRequireAPIToken: tokenForEvents,
+                                              eventsRequireAPITokenForUserChange: tokenForUserChange)
                 }
-                say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)")
+                say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)\n"
+                    + "EventsRequireApiToken: \(app.eventsRequireAPIToken)\n"
+                    + "EventsRequireApiTokenForUserChange: \(app.eventsRequireAPITokenForUserChange)")
             case "create-token":
                 guard positional.count == 1, let id = UUID(text: positional[0]) else {
                     throw NodeError(.usage, "usage: clarion apps create-token <mobile-app-id>")
