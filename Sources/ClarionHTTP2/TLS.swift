@@ -71,33 +71,59 @@ func freeCertificate(_ certificate: OpaquePointer) {
     X509_free(certificate)
 }
 
+/// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`, and frees the BIO before returning.
+///
+/// `BIO_new_mem_buf` does not copy: the BIO reads the bytes in place for as long as it lives, and a pointer from
+/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (style.md, "pointers do not outlive their
+/// closure"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
+/// worked in debug builds; release builds freed the bytes first and PEM parsing found no certificate.)
+func withMemoryBIO<R>(
+    _ text: String, _ body: (OpaquePointer) throws(TLSConfigurationError) -> R
+) throws(TLSConfigurationError) -> R {
+    var text = text
+    let result = text.withUTF8 { bytes -> Result<R, TLSConfigurationError> in
+        guard let base = bytes.baseAddress, let count = Int32(exactly: bytes.count) else {
+            return .failure(TLSConfigurationError(reason: "PEM text is empty or too large"))
+        }
+        guard let bio = BIO_new_mem_buf(base, count) else {
+            return .failure(TLSConfigurationError(reason: "BIO_new_mem_buf: \(openSSLErrorText())"))
+        }
+        defer { BIO_free(bio) }
+        do throws(TLSConfigurationError) {
+            return .success(try body(bio))
+        } catch {
+            return .failure(error)
+        }
+    }
+    return try result.get()
+}
+
 /// Reads every certificate in a PEM string (errors carry `code`).
 func readCertificates(pem: String, code: TLSConfigurationError.Code = .certificate) throws(TLSConfigurationError) -> [OpaquePointer] {
-    let bytes = Array(pem.utf8)
-    let bio: OpaquePointer? = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-    guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
-    defer { BIO_free(bio) }
-    var certificates: [OpaquePointer] = []
-    while let cert = PEM_read_bio_X509(bio, nil, nil, nil) {
-        certificates.append(cert)
+    if pem.isEmpty { throw TLSConfigurationError(code: code, reason: "no certificate in PEM") }
+    let certificates = try withMemoryBIO(pem) { bio in
+        var certificates: [OpaquePointer] = []
+        while let cert = PEM_read_bio_X509(bio, nil, nil, nil) {
+            certificates.append(cert)
+        }
+        ERR_clear_error()  // the loop ends with a "no start line" error
+        return certificates
     }
-    ERR_clear_error()  // the loop ends with a "no start line" error
     if certificates.isEmpty { throw TLSConfigurationError(code: code, reason: "no certificate in PEM") }
     return certificates
 }
 
 /// Reads the first private key in a PEM string (PKCS#8, SEC 1 or PKCS#1; unencrypted). The caller frees it.
 func readPrivateKey(pem: String) throws(TLSConfigurationError) -> OpaquePointer {
-    let keyBytes = Array(pem.utf8)
-    let bio: OpaquePointer? = keyBytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-    guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
-    defer { BIO_free(bio) }
-    // A nil password callback would prompt on the terminal for an encrypted key: refuse instead.
-    guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
-        throw TLSConfigurationError(code: .privateKey,
-                                    reason: "private key is not a readable unencrypted PEM key: \(openSSLErrorText())")
+    let unreadable = "private key is not a readable unencrypted PEM key"
+    if pem.isEmpty { throw TLSConfigurationError(code: .privateKey, reason: "\(unreadable): empty") }
+    return try withMemoryBIO(pem) { bio throws(TLSConfigurationError) in
+        // A nil password callback would prompt on the terminal for an encrypted key: refuse instead.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
+            throw TLSConfigurationError(code: .privateKey, reason: "\(unreadable): \(openSSLErrorText())")
+        }
+        return key
     }
-    return key
 }
 
 /// Installs `identity` in `ctx`: the leaf certificate, the rest of the chain as extra chain certificates, the
