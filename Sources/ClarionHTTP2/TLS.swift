@@ -291,13 +291,22 @@ final class TLSSession {
         } else {
             SSL_set_connect_state(ssl)
             if let name = serverName {
+                // Each of these can fail (SNI refuses a name over 255 bytes): a failure is this session's, thrown
+                // with the error queue drained, never left on the loop thread's queue for another connection's
+                // `SSL_get_error` to find. (Fully initialised: a throw runs deinit, which frees the SSL.)
                 let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
                 if SocketAddress(numericHost: bare, port: 0) != nil {
                     // IP address: no SNI (RFC 6066), match the certificate's IP SAN.
-                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare)
+                    guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot verify against IP address \(bare): \(openSSLErrorText())")
+                    }
                 } else {
-                    _ = clarion_SSL_set_tlsext_host_name(ssl, bare)
-                    _ = SSL_set1_host(ssl, bare)
+                    guard clarion_SSL_set_tlsext_host_name(ssl, bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot send server name \(bare.prefix(64)): \(openSSLErrorText())")
+                    }
+                    guard SSL_set1_host(ssl, bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot verify against host name \(bare.prefix(64)): \(openSSLErrorText())")
+                    }
                 }
             }
         }
@@ -337,6 +346,10 @@ final class TLSSession {
     }
 
     fileprivate var availableCiphertext: Int { unread.readableBytes + inputCount }
+
+    // `SSL_get_error` reports SSL_ERROR_SSL whenever the thread's error queue holds anything, including entries
+    // another OpenSSL call on this loop thread left behind (another connection's, a PEM parse): so every call
+    // whose result goes through `SSL_get_error` (SSL_do_handshake, SSL_read, SSL_write) starts with an empty queue.
 
     func handshake() -> HandshakeState {
         ERR_clear_error()
@@ -400,7 +413,8 @@ final class TLSSession {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
-        let rc = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        ERR_clear_error()  // see `handshake`: a stale entry would turn "want read" into a fatal error
+        let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if rc > 0 { return .bytes(Int(rc)) }
         let error = SSL_get_error(ssl, rc)
         switch error {
@@ -410,9 +424,12 @@ final class TLSSession {
         }
     }
 
-    /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back).
+    /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back). On failure the error queue
+    /// holds this write's errors only (the caller reports them).
     func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
-        SSL_write(ssl, pointer, Int32(count)) == Int32(count)
+        guard let length = Int32(exactly: count) else { return false }
+        ERR_clear_error()  // see `handshake`
+        return SSL_write(ssl, pointer, length) == length
     }
 }
 
