@@ -270,8 +270,19 @@ final class HostResolver: Sendable {
 
     private let state = Mutex(State())
     private let semaphore = Semaphore()
+    private let startThread: ThreadStarter
 
-    /// Calls `completion` on the resolver thread.
+    /// Starts `body` on a new detached thread; returns 0, or the error number when no thread was started
+    /// (`pthread_create`'s result: EAGAIN when the process is out of threads).
+    typealias ThreadStarter = @Sendable (_ body: @escaping @Sendable () -> Void) -> Int32
+
+    /// `startThread` is for tests (a thread that cannot start).
+    init(startThread: @escaping ThreadStarter = HostResolver.startDetachedThread) {
+        self.startThread = startThread
+    }
+
+    /// Calls `completion` on the resolver thread, or at once on this thread when the lookup cannot run (the
+    /// resolver is stopped, or its thread could not be started).
     func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void) {
         if let address = SocketAddress(numericHost: host, port: port) {
             completion(.success([address]))
@@ -288,16 +299,41 @@ final class HostResolver: Sendable {
             return
         }
         if startThread {
-            let box = Unmanaged.passRetained(self).toOpaque()
-            var thread = pthread_t()
-            pthread_create(&thread, nil, { raw in
-                let resolver = Unmanaged<HostResolver>.fromOpaque(raw!).takeRetainedValue()
-                resolver.run()
-                return nil
-            }, box)
-            pthread_detach(thread)
+            // The thread keeps the resolver alive until it stops.
+            let rc = self.startThread { [self] in run() }
+            if rc != 0 {
+                // No thread runs the queue: fail what is queued now (this call's job and any that came meanwhile)
+                // instead of leaving the callers waiting forever, and let the next call try to start one again.
+                let stranded = state.withLock { state -> [Job] in
+                    state.started = false
+                    defer { state.jobs.removeAll() }
+                    return state.jobs
+                }
+                let why = "no resolver thread (pthread_create: \(String(cString: strerror(rc))))"
+                for job in stranded { job.completion(.failure(.connectFailed("cannot resolve \(job.host): \(why)"))) }
+                return
+            }
         }
         semaphore.signal()
+    }
+
+    static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+        final class Box {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box)
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(box).release()  // the thread that would have taken it never ran
+            return rc
+        }
+        pthread_detach(thread)
+        return 0
     }
 
     func stop() {
