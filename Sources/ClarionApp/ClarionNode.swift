@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ClarionAPI
+import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
 import ClarionEmulator
@@ -153,6 +154,16 @@ public final class ClarionNode: @unchecked Sendable {
         }
     }
 
+    /// Where provider endpoints may connect: public addresses, `CLARION_PROVIDER_ALLOW_HOSTS`, and loopback when this
+    /// node runs the emulator (its demo credentials point there).
+    var providerAddressPolicy: OutboundAddressPolicy {
+        var policy = (try? OutboundAddressPolicy(allowList: configuration.providerAllowHosts)) ?? OutboundAddressPolicy()
+        if configuration.withEmulator {
+            policy.allowedNetworks += [IPNetwork("127.0.0.0/8")!, IPNetwork("::1/128")!]
+        }
+        return policy
+    }
+
     /// Whether `host` (CLARION_LISTEN's host) reaches this machine only: 127.0.0.0/8, ::1 or localhost.
     static func isLoopback(_ host: String) -> Bool {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
@@ -231,8 +242,10 @@ public final class ClarionNode: @unchecked Sendable {
         }
         let registry: ProviderRegistry
         let providerLog = Log("clarion.providers")
+        var options = ProviderOptions()
+        options.addressPolicy = providerAddressPolicy
         do {
-            registry = try ProviderRegistry(log: ProviderLog { level, message, fields in
+            registry = try ProviderRegistry(options: options, log: ProviderLog { level, message, fields in
                 level == .warning ? providerLog.warning(message, fields) : providerLog.info(message, fields)
             })
         } catch {

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// Clarion's configuration: defaults, then a file, then the environment, then flags; each later source
@@ -23,6 +24,9 @@ public struct Configuration: Sendable, Equatable {
     public var role = Role.all
     public var databasePoolSize = 8
     public var providerCAFile: String?
+    /// Loopback, private and reserved addresses provider endpoints may reach (host names and CIDRs); public
+    /// addresses need nothing. `--with-emulator` adds 127.0.0.0/8 and ::1/128 for its own emulator.
+    public var providerAllowHosts = ""
     public var apiThreads = 4
     /// Simultaneous API connections at most; the node lowers it to fit the open-file limit (`FileDescriptorBudget`).
     public var maxConnections = 4096
@@ -125,6 +129,14 @@ public struct Configuration: Sendable, Equatable {
         Setting(key: "CLARION_PROVIDER_CA_FILE", flag: "--provider-ca-file", secret: false,
                 help: "extra CA (PEM) trusted for every provider connection",
                 apply: { c, v in c.providerCAFile = v.isEmpty ? nil : v }, read: { $0.providerCAFile }),
+        Setting(key: "CLARION_PROVIDER_ALLOW_HOSTS", flag: "--provider-allow-hosts", secret: false,
+                help: "non-public hosts/CIDRs provider endpoints may reach, comma-separated (e.g. 127.0.0.0/8,::1/128)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    do throws(OutboundPolicyError) { _ = try OutboundAddressPolicy(allowList: v) } catch {
+                        throw ConfigurationError(key: "CLARION_PROVIDER_ALLOW_HOSTS", message: error.description)
+                    }
+                    c.providerAllowHosts = v
+                }, read: { $0.providerAllowHosts }),
         Setting(key: "CLARION_WITH_EMULATOR", flag: "--with-emulator", secret: false,
                 help: "also run the provider emulator in-process (true/false)",
                 apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },

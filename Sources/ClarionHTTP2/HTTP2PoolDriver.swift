@@ -1,3 +1,4 @@
+import ClarionCore
 import Synchronization
 
 /// Counts requests admitted but not yet on a stream (in hand-over to the loop, or queued), so callers on any
@@ -313,6 +314,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             failed(error)
             return
         case .success(let addresses):
+            // Every address the host resolves to is judged, and the one connected to is among them (no second
+            // resolution to rebind).
+            if let policy = configuration.addressPolicy, !policy.allowsHost(configuration.origin.host),
+               let refused = addresses.first(where: { !policy.allows(address: $0.addressText) }) {
+                failed(.connectFailed("\(configuration.origin.host) resolves to \(refused.addressText), which the node's "
+                    + "outbound address policy refuses (loopback, private and reserved ranges need CLARION_PROVIDER_ALLOW_HOSTS)"))
+                return
+            }
             address = addresses[0]
         }
         var tls: TLSSession?

@@ -58,6 +58,13 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The address alone, without port or brackets (`127.0.0.1`, `::1`).
+    package var addressText: String {
+        let text = description
+        if text.hasPrefix("["), let end = text.firstIndex(of: "]") { return String(text[text.index(after: text.startIndex)..<end]) }
+        return String(text[..<(text.lastIndex(of: ":") ?? text.endIndex)])
+    }
+
     package var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in

@@ -58,9 +58,13 @@ public final class AccessTokenSource: Sendable {
 
     private let state = Mutex(State())
 
+    /// Which addresses the token URL may resolve to (nil: any).
+    let addressPolicy: OutboundAddressPolicy?
+
     init(grant: Grant, tokenURL: String, trustedCAPEM: String?, worker: TokenWorker, clock: @escaping @Sendable () -> Date,
          refreshMargin: TimeInterval = 300, refusalRetention: TimeInterval = 60, failureRetention: TimeInterval = 5,
-         log: ProviderLog) {
+         addressPolicy: OutboundAddressPolicy? = nil, log: ProviderLog) {
+        self.addressPolicy = addressPolicy
         self.grant = grant
         self.tokenURL = tokenURL
         self.trustedCAPEM = trustedCAPEM
@@ -215,7 +219,8 @@ public final class AccessTokenSource: Sendable {
             form = "grant_type=client_credentials&scope=" + Self.formEncode(Self.admScope)
                 + "&client_id=" + Self.formEncode(client.clientID) + "&client_secret=" + Self.formEncode(client.clientSecret)
         }
-        switch CurlTokenTransport.postForm(url: tokenURL, form: form, trustedCAPEM: trustedCAPEM, timeoutSeconds: 20) {
+        switch CurlTokenTransport.postForm(url: tokenURL, form: form, trustedCAPEM: trustedCAPEM, timeoutSeconds: 20,
+                                                   addressPolicy: addressPolicy) {
         case .failed(let failure):
             return .failure(AccessTokenFailure(outcome: TokenExchangeClassifier.classify(failure)))
         case .response(let response):

@@ -15,7 +15,20 @@ enum CurlTokenTransport {
     /// Largest response body kept (token answers are a few hundred bytes).
     static let maximumBody = 64 * 1024
 
-    static func postForm(url: String, form: String, trustedCAPEM: String?, timeoutSeconds: Int) -> TokenTransportResult {
+    static func postForm(url: String, form: String, trustedCAPEM: String?, timeoutSeconds: Int,
+                         addressPolicy: OutboundAddressPolicy? = nil) -> TokenTransportResult {
+        // The token URL is a tenant's setting too (ProviderAuthEndpoint, the service account's token_uri): resolve
+        // it here, judge every address, and pin libcurl to the one judged (no second resolution to rebind).
+        var resolve: [String] = []
+        if let addressPolicy {
+            guard let target = OutboundURL(url) else { return .failed(.connectFailed("not an http(s) URL: \(url)")) }
+            switch addressPolicy.resolve(target) {
+            case .success(let address):
+                resolve = ["\(target.host):\(target.port):\(address.contains(":") ? "[\(address)]" : address)"]
+            case .failure(let refusal):
+                return .failed(.connectFailed("\(target.host): \(refusal.rawValue) (loopback, private and reserved ranges need CLARION_PROVIDER_ALLOW_HOSTS)"))
+            }
+        }
         let request = CurlRequest(
             url: url,
             headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"],
@@ -24,6 +37,7 @@ enum CurlTokenTransport {
             connectTimeoutMilliseconds: min(timeoutSeconds, 10) * 1000,
             httpVersion: url.lowercased().hasPrefix("http://") ? .http2PriorKnowledge : .http2OverTLS,
             extraTrustedCAPEM: trustedCAPEM,
+            resolve: resolve,
             maximumResponseBody: maximumBody)
         switch request.perform() {
         case .success(let response):

@@ -27,6 +27,9 @@ public struct ProviderOptions: Sendable {
     public var apnsTokenMinimumAge: TimeInterval
     /// Refresh FCM/ADM access tokens this long before they expire.
     public var accessTokenRefreshMargin: TimeInterval
+    /// Which addresses provider endpoints may resolve to (SSRF guard); nil allows any (tests, the load tests).
+    /// `clarion serve` sets public addresses plus `CLARION_PROVIDER_ALLOW_HOSTS`.
+    public var addressPolicy: OutboundAddressPolicy?
 
     public init(eventLoopThreads: Int = 1, connectionsPerPool: Int = 2, fcmConnectionsPerPool: Int = 8,
                 maxConcurrentStreamsPerConnection: Int = 1000,
@@ -45,6 +48,7 @@ public struct ProviderOptions: Sendable {
         self.apnsTokenRenewalAge = apnsTokenRenewalAge
         self.apnsTokenMinimumAge = apnsTokenMinimumAge
         self.accessTokenRefreshMargin = accessTokenRefreshMargin
+        self.addressPolicy = nil
     }
 }
 
@@ -174,13 +178,15 @@ public final class ProviderRegistry: Sendable {
         let identity = (credentials?.identity ?? "unparsed-credentials") + environment
             + (trustedCAPEM.map { ":ca-" + digest($0) } ?? "")
         let connections = platform.provider == .fcm ? options.fcmConnectionsPerPool : options.connectionsPerPool
-        return HTTP2PoolConfiguration(
+        var configuration = HTTP2PoolConfiguration(
             origin: origin, identity: identity, connectionCount: max(1, connections),
             maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
             // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
             initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
             requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
             trustedCAPEM: trustedCAPEM, clientIdentity: clientIdentity, pingInterval: options.pingInterval)
+        configuration.addressPolicy = options.addressPolicy
+        return configuration
     }
 
     /// Checks that a pool with `configuration` can be made, without making it (no connection, no event loop): the
@@ -276,7 +282,8 @@ public final class ProviderRegistry: Sendable {
     private func source(key: String, grant: AccessTokenSource.Grant, url: String, ca: String?) -> AccessTokenSource {
         if let existing = state.withLock({ $0.sources[key] }) { return existing }
         let fresh = AccessTokenSource(grant: grant, tokenURL: url, trustedCAPEM: ca, worker: worker, clock: clock,
-                                      refreshMargin: options.accessTokenRefreshMargin, log: log)
+                                      refreshMargin: options.accessTokenRefreshMargin,
+                                      addressPolicy: options.addressPolicy, log: log)
         return state.withLock { state in
             if let existing = state.sources[key] { return existing }
             state.sources[key] = fresh

@@ -44,6 +44,9 @@ class Node:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = dict(os.environ)
+        # The tests' emulators listen on loopback, which provider endpoints may reach only when the node allows it
+        # (SSRF guard); a test of the guard itself sets this to "".
+        full_env.setdefault("CLARION_PROVIDER_ALLOW_HOSTS", "127.0.0.0/8,::1/128")
         full_env.update(env or {})
         self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
         self.log = open(self.log_path, "w")
