@@ -42,6 +42,11 @@ class Node:
 
     def __init__(self, args, env=None, listen_host="127.0.0.1", preexec_fn=None):
         self.port = free_port()
+        if "--data-dir" in args:
+            # mkdtemp makes 0700 folders, which the embedded cluster's `postgres` user cannot enter; the node would
+            # then place its cluster under /var/lib/clarion (tested in EmbeddedPostgresTests) and leave it there
+            # when the test removes the folder.
+            os.chmod(args[args.index("--data-dir") + 1], 0o755)
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = dict(os.environ)
         # The tests' emulators listen on loopback, which provider endpoints may reach only when the node allows it
