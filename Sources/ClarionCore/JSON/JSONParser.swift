@@ -131,10 +131,10 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if duplicateKeys == .reject && object.contains(key) {
+            // One lookup: linear on small objects, hashed on large ones (JSONObject.indexThreshold).
+            if !object.insert(value, forKey: copy key) && duplicateKeys == .reject {
                 throw JSONParseError(code: .duplicateKey, offset: keyOffset, key: key)
             }
-            object[key] = value
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             switch bytes[index] {
