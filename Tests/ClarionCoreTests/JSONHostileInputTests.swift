@@ -1,8 +1,8 @@
 import Testing
 @testable import ClarionCore
 
-/// The parser under hostile input (issue "Hardening", finding 1): repeated keys are found by a hashed index on large
-/// objects rather than by scanning every earlier key.
+/// The parser under hostile input (issue "Hardening", finding 1): documents are bounded in members, values and
+/// depth, and repeated keys are found by a hashed index on large objects rather than by scanning every earlier key.
 @Suite("JSON under hostile input")
 struct JSONHostileInputTests {
     func refusal(_ bytes: [UInt8], duplicateKeys: JSONValue.DuplicateKeyPolicy = .lastWins) -> JSONParseError? {
@@ -14,6 +14,8 @@ struct JSONHostileInputTests {
         }
     }
 
+    // MARK: limits
+
     /// `{"k0":0,"k1":0,...}` with `keys` members; `repeatLast` makes the last key repeat the first.
     func object(keys: Int, repeatLast: Bool = false) -> [UInt8] {
         var out = "{"
@@ -22,6 +24,54 @@ struct JSONHostileInputTests {
             out += (i == 0 ? "" : ",") + "\"k\(key)\":\(i)"
         }
         return Array((out + "}").utf8)
+    }
+
+    @Test("an object may have exactly maximumObjectMembers members; one more is refused at the key over the limit")
+    func memberLimit() throws {
+        let limit = JSONValue.maximumObjectMembers
+        #expect(limit == 10_000)
+        let atLimit = try JSONValue.parse(bytes: object(keys: limit), duplicateKeys: .reject)
+        #expect(atLimit.objectValue?.count == limit)
+        let over = object(keys: limit + 1)
+        let error = try #require(refusal(over, duplicateKeys: .reject))
+        #expect(error.code == .tooManyMembers)
+        #expect(error.isLimit)
+        #expect(error.offset == over.count - "\"k\(limit)\":\(limit)}".utf8.count)
+        // Repeated keys count each time they are listed, even when the last one wins.
+        #expect(refusal(object(keys: limit + 1, repeatLast: true), duplicateKeys: .lastWins)?.code == .tooManyMembers)
+    }
+
+    @Test("the finding: a 40,000-key object is refused at its 10,001st key, under either duplicate policy")
+    func fortyThousandKeys() throws {
+        let body = object(keys: 40_000)
+        for policy in [JSONValue.DuplicateKeyPolicy.reject, .lastWins] {
+            let error = try #require(refusal(body, duplicateKeys: policy))
+            #expect(error.code == .tooManyMembers)
+            #expect(error.offset < body.count / 3)
+        }
+    }
+
+    @Test("a document may hold exactly maximumValues values (the top level counts); one more is refused")
+    func valueLimit() throws {
+        let limit = JSONValue.maximumValues
+        #expect(limit == 100_000)
+        func zeros(_ n: Int) -> [UInt8] { Array(("[" + Array(repeating: "0", count: n).joined(separator: ",") + "]").utf8) }
+        #expect(try JSONValue.parse(bytes: zeros(limit - 1)).arrayValue?.count == limit - 1)
+        let error = try #require(refusal(zeros(limit)))
+        #expect(error.code == .tooManyValues)
+        #expect(error.offset == 1 + 2 * (limit - 1))
+        // Members of nested objects count too: 10 objects of 10,000 members each are 100,011 values.
+        let objects = "[" + Array(repeating: String(decoding: object(keys: 10_000), as: UTF8.self), count: 10).joined(separator: ",") + "]"
+        #expect(refusal(Array(objects.utf8))?.code == .tooManyValues)
+    }
+
+    @Test("nesting exactly maximumNestingDepth deep is accepted in objects too; one deeper is refused")
+    func objectDepth() throws {
+        let limit = JSONValue.maximumNestingDepth
+        let ok = String(repeating: #"{"a":"#, count: limit - 1) + "{}" + String(repeating: "}", count: limit - 1)
+        #expect(throws: Never.self) { try JSONValue.parse(ok) }
+        let deep = String(repeating: #"{"a":"#, count: limit) + "{}" + String(repeating: "}", count: limit)
+        #expect(refusal(Array(deep.utf8))?.code == .nestingTooDeep)
     }
 
     // MARK: repeated keys at every size
@@ -90,5 +140,14 @@ struct JSONHostileInputTests {
         #expect(small != built)
         small = JSONObject(pairs)
         #expect(small.hashValue == built.hashValue)
+    }
+
+    // MARK: the API's wording
+
+    @Test("every refusal explains itself with its byte offset")
+    func reasons() throws {
+        #expect(try #require(refusal(object(keys: 10_001))).reason.hasPrefix("an object with more than 10000 members at byte "))
+        #expect(try #require(refusal(Array(#"{"a":1,"a":2}"#.utf8), duplicateKeys: .reject)).reason
+            == "the key 'a' appears more than once at byte 7")
     }
 }

@@ -9,6 +9,10 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         case duplicateKey
         case nestingTooDeep
         case trailingData
+        /// An object with more than `JSONValue.maximumObjectMembers` members.
+        case tooManyMembers
+        /// A document with more than `JSONValue.maximumValues` values.
+        case tooManyValues
     }
 
     public let code: Code
@@ -17,8 +21,36 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     /// The repeated key, for `duplicateKey`.
     public let key: String?
 
+    public init(code: Code, offset: Int, key: String? = nil) {
+        self.code = code
+        self.offset = offset
+        self.key = key
+    }
+
     public var description: String {
         "\(code.rawValue) at byte \(offset)" + (key.map { " (key \"\($0)\")" } ?? "")
+    }
+
+    /// True for the refusals of well-formed JSON that is too large in shape (members, values, depth).
+    public var isLimit: Bool { code == .tooManyMembers || code == .tooManyValues || code == .nestingTooDeep }
+
+    /// What is wrong, in words, with its byte offset: for error messages of the APIs (no input is quoted but a
+    /// repeated key).
+    public var reason: String {
+        let what: String
+        switch code {
+        case .unexpectedEnd: what = "the text ends early"
+        case .unexpectedByte: what = "unexpected character"
+        case .invalidNumber: what = "invalid number"
+        case .invalidEscape: what = "invalid escape sequence"
+        case .controlCharacterInString: what = "unescaped control character in a string"
+        case .duplicateKey: what = key.map { "the key '\($0)' appears more than once" } ?? "a key appears more than once"
+        case .nestingTooDeep: what = "arrays and objects nested more than \(JSONValue.maximumNestingDepth) deep"
+        case .trailingData: what = "unexpected data after the JSON value"
+        case .tooManyMembers: what = "an object with more than \(JSONValue.maximumObjectMembers) members"
+        case .tooManyValues: what = "more than \(JSONValue.maximumValues) values in one document"
+        }
+        return what + " at byte \(offset)"
     }
 }
 
@@ -34,12 +66,24 @@ extension JSONValue {
     /// Objects and arrays nested deeper than this are refused, so hostile input cannot exhaust the stack.
     public static let maximumNestingDepth = 256
 
+    /// Members one object may list (repeated keys count each time). The largest legitimate objects are FCM and
+    /// ADM data maps and APNs custom keys, bounded by the providers' 4 KiB payloads (a few hundred members at most);
+    /// SNS message maps have a dozen keys, registration and native bodies a handful. 10,000 is far above all of
+    /// them and bounds the work a hostile body can ask for.
+    public static let maximumObjectMembers = 10_000
+
+    /// Values in one document: every object member, array element and the top-level value. A native publish of
+    /// 100 targets, a registration batch of 100 or an SNS message map is a few thousand at most; 100,000 lets a
+    /// 1 MiB body of small values (`[0,0,...]` is 500,000) be refused early instead of built.
+    public static let maximumValues = 100_000
+
     /// Parses one RFC 8259 JSON text (any value at the top, surrounding whitespace allowed).
     public static func parse(_ text: String, duplicateKeys: DuplicateKeyPolicy = .lastWins) throws(JSONParseError) -> JSONValue {
         try parse(bytes: Array(text.utf8), duplicateKeys: duplicateKeys)
     }
 
     /// Parses JSON from bytes, for provider response bodies. Invalid UTF-8 inside strings is repaired with U+FFFD.
+    /// The limits above apply to every document.
     public static func parse(bytes: [UInt8], duplicateKeys: DuplicateKeyPolicy = .lastWins) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, duplicateKeys: duplicateKeys)
         return try parser.parseDocument()
@@ -51,6 +95,8 @@ struct JSONParser {
     let duplicateKeys: JSONValue.DuplicateKeyPolicy
     var index = 0
     var depth = 0
+    /// Values seen so far, against `JSONValue.maximumValues`.
+    var values = 0
 
     init(bytes: [UInt8], duplicateKeys: JSONValue.DuplicateKeyPolicy) {
         self.bytes = bytes
@@ -80,6 +126,8 @@ struct JSONParser {
 
     private mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw fail(.unexpectedEnd) }
+        values += 1
+        guard values <= JSONValue.maximumValues else { throw fail(.tooManyValues) }
         switch bytes[index] {
         case UInt8(ascii: "{"): return .object(try parseObject())
         case UInt8(ascii: "["): return .array(try parseArray())
@@ -119,11 +167,14 @@ struct JSONParser {
             index += 1
             return object
         }
+        var members = 0
         while true {
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedByte) }
             let keyOffset = index
+            members += 1
+            guard members <= JSONValue.maximumObjectMembers else { throw fail(.tooManyMembers) }
             let key = try parseString()
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
