@@ -1,8 +1,9 @@
 import Testing
 @testable import ClarionCore
 
-/// The parser under hostile input (issue "Hardening", finding 1): documents are bounded in members, values and
-/// depth, and repeated keys are found by a hashed index on large objects rather than by scanning every earlier key.
+/// The parser under hostile input (issue "Hardening", findings 1 and 12a): text that is not UTF-8 and unpaired
+/// surrogate escapes are refused rather than repaired, documents are bounded in members, values and depth, and
+/// repeated keys are found by a hashed index on large objects rather than by scanning every earlier key.
 @Suite("JSON under hostile input")
 struct JSONHostileInputTests {
     func refusal(_ bytes: [UInt8], duplicateKeys: JSONValue.DuplicateKeyPolicy = .lastWins) -> JSONParseError? {
@@ -12,6 +13,93 @@ struct JSONHostileInputTests {
         } catch {
             return error
         }
+    }
+
+    /// `"ab<bytes>cd"` as a JSON string document: `bytes` start at offset 3.
+    func quoted(_ bytes: [UInt8]) -> [UInt8] { [0x22, 0x61, 0x62] + bytes + [0x63, 0x64, 0x22] }
+
+    struct Bytes: Sendable, CustomTestStringConvertible {
+        let label: String
+        let bytes: [UInt8]
+        var testDescription: String { label }
+    }
+
+    // MARK: UTF-8 (RFC 8259 section 8.1)
+
+    @Test("bytes inside a string that are not well-formed UTF-8 are refused where they start", arguments: [
+        Bytes(label: "overlong '/' (C0 AF)", bytes: [0xC0, 0xAF]),
+        Bytes(label: "overlong NUL (C1 80)", bytes: [0xC1, 0x80]),
+        Bytes(label: "overlong 3-byte (E0 80 AF)", bytes: [0xE0, 0x80, 0xAF]),
+        Bytes(label: "overlong 4-byte (F0 80 80 AF)", bytes: [0xF0, 0x80, 0x80, 0xAF]),
+        Bytes(label: "surrogate U+D800 encoded (ED A0 80)", bytes: [0xED, 0xA0, 0x80]),
+        Bytes(label: "surrogate U+DFFF encoded (ED BF BF)", bytes: [0xED, 0xBF, 0xBF]),
+        Bytes(label: "above U+10FFFF (F4 90 80 80)", bytes: [0xF4, 0x90, 0x80, 0x80]),
+        Bytes(label: "F5 lead", bytes: [0xF5, 0x80, 0x80, 0x80]),
+        Bytes(label: "FF", bytes: [0xFF]),
+        Bytes(label: "stray continuation (80)", bytes: [0x80]),
+        Bytes(label: "truncated 2-byte (C3 then ASCII)", bytes: [0xC3]),
+        Bytes(label: "truncated 3-byte (E2 82 then ASCII)", bytes: [0xE2, 0x82]),
+        Bytes(label: "truncated 4-byte (F0 9F 98 then ASCII)", bytes: [0xF0, 0x9F, 0x98]),
+        Bytes(label: "latin-1 e-acute (E9)", bytes: [0xE9]),
+    ])
+    func invalidUTF8(_ c: Bytes) throws {
+        let error = try #require(refusal(quoted(c.bytes)))
+        #expect(error.code == .invalidUTF8)
+        #expect(error.offset == 3)
+        // The same after an escape (the decoding path), in a key, and at the very end of the input.
+        #expect(refusal([0x22, 0x5C, 0x6E] + c.bytes + [0x22])?.code == .invalidUTF8)
+        #expect(refusal(Array(#"{""#.utf8) + c.bytes + Array(#"":1}"#.utf8))?.code == .invalidUTF8)
+        #expect(refusal([0x22] + c.bytes)?.code == .invalidUTF8)
+    }
+
+    @Test("well-formed UTF-8 is accepted at every boundary of the table (U+0080, U+07FF, U+D7FF, U+E000, U+FFFF, U+10000, U+10FFFF)")
+    func validUTF8() throws {
+        let text = "\u{80}\u{7FF}\u{800}\u{D7FF}\u{E000}\u{FFFD}\u{FFFF}\u{10000}\u{1F600}\u{10FFFF}"
+        let parsed = try JSONValue.parse(bytes: [0x22] + Array(text.utf8) + [0x22])
+        #expect(parsed.stringValue == text)
+        // And after an escape.
+        #expect(try JSONValue.parse(bytes: Array(#""\n"#.utf8) + Array(text.utf8) + [0x22]).stringValue == "\n" + text)
+    }
+
+    @Test("a byte outside a string that is not ASCII is an unexpected byte, as before")
+    func nonASCIIOutsideStrings() {
+        #expect(refusal([0x5B, 0xC3, 0xA9, 0x5D])?.code == .unexpectedByte)
+    }
+
+    // MARK: surrogate escapes (RFC 8259 sections 7 and 8.2)
+
+    struct Escape: Sendable, CustomTestStringConvertible {
+        let text: String
+        let code: JSONParseError.Code
+        let offset: Int
+        var testDescription: String { text }
+    }
+
+    @Test("a \\u escape of a surrogate that is not half of a high + low pair is refused at its backslash", arguments: [
+        Escape(text: #""\ud800""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\uDBFF""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\udc00""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""ab\uDFFFcd""#, code: .unpairedSurrogate, offset: 3),
+        Escape(text: #""\ud800x""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\ud800\u0041""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\ud800\ud800""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\udc00\ud800""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #""\ud83d\n""#, code: .unpairedSurrogate, offset: 1),
+        Escape(text: #"{"\ud800":1}"#, code: .unpairedSurrogate, offset: 2),
+        Escape(text: #""\ud800\u12xy""#, code: .invalidEscape, offset: 11),
+        Escape(text: #""\ud800"#, code: .unpairedSurrogate, offset: 1),
+    ])
+    func unpairedSurrogates(_ c: Escape) throws {
+        let error = try #require(refusal(Array(c.text.utf8)))
+        #expect(error.code == c.code)
+        #expect(error.offset == c.offset)
+    }
+
+    @Test("a valid surrogate pair is one scalar, in either case of hex")
+    func validPairs() throws {
+        #expect(try JSONValue.parse(#""\ud83d\ude00""#).stringValue == "\u{1F600}")
+        #expect(try JSONValue.parse(#""\uD83D\uDE00!""#).stringValue == "\u{1F600}!")
+        #expect(try JSONValue.parse(#""\u00e9\uFFFD""#).stringValue == "\u{E9}\u{FFFD}")
     }
 
     // MARK: limits
@@ -146,7 +234,10 @@ struct JSONHostileInputTests {
 
     @Test("every refusal explains itself with its byte offset")
     func reasons() throws {
+        let error = try #require(refusal(quoted([0xFF])))
+        #expect(error.reason == "not valid UTF-8 at byte 3")
         #expect(try #require(refusal(object(keys: 10_001))).reason.hasPrefix("an object with more than 10000 members at byte "))
+        #expect(try #require(refusal(Array(#""\udc00""#.utf8))).reason == "a \\u escape of an unpaired UTF-16 surrogate at byte 1")
         #expect(try #require(refusal(Array(#"{"a":1,"a":2}"#.utf8), duplicateKeys: .reject)).reason
             == "the key 'a' appears more than once at byte 7")
     }

@@ -9,6 +9,12 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         case duplicateKey
         case nestingTooDeep
         case trailingData
+        /// Bytes inside a string that are not well-formed UTF-8 (RFC 8259 section 8.1): overlong forms, encoded
+        /// surrogates (`ED A0 80`), code points above U+10FFFF, truncated or stray continuation bytes.
+        case invalidUTF8
+        /// A `\u` escape of a UTF-16 surrogate that is not half of a high + low pair (`"\ud800"`, `"\udc00"`):
+        /// RFC 8259 section 8.2 leaves its meaning unpredictable, so it is refused rather than guessed at.
+        case unpairedSurrogate
         /// An object with more than `JSONValue.maximumObjectMembers` members.
         case tooManyMembers
         /// A document with more than `JSONValue.maximumValues` values.
@@ -47,6 +53,8 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         case .duplicateKey: what = key.map { "the key '\($0)' appears more than once" } ?? "a key appears more than once"
         case .nestingTooDeep: what = "arrays and objects nested more than \(JSONValue.maximumNestingDepth) deep"
         case .trailingData: what = "unexpected data after the JSON value"
+        case .invalidUTF8: what = "not valid UTF-8"
+        case .unpairedSurrogate: what = "a \\u escape of an unpaired UTF-16 surrogate"
         case .tooManyMembers: what = "an object with more than \(JSONValue.maximumObjectMembers) members"
         case .tooManyValues: what = "more than \(JSONValue.maximumValues) values in one document"
         }
@@ -82,8 +90,9 @@ extension JSONValue {
         try parse(bytes: Array(text.utf8), duplicateKeys: duplicateKeys)
     }
 
-    /// Parses JSON from bytes, for provider response bodies. Invalid UTF-8 inside strings is repaired with U+FFFD.
-    /// The limits above apply to every document.
+    /// Parses JSON from bytes. Strings must be well-formed UTF-8 and `\u` escapes must not leave a surrogate
+    /// unpaired: both are refused, never repaired, so what a client sent is what Clarion stores and sends on
+    /// (RFC 8259 sections 8.1 and 8.2). The limits above apply to every document.
     public static func parse(bytes: [UInt8], duplicateKeys: DuplicateKeyPolicy = .lastWins) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, duplicateKeys: duplicateKeys)
         return try parser.parseDocument()
@@ -242,72 +251,109 @@ struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
-        let start = index
-        // Fast path: no escapes.
-        while index < bytes.count {
-            let b = bytes[index]
-            if b == UInt8(ascii: "\"") {
-                let s = String(decoding: bytes[start..<index], as: UTF8.self)
-                index += 1
-                return s
-            }
-            if b == UInt8(ascii: "\\") { break }
-            if b < 0x20 { throw fail(.controlCharacterInString) }
-            index += 1
+        var i = try scanPlain(from: index)
+        guard i < bytes.count else { throw JSONParseError(code: .unexpectedEnd, offset: i) }
+        if bytes[i] == UInt8(ascii: "\"") {  // no escapes: the common case
+            let s = String(decoding: bytes[index..<i], as: UTF8.self)  // validated: nothing to repair
+            index = i + 1
+            return s
         }
-        var buffer = Array(bytes[start..<index])
-        while index < bytes.count {
-            let b = bytes[index]
-            switch b {
-            case UInt8(ascii: "\""):
-                index += 1
+        // Escapes: decoded into a buffer. Reserved up front (the decoded text is never longer than what is left of
+        // the input) so that a payload nested as a string, `"{\"aps\":...}"`, is not copied at every doubling.
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(min(bytes.count - index, 1024))
+        buffer.append(contentsOf: bytes[index..<i])
+        while true {
+            // At a quote or a backslash.
+            guard i < bytes.count else { throw JSONParseError(code: .unexpectedEnd, offset: i) }
+            if bytes[i] == UInt8(ascii: "\"") {
+                index = i + 1
                 return String(decoding: buffer, as: UTF8.self)
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw fail(.unexpectedEnd) }
-                let e = bytes[index]
-                index += 1
-                switch e {
-                case UInt8(ascii: "\""): buffer.append(0x22)
-                case UInt8(ascii: "\\"): buffer.append(0x5C)
-                case UInt8(ascii: "/"): buffer.append(0x2F)
-                case UInt8(ascii: "b"): buffer.append(0x08)
-                case UInt8(ascii: "f"): buffer.append(0x0C)
-                case UInt8(ascii: "n"): buffer.append(0x0A)
-                case UInt8(ascii: "r"): buffer.append(0x0D)
-                case UInt8(ascii: "t"): buffer.append(0x09)
-                case UInt8(ascii: "u"): appendScalar(try parseUnicodeEscape(), to: &buffer)
-                default:
-                    index -= 1
-                    throw fail(.invalidEscape)
-                }
-            case 0x00..<0x20:
-                throw fail(.controlCharacterInString)
-            default:
-                buffer.append(b)
-                index += 1
             }
+            index = i + 1
+            guard index < bytes.count else { throw fail(.unexpectedEnd) }
+            let e = bytes[index]
+            index += 1
+            switch e {
+            case UInt8(ascii: "\""): buffer.append(0x22)
+            case UInt8(ascii: "\\"): buffer.append(0x5C)
+            case UInt8(ascii: "/"): buffer.append(0x2F)
+            case UInt8(ascii: "b"): buffer.append(0x08)
+            case UInt8(ascii: "f"): buffer.append(0x0C)
+            case UInt8(ascii: "n"): buffer.append(0x0A)
+            case UInt8(ascii: "r"): buffer.append(0x0D)
+            case UInt8(ascii: "t"): buffer.append(0x09)
+            case UInt8(ascii: "u"): appendScalar(try parseUnicodeEscape(), to: &buffer)
+            default:
+                index -= 1
+                throw fail(.invalidEscape)
+            }
+            i = try scanPlain(from: index)
+            buffer.append(contentsOf: bytes[index..<i])
         }
-        throw fail(.unexpectedEnd)
     }
 
-    /// Reads the hex digits after `\u` (and a following low surrogate); lone surrogates become U+FFFD.
-    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
-        let first = try readHex4()
-        if (0xD800..<0xDC00).contains(first) {
-            if index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
-                let save = index
-                index += 2
-                let second = try readHex4()
-                if (0xDC00..<0xE000).contains(second) {
-                    let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                    return Unicode.Scalar(value) ?? "\u{FFFD}"
-                }
-                index = save
+    /// The position of the first quote or backslash from `i` on (or the end of the input), refusing control
+    /// characters and checking that every non-ASCII sequence is well-formed UTF-8 on the way. Printable ASCII
+    /// (0x20...0x7F, one unsigned comparison) is tested first: it is nearly every byte of a push payload.
+    @inline(__always)
+    private func scanPlain(from start: Int) throws(JSONParseError) -> Int {
+        var i = start
+        while i < bytes.count {
+            let b = bytes[i]
+            if b &- 0x20 < 0x60 {
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return i }
+                i += 1
+            } else if b < 0x20 {
+                throw JSONParseError(code: .controlCharacterInString, offset: i)
+            } else {
+                i += try utf8SequenceLength(at: i)
             }
-            return "\u{FFFD}"
         }
-        return Unicode.Scalar(first) ?? "\u{FFFD}"
+        return i
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `i` with a byte >= 0x80, per the Unicode
+    /// standard's table 3-7 (which excludes overlong forms, surrogates and code points above U+10FFFF).
+    private func utf8SequenceLength(at i: Int) throws(JSONParseError) -> Int {
+        let invalid = JSONParseError(code: .invalidUTF8, offset: i)
+        let lead = bytes[i]
+        let length: Int
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF  // the range of the second byte
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; high = 0x9F
+        case 0xF0: length = 4; low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; high = 0x8F
+        default: throw invalid  // a continuation byte, C0, C1, F5...FF
+        }
+        guard i + length <= bytes.count else { throw invalid }
+        guard (low...high).contains(bytes[i + 1]) else { throw invalid }
+        for k in 2..<length where bytes[i + k] & 0xC0 != 0x80 { throw invalid }
+        return length
+    }
+
+    /// Reads the hex digits after `\u` and, for a high surrogate, the low surrogate's `\uXXXX` that must follow.
+    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let escapeOffset = index - 2
+        let first = try readHex4()
+        switch first {
+        case 0xD800..<0xDC00:
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                throw JSONParseError(code: .unpairedSurrogate, offset: escapeOffset)
+            }
+            index += 2
+            let second = try readHex4()
+            guard (0xDC00..<0xE000).contains(second) else { throw JSONParseError(code: .unpairedSurrogate, offset: escapeOffset) }
+            return Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))!
+        case 0xDC00..<0xE000:
+            throw JSONParseError(code: .unpairedSurrogate, offset: escapeOffset)
+        default:
+            return Unicode.Scalar(first)!  // below 0x10000 and not a surrogate: always a scalar
+        }
     }
 
     private mutating func readHex4() throws(JSONParseError) -> UInt32 {
