@@ -232,12 +232,12 @@ struct JSONParser {
     private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
         while index < bytes.count, Self.isNumberByte(bytes[index]) { index += 1 }
-        let literal = Array(bytes[start..<index])
-        guard JSONNumber.isValidLiteral(literal) else {
+        // Checked and read where it lies: no copy of the literal (a short one becomes a small String, no allocation).
+        guard JSONNumber.isValidLiteral(bytes[start..<index]) else {
             index = start
             throw fail(.invalidNumber)
         }
-        return JSONNumber(validatedLiteral: String(decoding: literal, as: UTF8.self))
+        return JSONNumber(validatedLiteral: String(decoding: bytes[start..<index], as: UTF8.self))
     }
 
     private static func isNumberByte(_ b: UInt8) -> Bool {

@@ -53,7 +53,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// Accepts only RFC 8259 number syntax.
     public init?(literal: String) {
-        guard JSONNumber.isValidLiteral(Array(literal.utf8)) else { return nil }
+        guard JSONNumber.isValidLiteral(Array(literal.utf8)[...]) else { return nil }
         self.literal = literal
     }
 
@@ -71,9 +71,10 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { literal }
 
-    static func isValidLiteral(_ bytes: [UInt8]) -> Bool {
-        var i = 0
-        let n = bytes.count
+    /// Whether `bytes` is exactly one RFC 8259 number. A slice, so the parser checks a literal where it lies.
+    static func isValidLiteral(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var i = bytes.startIndex
+        let n = bytes.endIndex
         func digit(_ at: Int) -> Bool { at < n && bytes[at] >= 0x30 && bytes[at] <= 0x39 }
         if i < n && bytes[i] == UInt8(ascii: "-") { i += 1 }
         guard digit(i) else { return false }
@@ -138,23 +139,32 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     public subscript(key: String) -> JSONValue? {
         get { position(of: key).map { members[$0].value } }
         set {
-            switch (position(of: key), newValue) {
-            case (let i?, let v?): members[i].value = v
-            case (let i?, nil): remove(at: i)
-            case (nil, let v?): append(Member(key: key, value: v))
-            case (nil, nil): break
+            if let value = newValue {
+                _ = insert(value, forKey: key)
+            } else if let i = position(of: key) {
+                remove(at: i)
             }
         }
     }
 
     /// Sets `key` to `value` (appending it, or replacing its value in place); false when the key was already there.
-    /// One lookup, for the parser.
     mutating func insert(_ value: consuming JSONValue, forKey key: consuming String) -> Bool {
-        if let i = position(of: key) {
-            members[i].value = value
+        guard index != nil else {
+            if let i = members.firstIndex(where: { $0.key == key }) {
+                members[i].value = value
+                return false
+            }
+            members.append(Member(key: key, value: value))
+            if members.count > Self.indexThreshold { rebuildIndex() }
+            return true
+        }
+        // One hash for a new key, the common case: claim the next position, and give a repeated key its own back.
+        if let existing = index!.updateValue(members.count, forKey: key) {
+            index![key] = existing
+            members[existing].value = value
             return false
         }
-        append(Member(key: key, value: value))
+        members.append(Member(key: key, value: value))
         return true
     }
 
@@ -170,14 +180,6 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     private func position(of key: String) -> Int? {
         if let index { return index[key] }
         return members.firstIndex { $0.key == key }
-    }
-
-    private mutating func append(_ member: consuming Member) {
-        if index != nil {
-            index?[member.key] = members.count
-        }
-        members.append(member)
-        if index == nil && members.count > Self.indexThreshold { rebuildIndex() }
     }
 
     private mutating func remove(at i: Int) {
