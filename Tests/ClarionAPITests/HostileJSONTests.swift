@@ -4,7 +4,8 @@ import Testing
 @testable import ClarionAPI
 
 /// Hostile JSON at the API edge (issue "Hardening", findings 1 and 12a): every route family turns the parser's
-/// refusals (text that is not UTF-8, unpaired surrogate escapes, the JSON limits) into a 400 in its own format.
+/// refusals (text that is not UTF-8, unpaired surrogate escapes, the JSON limits) into a 400 in its own format, and
+/// a large body is parsed off the event-loop thread.
 @Suite("Hostile JSON at the API edge")
 struct HostileJSONTests {
     func request(_ body: [UInt8]) -> HTTPRequest {
@@ -83,6 +84,35 @@ struct HostileJSONTests {
         ]
         for (body, text) in cases {
             #expect(throws: MobileEventError(text: text)) { try MobileEvent.parse(body) }
+        }
+    }
+
+    // MARK: off the loop thread
+
+    static func threadResponse() -> HTTPResponse { .json(Array(String(UInt(pthread_self())).utf8)) }
+
+    @Test("a body over loopThreadBodyLimit starts its handler off the loop thread; one at the limit starts on it")
+    func largeBodiesLeaveTheLoop() async throws {
+        var router = Router(defaultMaxBodyBytes: 1 << 20)
+        router.add(.get, "/loop", .synchronous { _ in Self.threadResponse() })
+        router.add(.post, "/task", .task { _ in Self.threadResponse() })
+        router.add(.post, "/json", .json { _ throws(JSONAPIError) in Self.threadResponse() })
+        router.add(.post, "/suspending", .suspending { request, responder in
+            RouteHandler.startTask(for: request) { responder.respond(Self.threadResponse()) }
+        })
+        router.post("/post") { _ in Self.threadResponse() }
+        try await withServer(router, configure: { $0.threadPoolSize = 1 }) { server in
+            let base = "http://127.0.0.1:\(server.port)"
+            let loop = try await curl(base + "/loop").text
+            let limit = RouteHandler.loopThreadBodyLimit
+            for path in ["/task", "/json", "/suspending", "/post"] {
+                let small = try await curl(base + path, method: "POST", body: Array(repeating: 0x20, count: limit))
+                #expect(small.status == 200)
+                #expect(small.text == loop, "\(path): a small body starts on the loop thread (no hop)")
+                let large = try await curl(base + path, method: "POST", body: Array(repeating: 0x20, count: limit + 1))
+                #expect(large.status == 200)
+                #expect(!large.text.isEmpty && large.text != loop, "\(path): a large body starts off the loop thread")
+            }
         }
     }
 

@@ -14,7 +14,7 @@ enum MobileEventRoutes {
 
     static func register(on router: inout Router, context c: RegistrationContext) {
         for path in paths {
-            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .asynchronous { request in
+            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .task { request in
                 await handle(request, context: c)
             })
         }
