@@ -10,8 +10,8 @@ import ClarionCore
 /// - `asynchronous`: a Swift `async` function run in a Task; the connection is suspended the same way until
 ///   it returns. The convenient form for handlers that await the store.
 ///
-/// Handlers that parse a body use `task(_:)` (or `startTask(for:_:)` inside `suspending`): it runs like
-/// `asynchronous` for small bodies and starts large ones on the cooperative pool.
+/// Handlers that parse a body use `task(_:)` (or `startTask(for:_:)` inside `suspending`): small bodies run as
+/// `asynchronous` runs, large ones on the cooperative pool.
 public enum RouteHandler: Sendable {
     case synchronous(@Sendable (HTTPRequest) -> HTTPResponse)
     case suspending(@Sendable (HTTPRequest, HTTPResponder) -> Void)
@@ -26,12 +26,14 @@ extension RouteHandler {
     /// (docs/benchmarks.md, "JSON under hostile input"). Publish bodies are a few KiB: they still start at once.
     public static let loopThreadBodyLimit = 16 * 1024
 
-    /// An async handler: for a body up to `loopThreadBodyLimit` it starts at once on the loop thread and runs until
-    /// it first suspends, as `asynchronous` does (no hop before parsing and authentication on the publish path);
-    /// a larger body starts on the cooperative pool, so parsing it never stalls the loop's other connections.
+    /// An `asynchronous` handler for a request with a body: up to `loopThreadBodyLimit` it runs as `asynchronous`
+    /// does, from the loop thread until it first suspends (no hop before parsing and authentication on the publish
+    /// path); a larger body is handed to a new task on the cooperative pool at once, so parsing it never stalls the
+    /// loop's other connections. (A new `Task` is the one sure hop: `Task.yield()` may resume on the same thread.)
     public static func task(_ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) -> RouteHandler {
-        .suspending { request, responder in
-            startTask(for: request) { responder.respond(await handler(request)) }
+        .asynchronous { request in
+            guard request.body.count > loopThreadBodyLimit else { return await handler(request) }
+            return await Task { await handler(request) }.value
         }
     }
 
