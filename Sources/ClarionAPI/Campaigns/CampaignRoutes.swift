@@ -82,7 +82,7 @@ enum CampaignRoutes {
         }
         let parsed: JSONValue
         do throws(JSONParseError) { parsed = try JSONValue.parse(bytes: request.body) } catch {
-            throw JSONAPIError.invalidJSON("The request body is not valid JSON; expected {\"delivery_id\": \"...\"}.")
+            throw JSONAPIError.invalidJSON("The request body is not valid JSON (\(error.reason)); expected {\"delivery_id\": \"...\"}.")
         }
         guard let object = parsed.objectValue else {
             throw JSONAPIError.invalidJSON("Expected a JSON object {\"delivery_id\": \"...\"}.")

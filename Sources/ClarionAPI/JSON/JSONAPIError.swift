@@ -1,3 +1,5 @@
+import ClarionCore
+
 /// The native API's error: `{"error": {"code": ..., "message": ..., "field": ...}}`, with `field` null when the
 /// error is not about one input field. Codes are stable snake_case strings that clients switch on.
 public struct JSONAPIError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -31,6 +33,17 @@ public struct JSONAPIError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public static func invalidJSON(_ message: String) -> JSONAPIError {
         JSONAPIError(status: 400, code: "invalid_json", message: message)
+    }
+
+    /// A request body the JSON parser refused: `invalid_json` saying what and at which byte (bad syntax, bytes
+    /// that are not UTF-8, an unpaired surrogate escape, or a JSON limit of docs/api.md); a repeated key is
+    /// `invalid_field` naming it.
+    public static func invalidJSON(_ error: JSONParseError) -> JSONAPIError {
+        if error.code == .duplicateKey, let key = error.key {
+            return .invalidField(key, "The field '\(key)' appears more than once.")
+        }
+        if error.isLimit { return .invalidJSON("The request body is over a JSON limit: \(error.reason).") }
+        return .invalidJSON("The request body is not valid JSON: \(error.reason).")
     }
 
     public static func missingField(_ field: String) -> JSONAPIError {

@@ -26,9 +26,10 @@ enum NativePublishRoutes {
 
     static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
         routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .suspending { request, responder in
-            // Starts on the server's thread; once the messages are handed to the batcher, the answer is built and
-            // sent from the writer thread right after their commit (no hop back to the cooperative pool).
-            Task.immediate {
+            // Starts on the server's thread (a body over `loopThreadBodyLimit` on the cooperative pool); once the
+            // messages are handed to the batcher, the answer is built and sent from the writer thread right after
+            // their commit (no hop back to the cooperative pool).
+            RouteHandler.startTask(for: request) {
                 do throws(JSONAPIError) {
                     let prepared = try await preparePublish(request, context: c)
                     c.batcher.submit(prepared.planned.map(\.message)) { stored in

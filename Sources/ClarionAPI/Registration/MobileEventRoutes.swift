@@ -21,7 +21,7 @@ enum MobileEventRoutes {
 
     static func register(on router: inout Router, context c: RegistrationContext) {
         for path in paths {
-            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .asynchronous { request in
+            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .task { request in
                 await handle(request, context: c)
             })
         }
@@ -127,6 +127,22 @@ struct MobileEventError: Error, Sendable, Equatable {
 
     static func required(_ field: String) -> MobileEventError { MobileEventError(text: "\(field) is required property") }
     static func type(_ field: String, _ type: String) -> MobileEventError { MobileEventError(text: "\(field) must be \(type)") }
+
+    /// A body the JSON parser refused. Bad syntax keeps the collector's one wording; text that is not UTF-8, an
+    /// unpaired surrogate escape and the JSON limits (docs/api.md) say which.
+    static func body(_ error: JSONParseError) -> MobileEventError {
+        switch error.code {
+        case .invalidUTF8: MobileEventError(text: "request body must be valid UTF-8 (byte \(error.offset))")
+        case .unpairedSurrogate:
+            MobileEventError(text: "request body must not contain an unpaired UTF-16 surrogate escape (byte \(error.offset))")
+        case .tooManyMembers:
+            MobileEventError(text: "request body must have at most \(JSONValue.maximumObjectMembers) members in an object")
+        case .tooManyValues: MobileEventError(text: "request body must have at most \(JSONValue.maximumValues) values")
+        case .nestingTooDeep:
+            MobileEventError(text: "request body must not nest arrays and objects more than \(JSONValue.maximumNestingDepth) deep")
+        default: MobileEventError(text: "request body must be a JSON object")
+        }
+    }
 }
 
 /// A validated FCM token event.
@@ -157,9 +173,9 @@ struct MobileEvent: Sendable, Equatable {
     /// a refresh, its fcm_registration_token_refresh_timestamp), app (id, name, version, language), os (type,
     /// version), device (manufacturer, model), firebase (project_id, registration_token).
     static func parse(_ body: [UInt8]) throws(MobileEventError) -> MobileEvent {
-        guard let value = try? JSONValue.parse(bytes: body), let root = value.objectValue else {
-            throw MobileEventError(text: "request body must be a JSON object")
-        }
+        let value: JSONValue
+        do throws(JSONParseError) { value = try JSONValue.parse(bytes: body) } catch { throw .body(error) }
+        guard let root = value.objectValue else { throw MobileEventError(text: "request body must be a JSON object") }
         let userID = try requiredString(root, "user_id", path: "user_id")
         let typeText = try requiredString(root, "event_type", path: "event_type")
         guard let eventType = EventType(rawValue: typeText) else {

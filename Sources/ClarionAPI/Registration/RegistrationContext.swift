@@ -103,10 +103,7 @@ struct RegistrationFields {
         do throws(JSONParseError) {
             return try JSONValue.parse(bytes: request.body, duplicateKeys: .reject)
         } catch {
-            if error.code == .duplicateKey, let key = error.key {
-                throw JSONAPIError.invalidField(key, "The field '\(key)' appears more than once.")
-            }
-            throw JSONAPIError.invalidJSON("The request body is not valid JSON.")
+            throw JSONAPIError.invalidJSON(error)
         }
     }
 
