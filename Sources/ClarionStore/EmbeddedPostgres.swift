@@ -278,11 +278,13 @@ public final class EmbeddedPostgres: @unchecked Sendable {
     }
 
     private func run(_ program: String, _ arguments: [String], asPostgres: Bool? = nil) throws(Failure) {
+        // Run from `/`: the caller's working directory may be one the `postgres` user cannot enter (a clone under
+        // /root), and pg_ctl refuses to start from there ("could not change directory"). Every path given is absolute.
         let argv: [String]
         if asPostgres ?? runAsPostgres {
-            argv = ["/sbin/runuser", "-u", "postgres", "--", program] + arguments
+            argv = ["/sbin/runuser", "-u", "postgres", "--", "/usr/bin/env", "-C", "/", program] + arguments
         } else {
-            argv = [program] + arguments
+            argv = ["/usr/bin/env", "-C", "/", program] + arguments
         }
         let result: ChildProcess.Result
         do { result = try ChildProcess.run(argv) } catch {
