@@ -113,7 +113,7 @@ enum CampaignRoutes {
             JSONAPIError(status: 503, code: "service_unavailable", message: "The store is unavailable; retry later.",
                          headers: ["Retry-After": "1"])
         default:
-            JSONAPIError.internalError
+            JSONAPIError.internalError(cause: error.logText)
         }
     }
 }

@@ -9,6 +9,8 @@ public struct JSONAPIError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The offending input, as a dotted path into the body (`message.apns.priority`, `tokens[3]`) or a parameter name.
     public var field: String?
     public var headers: [String: String]
+    /// Why a 5xx was answered, for the log only.
+    public var cause: String?
 
     public init(status: Int, code: String, message: String, field: String? = nil, headers: [String: String] = [:]) {
         self.status = status
@@ -25,6 +27,7 @@ public struct JSONAPIError: Error, Sendable, Equatable, CustomStringConvertible 
         let body = "{\"error\":{\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message)),\"field\":\(field)}}"
         var response = HTTPResponse.json(Array(body.utf8), status: status)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { response.headers.set(name, value) }
+        if status >= 500 { response.cause = cause ?? "\(code): \(message)" }
         return response
     }
 
@@ -81,5 +84,21 @@ public struct JSONAPIError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public static func serviceUnavailable(_ message: String) -> JSONAPIError {
         JSONAPIError(status: 503, code: "service_unavailable", message: message)
+    }
+}
+
+extension JSONAPIError {
+    /// `internalError` with the cause the log gets.
+    public static func internalError(cause: String) -> JSONAPIError {
+        var error = JSONAPIError.internalError
+        error.cause = cause
+        return error
+    }
+}
+
+extension JSONAPIError {
+    /// Two errors are the same answer whatever their log-only causes.
+    public static func == (a: JSONAPIError, b: JSONAPIError) -> Bool {
+        a.status == b.status && a.code == b.code && a.message == b.message && a.field == b.field && a.headers == b.headers
     }
 }

@@ -242,7 +242,7 @@ extension JSONAPIError {
         case .checkViolation: return JSONAPIError(status: 400, code: "invalid_field", message: "A value is outside its allowed range.")
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return .serviceUnavailable("The store is unavailable; retry later.")
-        default: return .internalError
+        default: return .internalError(cause: error.logText)
         }
     }
 }

@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCore
 import ClarionStore
 import Foundation
@@ -27,7 +28,7 @@ enum DeviceRegistrationRoutes {
     static let callbackHeadersHeader = "x-ms-callback-url-headers"
     /// Extra webhook headers may not replace what the sender itself sets.
     static let reservedHeaders: Set<String> = ["host", "content-type", "content-length", "transfer-encoding", "connection",
-                                               "expect", "te", "upgrade", "trailer"]
+                                               "expect", "te", "upgrade", "trailer", WebhookSignature.header]
 
     /// One well-formed registration of a request.
     struct Parsed {

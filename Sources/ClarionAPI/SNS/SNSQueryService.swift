@@ -119,7 +119,7 @@ public struct SNSQueryService: Sendable {
         case .incompleteSignature: .incompleteSignature(error.message)
         case .unknownAccessKey: .invalidClientTokenId
         case .signatureMismatch: .signatureDoesNotMatch(error.message)
-        case .resolverFailed: .internalError()
+        case .resolverFailed: .internalError(cause: "access key lookup: \(error.message)")
         }
     }
 
