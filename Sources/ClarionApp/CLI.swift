@@ -30,7 +30,7 @@ public enum CLI {
                 run: migrate),
         Command(name: "config", summary: "show the effective configuration (`config print`)",
                 usage: "clarion config print [--config FILE] [settings...]\n\nSettings (environment name, flag):\n"
-                    + Configuration.settings.map { "  \($0.key.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.flag.padding(toLength: 22, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n")
+                    + Configuration.settingsTable()
                     + "\n\nPrecedence: defaults < --config file (KEY=value lines, also CLARION_CONFIG) < environment < flags.",
                 run: config),
         Command(name: "accounts", summary: "manage the account's SigV4 access keys and native API keys",
@@ -45,13 +45,22 @@ public enum CLI {
                     + "Targeted, sent, accepted, failed by reason, unique opens, open rate, time-to-open percentiles and\n"
                     + "opens per hour, as a table (or JSON with --json).",
                 run: report),
-        Command(name: "apps", summary: "manage mobile apps and their registration API tokens",
-                usage: "clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app]\n"
+        Command(name: "apps", summary: "list and manage mobile apps, their platform applications and registration API tokens",
+                usage: "clarion apps list [--unassigned]\n"
+                    + "       clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app]\n"
                     + "                    [--firebase-project-id ID] [--dry-run-validation]\n"
+                    + "                    [--events-require-api-token] [--no-events-require-api-token-for-user-change]\n"
                     + "       clarion apps create-token <mobile-app-id>\n"
                     + "       clarion apps revoke-token <mobile-app-id> <token-id>        [settings...]\n\n"
                     + "A mobile app groups one platform application per platform (named PLATFORM:name) and owns the API\n"
-                    + "tokens of the registration API. A new token is printed once; only its hash and a sealed copy are kept.",
+                    + "tokens of the registration API. A new token is printed once; only its hash and a sealed copy are kept.\n"
+                    + "--events-require-api-token: the event collector (/meiro_mobile, /v1/events) refuses events without one\n"
+                    + "of the app's API tokens (recommended in production). --no-events-require-api-token-for-user-change:\n"
+                    + "let anonymous events move a device token to another user_id (refused by default). See docs/security.md.\n\n"
+                    + "list prints one tab-separated line per platform application of each mobile app, then the platform\n"
+                    + "applications no mobile app uses (mobile app '-'): mobile app, its id, PLATFORM:name, enabled or\n"
+                    + "disabled, when it was disabled and why (the provider's reason or the configuration error when the\n"
+                    + "dispatcher disabled it, 'set by the API', ...). --unassigned lists only the applications in no mobile app.",
                 run: apps),
         Command(name: "messages", summary: "follow a message (`messages watch <id>`)",
                 usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n\n"
@@ -270,7 +279,7 @@ public enum CLI {
         guard let action = arguments.first else { throw NodeError(.usage, "usage: clarion apps <action> (see --help)") }
         var rest = Array(arguments.dropFirst())
         var options: [String: String] = [:]
-        var dryRun = false
+        var dryRun = false, requireToken = false, requireTokenForUserChange = true
         for flag in ["--name", "--apns", "--fcm", "--adm", "--firebase-project-id"] {
             if let i = rest.firstIndex(of: flag) {
                 guard i + 1 < rest.count else { throw NodeError(.usage, "\(flag) needs a value") }
@@ -279,6 +288,10 @@ public enum CLI {
             }
         }
         if let i = rest.firstIndex(of: "--dry-run-validation") { dryRun = true; rest.remove(at: i) }
+        var unassignedOnly = false
+        if action == "list", let i = rest.firstIndex(of: "--unassigned") { unassignedOnly = true; rest.remove(at: i) }
+        if let i = rest.firstIndex(of: "--events-require-api-token") { requireToken = true; rest.remove(at: i) }
+        if let i = rest.firstIndex(of: "--no-events-require-api-token-for-user-change") { requireTokenForUserChange = false; rest.remove(at: i) }
         var positional: [String] = []
         while let first = rest.first, !first.hasPrefix("--") { positional.append(first); rest.removeFirst() }
         let (configuration, extra) = try loadConfiguration(rest, environment)
@@ -291,16 +304,24 @@ public enum CLI {
         let accountID = configuration.accountID
         do {
             switch action {
+            case "list":
+                guard positional.isEmpty, options.isEmpty, !dryRun else { throw NodeError(.usage, "usage: clarion apps list [--unassigned]") }
+                let rows = try blockingAwait { () async throws(MobileAppAdminError) in try await admin.listing(accountID: accountID) }
+                say(appListing(rows.filter { !unassignedOnly || $0.mobileAppID == nil }))
             case "create":
                 guard let name = options["--name"], positional.isEmpty else { throw NodeError(.usage, "usage: clarion apps create --name NAME ...") }
                 let opts = options
-                let validate = dryRun
+                let (validate, tokenForEvents, tokenForUserChange) = (dryRun, requireToken, requireTokenForUserChange)
                 let app = try blockingAwait { () async throws(MobileAppAdminError) in
                     try await admin.createApp(accountID: accountID, name: name, apnsApplication: opts["--apns"],
                                               fcmApplication: opts["--fcm"], admApplication: opts["--adm"],
-                                              firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate)
+                                              firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate,
+                                              eventsRequireAPIToken: tokenForEvents,
+                                              eventsRequireAPITokenForUserChange: tokenForUserChange)
                 }
-                say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)")
+                say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)\n"
+                    + "EventsRequireApiToken: \(app.eventsRequireAPIToken)\n"
+                    + "EventsRequireApiTokenForUserChange: \(app.eventsRequireAPITokenForUserChange)")
             case "create-token":
                 guard positional.count == 1, let id = UUID(text: positional[0]) else {
                     throw NodeError(.usage, "usage: clarion apps create-token <mobile-app-id>")
@@ -327,6 +348,26 @@ public enum CLI {
             throw NodeError(.internalError, "\(error)")
         }
         return 0
+    }
+
+    /// `clarion apps list`: a header, then one tab-separated line per row; text fields are kept on one line.
+    static func appListing(_ rows: [MobileAppListingRow]) -> String {
+        func field(_ text: String?) -> String {
+            guard let text, !text.isEmpty else { return "-" }
+            return String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var lines = ["MOBILE APP\tMOBILE APP ID\tPLATFORM APPLICATION\tSTATE\tDISABLED AT\tDISABLED REASON"]
+        for row in rows {
+            let application = row.platform.flatMap { platform in row.applicationName.map { "\(platform):\($0)" } }
+            lines.append([
+                field(row.mobileAppName), field(row.mobileAppID?.lowercasedText), field(application),
+                application == nil ? "-" : (row.enabled ? "enabled" : "disabled"),
+                field(row.disabledAt.map { formatter.string(from: $0) }), field(row.disabledReason),
+            ].joined(separator: "\t"))
+        }
+        return lines.joined(separator: "\n")
     }
 
     static func messages(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {

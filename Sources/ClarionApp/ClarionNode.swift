@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ClarionAPI
+import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
 import ClarionEmulator
@@ -29,6 +30,8 @@ public final class ClarionNode: @unchecked Sendable {
     private var registrationProcessor: RegistrationProcessor?
     private var registrationDone: DispatchSemaphore?
     private let migrationsApplied = Atomic<Bool>(false)
+    /// The soft open-file limit after `start()` raised it.
+    private var descriptorLimit: Int?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -42,6 +45,7 @@ public final class ClarionNode: @unchecked Sendable {
 
     /// Brings the node up; on failure everything started so far is stopped again.
     public func start() throws(NodeError) {
+        raiseDescriptorLimit()
         do {
             try startDatabase()
             try migrate()
@@ -54,6 +58,19 @@ public final class ClarionNode: @unchecked Sendable {
             stop()
             throw error
         }
+    }
+
+    /// The soft limit on open files up to the hard one, before anything is opened (the embedded PostgreSQL
+    /// inherits it).
+    func raiseDescriptorLimit() {
+        let (before, after) = FileDescriptorBudget.raiseSoftLimit()
+        descriptorLimit = after
+        if after != before { log.info("open-file limit raised", ["from": String(before), "to": String(after)]) }
+    }
+
+    /// The dispatcher's PostgreSQL sessions: 3 per shard worker, one per direct worker, and 2.
+    static func dispatcherPoolSize(_ configuration: DispatcherConfiguration) -> Int {
+        3 * configuration.shardWorkers + configuration.directWorkers + 2
     }
 
     /// Starts the embedded cluster when no database URL is configured.
@@ -72,7 +89,13 @@ public final class ClarionNode: @unchecked Sendable {
                 try cluster.start()
                 embedded = cluster
                 databaseURL = cluster.url()
-                log.info("embedded PostgreSQL running", ["directory": cluster.directory.path, "port": String(cluster.port)])
+                if let relocated = cluster.relocatedTo {
+                    log.info("embedded PostgreSQL placed where the postgres user can reach it",
+                             ["directory": cluster.directory.path, "cluster": relocated,
+                              "why": "a folder above the data directory is not searchable by the postgres user"])
+                }
+                log.info("embedded PostgreSQL running", ["directory": cluster.directory.path, "port": String(cluster.port),
+                                                         "authentication": "scram-sha-256 (password in postgres.password)"])
             } catch {
                 throw NodeError(.unavailable, "embedded PostgreSQL: \(error.message)")
             }
@@ -102,16 +125,51 @@ public final class ClarionNode: @unchecked Sendable {
     func bootstrapAccount() throws(NodeError) {
         guard let accounts = accountRepository else { return }
         let configuration = self.configuration
+        let loopback = Self.isLoopback(configuration.listenHost)
+        let demoConfigured = DemoKeyGuard.isDemo(accessKeyID: configuration.accessKeyID, secret: configuration.secretAccessKey)
         do {
             _ = try blockingAwait { () async throws(StoreError) in
                 try await accounts.ensureAccount(accountID: configuration.accountID)
-                if let id = configuration.accessKeyID, let secret = configuration.secretAccessKey {
+                if let id = configuration.accessKeyID, let secret = configuration.secretAccessKey, loopback || !demoConfigured {
                     _ = try await accounts.ensureAccessKey(accountID: configuration.accountID, accessKeyID: id, secret: secret)
+                }
+                if !loopback {
+                    // A demo key stored by an earlier loopback run stays in the database: disable it there too.
+                    do throws(StoreError) {
+                        try await accounts.disableAccessKey(accessKeyID: DemoKeyGuard.demoAccessKeyID)
+                    } catch {
+                        if error.code != .notFound { throw error }
+                    }
                 }
             }
         } catch {
             throw NodeError(error.code == .unavailable ? .unavailable : .configuration, "account bootstrap: \(error)")
         }
+        if demoConfigured && loopback {
+            log.warning("the demo SNS access key is enabled: it works only while the API listens on loopback",
+                        ["access_key_id": DemoKeyGuard.demoAccessKeyID, "listen": configuration.listenHost])
+        } else if demoConfigured {
+            log.warning("the demo SNS access key is refused: the API listens beyond loopback; set your own CLARION_ACCESS_KEY_ID and CLARION_SECRET_ACCESS_KEY",
+                        ["access_key_id": DemoKeyGuard.demoAccessKeyID, "listen": configuration.listenHost])
+        }
+    }
+
+    /// Where provider endpoints may connect: public addresses, `CLARION_PROVIDER_ALLOW_HOSTS`, and loopback when this
+    /// node runs the emulator (its demo credentials point there).
+    var providerAddressPolicy: OutboundAddressPolicy {
+        var policy = (try? OutboundAddressPolicy(allowList: configuration.providerAllowHosts)) ?? OutboundAddressPolicy()
+        if configuration.withEmulator {
+            policy.allowedNetworks += [IPNetwork("127.0.0.0/8")!, IPNetwork("::1/128")!]
+        }
+        return policy
+    }
+
+    /// Whether `host` (CLARION_LISTEN's host) reaches this machine only: 127.0.0.0/8, ::1 or localhost.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Repositories need the pool and the master key, so they exist once both do.
@@ -141,15 +199,28 @@ public final class ClarionNode: @unchecked Sendable {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),
                         authentication: .sigV4(SigV4Verifier(region: configuration.region,
-                                                             resolver: CachingAccessKeyResolver(base: StoreAccessKeyResolver(accounts: accounts)))))
+                                                             resolver: CachingAccessKeyResolver(base: DemoKeyGuard(
+                                                                base: StoreAccessKeyResolver(accounts: accounts),
+                                                                listensOnLoopbackOnly: Self.isLoopback(configuration.listenHost))))))
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
         registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))
         registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
         APIRoutes.register(on: &router, node: self)
+        let budget = FileDescriptorBudget(configuration: configuration,
+                                          descriptorLimit: descriptorLimit ?? FileDescriptorBudget.raiseSoftLimit().after)
+        let fields = ["connections": String(budget.connections), "configured": String(budget.configured),
+                      "open_file_limit": String(budget.descriptorLimit), "reserved": String(budget.reserved)]
+        if budget.connections < budget.configured {
+            log.warning("API connection limit lowered to fit the open-file limit", fields)
+        } else {
+            log.info("API connection limit", fields)
+        }
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
+            requestHeadTimeout: .seconds(configuration.headTimeout), requestBodyTimeout: .seconds(configuration.bodyTimeout),
+            requestBodyMinimumRate: configuration.bodyMinimumRate, connectionLimit: budget.connections,
             accessLog: JSONLinesAccessLog(), readiness: { [weak self] in
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
@@ -170,7 +241,14 @@ public final class ClarionNode: @unchecked Sendable {
             throw NodeError(.configuration, "CLARION_PROVIDER_CA_FILE: \(error)")
         }
         let registry: ProviderRegistry
-        do { registry = try ProviderRegistry() } catch {
+        let providerLog = Log("clarion.providers")
+        var options = ProviderOptions()
+        options.addressPolicy = providerAddressPolicy
+        do {
+            registry = try ProviderRegistry(options: options, log: ProviderLog { level, message, fields in
+                level == .warning ? providerLog.warning(message, fields) : providerLog.info(message, fields)
+            })
+        } catch {
             throw NodeError(.internalError, "provider registry: \(error)")
         }
         providers = registry
@@ -182,10 +260,16 @@ public final class ClarionNode: @unchecked Sendable {
         providerDirectory = directory
         // Delivery ids (campaign pushes, open beacons) carry an HMAC under a secret derived from the master key,
         // so every node signs and verifies alike without another setting.
+        // The dispatcher's warnings (applications and endpoints disabled, messages given up) and store errors go
+        // to the node's structured log; without this they went nowhere.
+        let dispatchLog = Log("clarion.dispatch")
         let dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
-            deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey))
-        let workPool = PGPool(conninfo: databaseURL, size: 3 * dispatcherConfiguration.shardWorkers + dispatcherConfiguration.directWorkers + 2,
+            deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
+            log: DispatcherLog { level, message, fields in
+                dispatchLog.write(Log.Level(rawValue: level.rawValue) ?? .warning, message, fields)
+            })
+        let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
                               applicationName: "clarion-dispatch")
         dispatcherPool = workPool
         let dispatcher = Dispatcher(pool: workPool, directory: directory, configuration: dispatcherConfiguration,

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// Clarion's configuration: defaults, then a file, then the environment, then flags; each later source
@@ -23,7 +24,18 @@ public struct Configuration: Sendable, Equatable {
     public var role = Role.all
     public var databasePoolSize = 8
     public var providerCAFile: String?
+    /// Loopback, private and reserved addresses provider endpoints may reach (host names and CIDRs); public
+    /// addresses need nothing. `--with-emulator` adds 127.0.0.0/8 and ::1/128 for its own emulator.
+    public var providerAllowHosts = ""
     public var apiThreads = 4
+    /// Simultaneous API connections at most; the node lowers it to fit the open-file limit (`FileDescriptorBudget`).
+    public var maxConnections = 4096
+    /// Seconds a request head may take from its first byte (then 408).
+    public var headTimeout = 20
+    /// Seconds a request body may take from the end of its head, plus its size at `bodyMinimumRate` (then 408).
+    public var bodyTimeout = 30
+    /// Bytes per second a body is granted beyond `bodyTimeout`; 0 grants nothing for size.
+    public var bodyMinimumRate = 16 * 1024
     /// Publish batcher writers, each with its own PostgreSQL session (group commit).
     public var publishWriters = 2
     /// Start the provider emulator in-process (a first try without real provider credentials).
@@ -94,6 +106,22 @@ public struct Configuration: Sendable, Equatable {
         Setting(key: "CLARION_API_THREADS", flag: "--api-threads", secret: false, help: "HTTP server threads (default 4)",
                 apply: { (c, v) throws(ConfigurationError) in c.apiThreads = try parseInt(v, key: "CLARION_API_THREADS", range: 1...64) },
                 read: { String($0.apiThreads) }),
+        Setting(key: "CLARION_MAX_CONNECTIONS", flag: "--max-connections", secret: false,
+                help: "simultaneous API connections; lowered to fit the open-file limit (default 4096)",
+                apply: { (c, v) throws(ConfigurationError) in c.maxConnections = try parseInt(v, key: "CLARION_MAX_CONNECTIONS", range: 1...1_000_000) },
+                read: { String($0.maxConnections) }),
+        Setting(key: "CLARION_HEAD_TIMEOUT", flag: "--head-timeout", secret: false,
+                help: "seconds a request head may take from its first byte, then 408 and close (default 20)",
+                apply: { (c, v) throws(ConfigurationError) in c.headTimeout = try parseInt(v, key: "CLARION_HEAD_TIMEOUT", range: 1...3600) },
+                read: { String($0.headTimeout) }),
+        Setting(key: "CLARION_BODY_TIMEOUT", flag: "--body-timeout", secret: false,
+                help: "seconds a request body may take, plus its size at CLARION_BODY_MIN_RATE, then 408 and close (default 30)",
+                apply: { (c, v) throws(ConfigurationError) in c.bodyTimeout = try parseInt(v, key: "CLARION_BODY_TIMEOUT", range: 1...3600) },
+                read: { String($0.bodyTimeout) }),
+        Setting(key: "CLARION_BODY_MIN_RATE", flag: "--body-min-rate", secret: false,
+                help: "bytes per second a large body is granted beyond CLARION_BODY_TIMEOUT; 0 = none (default 16384)",
+                apply: { (c, v) throws(ConfigurationError) in c.bodyMinimumRate = try parseInt(v, key: "CLARION_BODY_MIN_RATE", range: 0...1_073_741_824) },
+                read: { String($0.bodyMinimumRate) }),
         Setting(key: "CLARION_PUBLISH_WRITERS", flag: "--publish-writers", secret: false,
                 help: "group-commit writers for publishes, each with its own PostgreSQL session (default 2)",
                 apply: { (c, v) throws(ConfigurationError) in c.publishWriters = try parseInt(v, key: "CLARION_PUBLISH_WRITERS", range: 1...16) },
@@ -101,6 +129,14 @@ public struct Configuration: Sendable, Equatable {
         Setting(key: "CLARION_PROVIDER_CA_FILE", flag: "--provider-ca-file", secret: false,
                 help: "extra CA (PEM) trusted for every provider connection",
                 apply: { c, v in c.providerCAFile = v.isEmpty ? nil : v }, read: { $0.providerCAFile }),
+        Setting(key: "CLARION_PROVIDER_ALLOW_HOSTS", flag: "--provider-allow-hosts", secret: false,
+                help: "non-public hosts/CIDRs provider endpoints may reach, comma-separated (e.g. 127.0.0.0/8,::1/128)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    do throws(OutboundPolicyError) { _ = try OutboundAddressPolicy(allowList: v) } catch {
+                        throw ConfigurationError(key: "CLARION_PROVIDER_ALLOW_HOSTS", message: error.description)
+                    }
+                    c.providerAllowHosts = v
+                }, read: { $0.providerAllowHosts }),
         Setting(key: "CLARION_WITH_EMULATOR", flag: "--with-emulator", secret: false,
                 help: "also run the provider emulator in-process (true/false)",
                 apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },
@@ -198,6 +234,17 @@ public struct Configuration: Sendable, Equatable {
             values[key] = value
         }
         return values
+    }
+
+    /// The settings as a table for `--help`: environment name, flag, help. Each column is as wide as its longest
+    /// entry, so no name is cut.
+    public static func settingsTable(indent: String = "  ") -> String {
+        let keyWidth = settings.map(\.key.count).max() ?? 0
+        let flagWidth = settings.map(\.flag.count).max() ?? 0
+        return settings.map { setting in
+            indent + setting.key.padding(toLength: keyWidth, withPad: " ", startingAt: 0) + "  "
+                + setting.flag.padding(toLength: flagWidth, withPad: " ", startingAt: 0) + "  " + setting.help
+        }.joined(separator: "\n")
     }
 
     /// The effective configuration as `KEY=value` lines, secrets masked.

@@ -103,8 +103,17 @@ public final class SigningKey: @unchecked Sendable {
     /// The matching public key.
     public var verifyingKey: VerifyingKey {
         // i2d_PUBKEY writes only the public half; reading it back gives an independent public key.
-        let der = KeyKind.subjectPublicKeyInfo(pkey)
-        return try! VerifyingKey(subjectPublicKeyInfoDER: der)
+        try! VerifyingKey(subjectPublicKeyInfoDER: subjectPublicKeyInfoDER)
+    }
+
+    /// DER `SubjectPublicKeyInfo` of the public half.
+    ///
+    /// `pkey` is only valid while this object lives: `deinit` frees it. Code outside the class that took
+    /// `key.pkey` and passed it to C after its last use of `key` (`KeyKind.subjectPublicKeyInfo(key.pkey)` on a
+    /// temporary key) let an optimised build release the key first, and `i2d_PUBKEY` read a freed `EVP_PKEY`.
+    /// Inside a member `self` is alive for the whole call; `withExtendedLifetime` says so where it matters.
+    var subjectPublicKeyInfoDER: [UInt8] {
+        withExtendedLifetime(self) { KeyKind.subjectPublicKeyInfo(pkey) }
     }
 
     /// The key as PKCS#8 DER (`PrivateKeyInfo`), the form inside a `.p8` file.
@@ -170,7 +179,7 @@ public final class VerifyingKey: @unchecked Sendable {
             try self.init(taking: key)
         default:
             let privateKey = try SigningKey(block: block)
-            try self.init(subjectPublicKeyInfoDER: KeyKind.subjectPublicKeyInfo(privateKey.pkey))
+            try self.init(subjectPublicKeyInfoDER: privateKey.subjectPublicKeyInfoDER)
         }
     }
 
@@ -231,7 +240,7 @@ public final class VerifyingKey: @unchecked Sendable {
     }
 
     /// DER `SubjectPublicKeyInfo`.
-    public var subjectPublicKeyInfoDER: [UInt8] { KeyKind.subjectPublicKeyInfo(pkey) }
+    public var subjectPublicKeyInfoDER: [UInt8] { withExtendedLifetime(self) { KeyKind.subjectPublicKeyInfo(pkey) } }
 
     /// The key as a `-----BEGIN PUBLIC KEY-----` PEM.
     public var pem: String { PEMBlock(label: "PUBLIC KEY", der: subjectPublicKeyInfoDER).text }

@@ -47,10 +47,11 @@ struct DeliveryAccounting {
     }
 
     /// Records one outcome. `targeted`: count the delivery as a target (first attempt from a shard; retries
-    /// were counted when first streamed). `sent`: a provider got the push.
+    /// were counted when first streamed). `sent`: a provider got the push. `providerStatus`: its HTTP status when
+    /// it answered (kept in delivery-log rows and on disables, for the warnings).
     @discardableResult
     mutating func record(
-        _ outcome: DeliveryOutcome, facts: DeliveryFacts, sent: Bool, targeted: Bool, now: Date,
+        _ outcome: DeliveryOutcome, facts: DeliveryFacts, sent: Bool, targeted: Bool, now: Date, providerStatus: Int? = nil,
         unitRandom: @autoclosure () -> Double
     ) -> Disposition {
         // `unitRandom` is drawn only when a success is sampled or a retry jittered: the system generator is a
@@ -61,28 +62,30 @@ struct DeliveryAccounting {
         switch outcome {
         case .accepted:
             effects.counters.accepted += 1
-            sampleSuccess(facts, dwell: dwell, unitRandom: unitRandom)
+            sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .tokenReplaced(let newToken, _):
             effects.counters.accepted += 1
             effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))
-            sampleSuccess(facts, dwell: dwell, unitRandom: unitRandom)
+            sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .expired:
             effects.counters.expired += 1
             return .final
         case .tokenInvalid(let reason, let at):
-            fail(outcome, reason: reason, facts: facts, dwell: dwell)
-            effects.disable.append(EndpointDisable(endpoint: facts.endpoint, token: facts.token, reason: reason, at: at ?? now))
+            fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
+            effects.disable.append(EndpointDisable(endpoint: facts.endpoint, token: facts.token, reason: reason, at: at ?? now,
+                                                   providerStatus: providerStatus))
             return .final
         case .credentialsInvalid(let reason):
-            fail(outcome, reason: reason, facts: facts, dwell: dwell)
+            fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
             if disabledApplications.insert(facts.application).inserted {
-                effects.disableApplications.append(ApplicationDisable(application: facts.application, reason: reason, at: now))
+                effects.disableApplications.append(ApplicationDisable(application: facts.application, reason: reason, at: now,
+                                                                      providerStatus: providerStatus))
             }
             return .final
         case .messageInvalid(let reason), .rejected(let reason):
-            fail(outcome, reason: reason, facts: facts, dwell: dwell)
+            fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
             return .final
         case .retryable(let reason, _), .authTokenExpired(let reason):
             switch policy.next(attempt: facts.attempt, outcome: outcome, now: now, expiresAt: facts.expiresAt,
@@ -95,26 +98,26 @@ struct DeliveryAccounting {
                 effects.counters.expired += 1
                 return .final
             case .stop:
-                fail(outcome, reason: reason, facts: facts, dwell: dwell)
+                fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
                 return .final
             }
         }
     }
 
-    private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int) {
+    private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int, status: Int?) {
         effects.counters.failed += 1
         let key = Self.reasonKey(reason)
         effects.failures[key, default: 0] += 1
         effects.log.append(DeliveryLogEntry(
-            endpoint: facts.endpoint, status: "FAILURE", providerStatus: nil,
+            endpoint: facts.endpoint, status: "FAILURE", providerStatus: status,
             providerResponse: outcome.label + ": " + String(reason.prefix(500)), attempts: facts.attempt,
             dwellMilliseconds: dwell))
     }
 
-    private mutating func sampleSuccess(_ facts: DeliveryFacts, dwell: Int, unitRandom: () -> Double) {
+    private mutating func sampleSuccess(_ facts: DeliveryFacts, dwell: Int, status: Int?, unitRandom: () -> Double) {
         guard facts.successSampleRate > 0, unitRandom() * 100 < Double(facts.successSampleRate) else { return }
         effects.log.append(DeliveryLogEntry(
-            endpoint: facts.endpoint, status: "SUCCESS", providerStatus: nil, providerResponse: nil,
+            endpoint: facts.endpoint, status: "SUCCESS", providerStatus: status, providerResponse: nil,
             attempts: facts.attempt, dwellMilliseconds: dwell))
     }
 

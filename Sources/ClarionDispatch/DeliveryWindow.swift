@@ -16,6 +16,8 @@ struct DeliveryWindow<Entry> {
         var entry: Entry
         var outcome: DeliveryOutcome?
         var sent: Bool
+        /// The provider's HTTP status with the outcome, when it answered.
+        var providerStatus: Int?
     }
 
     private var slots: [Slot?] = []
@@ -35,7 +37,7 @@ struct DeliveryWindow<Entry> {
     /// Appends an entry; returns its sequence number.
     mutating func append(_ entry: Entry) -> UInt64 {
         let sequence = firstSequence + UInt64(count)
-        slots.append(Slot(entry: entry, outcome: nil, sent: false))
+        slots.append(Slot(entry: entry, outcome: nil, sent: false, providerStatus: nil))
         return sequence
     }
 
@@ -46,15 +48,17 @@ struct DeliveryWindow<Entry> {
         return slots[index]?.entry
     }
 
-    /// Records an outcome. `sent` says whether a provider got the push (it counts as a send). A second outcome
-    /// for the same entry, or one for an entry no longer in the window, is ignored and returns false.
+    /// Records an outcome. `sent` says whether a provider got the push (it counts as a send); `providerStatus` is
+    /// its HTTP status when it answered. A second outcome for the same entry, or one for an entry no longer in the
+    /// window, is ignored and returns false.
     @discardableResult
-    mutating func complete(_ sequence: UInt64, _ outcome: DeliveryOutcome, sent: Bool) -> Bool {
+    mutating func complete(_ sequence: UInt64, _ outcome: DeliveryOutcome, sent: Bool, providerStatus: Int? = nil) -> Bool {
         guard sequence >= firstSequence else { return false }
         let index = head + Int(sequence - firstSequence)
         guard index < slots.count, slots[index] != nil, slots[index]!.outcome == nil else { return false }
         slots[index]!.outcome = outcome
         slots[index]!.sent = sent
+        slots[index]!.providerStatus = providerStatus
         completedCount += 1
         return true
     }
@@ -74,10 +78,10 @@ struct DeliveryWindow<Entry> {
         return count
     }
 
-    /// Removes and returns the completed prefix, in order.
-    mutating func popCompleted(_ body: (Entry, DeliveryOutcome, Bool) -> Void) {
+    /// Removes and returns the completed prefix, in order: entry, outcome, sent, provider status.
+    mutating func popCompleted(_ body: (Entry, DeliveryOutcome, Bool, Int?) -> Void) {
         while head < slots.count, let slot = slots[head], let outcome = slot.outcome {
-            body(slot.entry, outcome, slot.sent)
+            body(slot.entry, outcome, slot.sent, slot.providerStatus)
             slots[head] = nil
             head += 1
             firstSequence += 1

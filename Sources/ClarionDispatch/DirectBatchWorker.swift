@@ -67,7 +67,7 @@ final class DirectBatchWorker {
             try await work()
         } catch {
             inbox.close()
-            configuration.log("direct batch failed; the leases will expire and the messages be claimed again",
+            configuration.log.error("direct batch failed; the leases will expire and the messages be claimed again",
                               ["error": error.description, "messages": String(members.count)])
             end(.failed(error.description))
         }
@@ -203,14 +203,11 @@ final class DirectBatchWorker {
             let i = Int(result.tag)
             guard i < members.count, members[i].phase == .awaiting else { continue }
             awaiting -= 1
-            record(i, result.outcome, sent: true)
+            record(i, result.outcome, sent: true, providerStatus: result.providerStatus)
             if result.outcome.disablesApplication, let application = members[i].facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                if context.markApplicationDisabled(application) {
-                    disabledHere.append(application)
-                    configuration.log("platform application disabled: credentials refused",
-                                      ["application": String(application), "reason": result.outcome.reason ?? ""])
-                }
+                // (The warning is written once the checkpoint has disabled it in the store: `flush`.)
+                if context.markApplicationDisabled(application) { disabledHere.append(application) }
                 for j in members.indices where members[j].phase == .pending && members[j].facts?.application == application {
                     pendingCount -= 1
                     record(j, ApplicationLane.applicationDisabled, sent: false)
@@ -231,11 +228,11 @@ final class DirectBatchWorker {
         lastOutcome = clock.now
     }
 
-    private func record(_ i: Int, _ outcome: DeliveryOutcome, sent: Bool) {
+    private func record(_ i: Int, _ outcome: DeliveryOutcome, sent: Bool, providerStatus: Int? = nil) {
         var accounting = DeliveryAccounting(policy: configuration.retryPolicy)
         if let facts = members[i].facts {
             accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: configuration.now(),
-                              unitRandom: configuration.unitRandom())
+                              providerStatus: providerStatus, unitRandom: configuration.unitRandom())
         }
         members[i].effects = accounting.take()
         members[i].phase = .resolved
@@ -289,7 +286,9 @@ final class DirectBatchWorker {
         var results: [Int64: CheckpointResult]
         while true {
             do {
-                results = try await context.jobs.checkpoint(batch: batch)
+                let report: FailureReport
+                (results, report) = try await context.jobs.checkpoint(batch: batch)
+                configuration.log.report(report)
                 break
             } catch {
                 attempt += 1
@@ -321,7 +320,7 @@ final class DirectBatchWorker {
             members[i].phase = .written
             if exit == .finished { finishedAny = true }
             if exit == .leaseLost {
-                configuration.log("direct shard lease taken over", ["shard": String(progress.claim.shard),
+                configuration.log.warning("direct shard lease taken over", ["shard": String(progress.claim.shard),
                                                                   "message": String(progress.claim.message)])
             }
             context.observer?.shardEnded(shard: progress.claim.shard, owner: progress.claim.owner, how: exit)

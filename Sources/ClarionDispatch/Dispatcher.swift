@@ -92,7 +92,7 @@ public final class Dispatcher: Sendable {
             do {
                 if try await jobs.planPending(limit: 16, shardSize: configuration.shardSize) > 0 { progressed = true }
             } catch {
-                configuration.log("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
+                configuration.log.error("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
             }
             if configuration.directBatchSize > 0, !context.isStopping, await claimDirectBatches(group: &group) {
                 progressed = true
@@ -109,7 +109,7 @@ public final class Dispatcher: Sendable {
                         maxPlannedTargets: express ? configuration.expressShardTargets : nil,
                         direct: configuration.directBatchSize == 0)
                 } catch {
-                    configuration.log("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
+                    configuration.log.error("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
                     claims = []
                 }
                 for claim in claims {
@@ -130,10 +130,10 @@ public final class Dispatcher: Sendable {
                         self.context.observer?.shardEnded(shard: claim.shard, owner: self.configuration.owner, how: exit)
                         switch exit {
                         case .failed(let reason):
-                            self.configuration.log("shard worker failed; the lease will expire and the shard resume",
+                            self.configuration.log.error("shard worker failed; the lease will expire and the shard resume",
                                                    ["shard": String(claim.shard), "message": String(claim.message), "error": reason])
                         case .leaseLost:
-                            self.configuration.log("shard lease taken over", ["shard": String(claim.shard), "message": String(claim.message)])
+                            self.configuration.log.warning("shard lease taken over", ["shard": String(claim.shard), "message": String(claim.message)])
                         default:
                             break
                         }
@@ -165,7 +165,7 @@ public final class Dispatcher: Sendable {
                     leaseSeconds: configuration.leaseDuration,
                     staleBefore: configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) })
             } catch {
-                configuration.log("direct claim failed", ["error": error.code.rawValue, "detail": error.message])
+                configuration.log.error("direct claim failed", ["error": error.code.rawValue, "detail": error.message])
                 return claimedAny
             }
             guard !claims.isEmpty else { return claimedAny }
@@ -206,7 +206,7 @@ public final class Dispatcher: Sendable {
             do {
                 handled = try await worker.runOnce()
             } catch {
-                configuration.log("retry round failed", ["error": error.code.rawValue, "detail": error.message])
+                configuration.log.error("retry round failed", ["error": error.code.rawValue, "detail": error.message])
             }
             if handled > 0 {
                 idle = 0.02

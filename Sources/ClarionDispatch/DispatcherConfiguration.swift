@@ -109,18 +109,25 @@ public struct DispatcherConfiguration: Sendable {
     public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + submitBatchSize }
 }
 
-/// A constant message with data in fields. Fields never carry a device token or a credential: keys of
-/// messages, shards and applications, owners, reasons and error codes only.
+/// A constant message with data in fields, at a level. Fields never carry a device token or a credential: keys and
+/// ids of messages, shards, endpoints and applications, owners, reasons, error codes, and at most a short token
+/// prefix. The app wires it to its structured log; tests capture it.
 public struct DispatcherLog: Sendable {
-    let sink: @Sendable (_ message: String, _ fields: [String: String]) -> Void
+    public enum Level: String, Sendable {
+        case info, warning, error
+    }
 
-    public init(_ sink: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void) {
+    let sink: @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void
+
+    public init(_ sink: @escaping @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void) {
         self.sink = sink
     }
 
-    public static let silent = DispatcherLog { _, _ in }
+    public static let silent = DispatcherLog { _, _, _ in }
 
-    func callAsFunction(_ message: String, _ fields: [String: String] = [:]) { sink(message, fields) }
+    func info(_ message: String, _ fields: [String: String] = [:]) { sink(.info, message, fields) }
+    func warning(_ message: String, _ fields: [String: String] = [:]) { sink(.warning, message, fields) }
+    func error(_ message: String, _ fields: [String: String] = [:]) { sink(.error, message, fields) }
 }
 
 /// Lifecycle events of a dispatcher, for metrics and tests. Called on worker tasks: keep it short.

@@ -24,7 +24,7 @@ public final class ProviderClientTransport: PushTransport {
 
 extension CompletionInbox: ProviderResultSink {
     func receive(_ results: [ProviderDeliveryResult]) {
-        receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome) })
+        receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome, providerStatus: $0.providerStatus) })
     }
 }
 
@@ -37,7 +37,7 @@ final class ProviderSinkBridge: ProviderResultSink {
     }
 
     func receive(_ results: [ProviderDeliveryResult]) {
-        sink.receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome) })
+        sink.receive(results.map { PushResult(tag: $0.tag, outcome: $0.outcome, providerStatus: $0.providerStatus) })
     }
 }
 

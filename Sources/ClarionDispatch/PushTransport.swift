@@ -24,10 +24,13 @@ public struct PushDelivery: Sendable, Hashable {
 public struct PushResult: Sendable, Hashable {
     public var tag: UInt64
     public var outcome: DeliveryOutcome
+    /// The provider's HTTP status when it answered; nil when no answer came (delivery logs and warnings show it).
+    public var providerStatus: Int?
 
-    public init(tag: UInt64, outcome: DeliveryOutcome) {
+    public init(tag: UInt64, outcome: DeliveryOutcome, providerStatus: Int? = nil) {
         self.tag = tag
         self.outcome = outcome
+        self.providerStatus = providerStatus
     }
 }
 

@@ -35,6 +35,7 @@ struct RetryWorker {
         try await context.lanes(for: claims.map(\.target.application), content: content, into: &lanes)
 
         var outcomes: [DeliveryOutcome?] = Array(repeating: nil, count: claims.count)
+        var statuses: [Int?] = Array(repeating: nil, count: claims.count)
         var sent = Array(repeating: false, count: claims.count)
         var skipped = Array(repeating: false, count: claims.count)
         var batches: [Int64: [PushDelivery]] = [:]
@@ -81,7 +82,7 @@ struct RetryWorker {
                 if rest.isEmpty { break }
                 stalled = admitted == 0 ? stalled + 1 : 0
                 // The pool's queue is full: let outcomes come back before submitting the rest.
-                awaiting -= collect(inbox.take(), into: &outcomes, sent: &sent)
+                awaiting -= collect(inbox.take(), into: &outcomes, statuses: &statuses, sent: &sent)
                 await inbox.wait(timeout: 0.05)
                 if stalled > 200 || context.isAbandoned { break }
             }
@@ -90,7 +91,7 @@ struct RetryWorker {
         }
         let deadline = ContinuousClock.now + .seconds(configuration.deliveryTimeout)
         while awaiting > 0, ContinuousClock.now < deadline, !context.isAbandoned {
-            awaiting -= collect(inbox.take(), into: &outcomes, sent: &sent)
+            awaiting -= collect(inbox.take(), into: &outcomes, statuses: &statuses, sent: &sent)
             if awaiting > 0 { await inbox.wait(timeout: 0.05) }
         }
         inbox.close()
@@ -123,7 +124,7 @@ struct RetryWorker {
                     }
                 }
                 disposition = accounting.record(outcome, facts: facts, sent: sent[i], targeted: false, now: now,
-                                                unitRandom: configuration.unitRandom())
+                                                providerStatus: statuses[i], unitRandom: configuration.unitRandom())
             }
             if disposition == .final { finished.append(claim.id) }
             if let shard = claim.shard { perShard[shard] = accounting } else { unsharded = accounting }
@@ -138,15 +139,18 @@ struct RetryWorker {
             merge(part, into: &effects)
         }
         merge(unsharded.take(), into: &effects)
-        _ = try await context.jobs.completeRetries(
+        let (_, report) = try await context.jobs.completeRetries(
             message: message, owner: configuration.owner, finished: finished, deferred: deferred, shardCounters: shardCounters,
             shardFailures: shardFailures, effects: effects)
+        configuration.log.report(report)
     }
 
-    private func collect(_ results: [PushResult], into outcomes: inout [DeliveryOutcome?], sent: inout [Bool]) -> Int {
+    private func collect(_ results: [PushResult], into outcomes: inout [DeliveryOutcome?], statuses: inout [Int?],
+                         sent: inout [Bool]) -> Int {
         var count = 0
         for result in results where Int(result.tag) < outcomes.count && outcomes[Int(result.tag)] == nil {
             outcomes[Int(result.tag)] = result.outcome
+            statuses[Int(result.tag)] = result.providerStatus
             sent[Int(result.tag)] = true
             count += 1
         }

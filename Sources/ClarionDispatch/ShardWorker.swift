@@ -274,15 +274,12 @@ final class ShardWorker {
     private func absorb(_ results: [PushResult]) -> Int {
         for result in results {
             guard let entry = window.entry(result.tag) else { continue }
-            guard window.complete(result.tag, result.outcome, sent: true) else { continue }
+            guard window.complete(result.tag, result.outcome, sent: true, providerStatus: result.providerStatus) else { continue }
             awaiting -= 1
             if result.outcome.disablesApplication, let application = entry.facts?.application {
                 // Stop this application's sends now, here and in every worker of this process.
-                if context.markApplicationDisabled(application) {
-                    disabledHere.append(application)
-                    configuration.log("platform application disabled: credentials refused",
-                                      ["application": String(application), "reason": result.outcome.reason ?? ""])
-                }
+                // (The warning is written once the checkpoint has disabled it in the store: `writeCheckpoint`.)
+                if context.markApplicationDisabled(application) { disabledHere.append(application) }
                 lanes[application]?.unsent = ApplicationLane.applicationDisabled
                 failPending(application, with: ApplicationLane.applicationDisabled)
             }
@@ -296,11 +293,12 @@ final class ShardWorker {
         var lastKey = checkpointKey
         var accounting = self.accounting
         let random = configuration.unitRandom
-        window.popCompleted { entry, outcome, sent in
+        window.popCompleted { entry, outcome, sent, status in
             if entry.skipped {
                 accounting.recordSkipped(targeted: true)
             } else if let facts = entry.facts {
-                accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, unitRandom: random())
+                accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, providerStatus: status,
+                                  unitRandom: random())
             }
             lastKey = entry.key
             popped += 1
@@ -339,10 +337,11 @@ final class ShardWorker {
         }
         while true {
             do {
-                let result = try await context.jobs.checkpoint(
+                let (result, report) = try await context.jobs.checkpoint(
                     claim, message: claim.message, checkpoint: key, effects: effects, lease: lease)
                 poppedSinceCheckpoint = 0
                 lastCheckpoint = clock.now
+                configuration.log.report(report)
                 return result
             } catch {
                 attempt += 1

@@ -1,3 +1,4 @@
+import ClarionCore
 /// Scheme, host and port of a server. `https` means TLS with ALPN "h2"; `http` means h2c with prior knowledge
 /// (tests and benchmarks only).
 public struct HTTP2Origin: Sendable, Hashable, CustomStringConvertible {
@@ -73,6 +74,9 @@ public struct HTTP2PoolConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Extra trusted CA certificates (PEM), on top of the system store (private providers, the emulator).
     public var trustedCAPEM: String?
+    /// Which resolved addresses a connection may go to; nil connects anywhere. A tenant sets the provider's
+    /// base URL, so the node's pools refuse loopback and private addresses unless the operator allows them.
+    public var addressPolicy: OutboundAddressPolicy?
     /// A TLS client certificate and key presented when the server asks (APNs certificate-based auth). Checked when
     /// the pool is created (`TLSConfigurationError` with code `.certificate`, `.privateKey` or `.keyMismatch`); the
     /// pool is keyed by the certificate's SHA-256 as well as `identity`, so no two certificates share a pool.
@@ -121,6 +125,19 @@ public struct HTTP2PoolConfiguration: Sendable {
         self.initialWindowSize = initialWindowSize
         self.tickInterval = tickInterval
         self.onGoAway = onGoAway
+    }
+}
+
+extension HTTP2PoolConfiguration {
+    /// Loads the TLS material a pool is made with, in memory and without a connection, as pool creation does:
+    /// the extra trusted CA certificates (`trustedCAPEM`: `.trustedCA` when OpenSSL reads none), then the client
+    /// certificate and key (`.certificate`, `.privateKey`, `.keyMismatch`). `HTTP2ClientPool` runs exactly this when
+    /// it is created, so a configuration that passes here makes a pool, and one that fails would fail there.
+    public func validateTLS() throws(TLSConfigurationError) {
+        if let pem = trustedCAPEM {
+            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
+        }
+        try clientIdentity?.validate()
     }
 }
 

@@ -1,3 +1,4 @@
+import ClarionCore
 import Synchronization
 
 /// Counts requests admitted but not yet on a stream (in hand-over to the loop, or queued), so callers on any
@@ -100,12 +101,9 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         self.resolver = resolver
         defaultAuthority = configuration.origin.authority
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
-        if let pem = configuration.trustedCAPEM {
-            // Fail fast on a bad PEM (parsing in memory, no I/O).
-            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
-        }
-        // Fail fast on an unusable client certificate or a key that is not its key (in memory, no I/O).
-        try configuration.clientIdentity?.validate()
+        // Fail fast on a bad CA PEM, an unusable client certificate or a key that is not its key (in memory, no
+        // I/O). The same check configuration-time callers run (the API, through ProviderRegistry).
+        try configuration.validateTLS()
         connectionConfiguration = HTTP2ConnectionStateMachine.Configuration(
             pingInterval: configuration.pingInterval?.nanoseconds,
             pingTimeout: configuration.pingTimeout.nanoseconds,
@@ -316,6 +314,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             failed(error)
             return
         case .success(let addresses):
+            // Every address the host resolves to is judged, and the one connected to is among them (no second
+            // resolution to rebind).
+            if let policy = configuration.addressPolicy, !policy.allowsHost(configuration.origin.host),
+               let refused = addresses.first(where: { !policy.allows(address: $0.addressText) }) {
+                failed(.connectFailed("\(configuration.origin.host) resolves to \(refused.addressText), which the node's "
+                    + "outbound address policy refuses (loopback, private and reserved ranges need CLARION_PROVIDER_ALLOW_HOSTS)"))
+                return
+            }
             address = addresses[0]
         }
         var tls: TLSSession?

@@ -58,6 +58,13 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The address alone, without port or brackets (`127.0.0.1`, `::1`).
+    package var addressText: String {
+        let text = description
+        if text.hasPrefix("["), let end = text.firstIndex(of: "]") { return String(text[text.index(after: text.startIndex)..<end]) }
+        return String(text[..<(text.lastIndex(of: ":") ?? text.endIndex)])
+    }
+
     package var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in
@@ -199,9 +206,35 @@ package enum SocketIO {
         }
     }
 
-    /// Accepts one connection, non-blocking and close-on-exec; -1 (errno set) when none is waiting.
-    package static func accept(_ fd: Int32) -> Int32 {
-        clarion_accept_nonblocking(fd)
+    package enum AcceptResult: Equatable {
+        /// A connection, non-blocking and close-on-exec.
+        case accepted(Int32)
+        /// Nothing is waiting.
+        case none
+        /// The next connection failed before it was taken (Linux reports its network error from `accept`), or a
+        /// signal interrupted the call: accept again.
+        case retry
+        /// Out of file descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS, ENOMEM). The connection stays
+        /// queued and the listener stays readable, so accepting again at once fails again: a loop that does
+        /// spins. Stop watching the listener until a descriptor is freed.
+        case exhausted(Int32)
+        /// Anything else: the listening socket itself is broken.
+        case failed(Int32)
+    }
+
+    /// Accepts one connection, non-blocking and close-on-exec.
+    package static func accept(_ fd: Int32) -> AcceptResult {
+        let client = clarion_accept_nonblocking(fd)
+        if client >= 0 { return .accepted(client) }
+        let code = errno
+        switch code {
+        case EAGAIN, EWOULDBLOCK: return .none
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .exhausted(code)
+        // accept(2): "treat them like EAGAIN by retrying"; ECONNABORTED and EPERM (a firewall) are the peer's.
+        case EINTR, ECONNABORTED, EPERM, EPROTO, ENETDOWN, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+             ENETUNREACH: return .retry
+        default: return .failed(code)
+        }
     }
 }
 
@@ -244,8 +277,19 @@ final class HostResolver: Sendable {
 
     private let state = Mutex(State())
     private let semaphore = Semaphore()
+    private let startThread: ThreadStarter
 
-    /// Calls `completion` on the resolver thread.
+    /// Starts `body` on a new detached thread; returns 0, or the error number when no thread was started
+    /// (`pthread_create`'s result: EAGAIN when the process is out of threads).
+    typealias ThreadStarter = @Sendable (_ body: @escaping @Sendable () -> Void) -> Int32
+
+    /// `startThread` is for tests (a thread that cannot start).
+    init(startThread: @escaping ThreadStarter = HostResolver.startDetachedThread) {
+        self.startThread = startThread
+    }
+
+    /// Calls `completion` on the resolver thread, or at once on this thread when the lookup cannot run (the
+    /// resolver is stopped, or its thread could not be started).
     func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void) {
         if let address = SocketAddress(numericHost: host, port: port) {
             completion(.success([address]))
@@ -262,16 +306,41 @@ final class HostResolver: Sendable {
             return
         }
         if startThread {
-            let box = Unmanaged.passRetained(self).toOpaque()
-            var thread = pthread_t()
-            pthread_create(&thread, nil, { raw in
-                let resolver = Unmanaged<HostResolver>.fromOpaque(raw!).takeRetainedValue()
-                resolver.run()
-                return nil
-            }, box)
-            pthread_detach(thread)
+            // The thread keeps the resolver alive until it stops.
+            let rc = self.startThread { [self] in run() }
+            if rc != 0 {
+                // No thread runs the queue: fail what is queued now (this call's job and any that came meanwhile)
+                // instead of leaving the callers waiting forever, and let the next call try to start one again.
+                let stranded = state.withLock { state -> [Job] in
+                    state.started = false
+                    defer { state.jobs.removeAll() }
+                    return state.jobs
+                }
+                let why = "no resolver thread (pthread_create: \(String(cString: strerror(rc))))"
+                for job in stranded { job.completion(.failure(.connectFailed("cannot resolve \(job.host): \(why)"))) }
+                return
+            }
         }
         semaphore.signal()
+    }
+
+    static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+        final class Box {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box)
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(box).release()  // the thread that would have taken it never ran
+            return rc
+        }
+        pthread_detach(thread)
+        return 0
     }
 
     func stop() {

@@ -71,33 +71,59 @@ func freeCertificate(_ certificate: OpaquePointer) {
     X509_free(certificate)
 }
 
+/// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`, and frees the BIO before returning.
+///
+/// `BIO_new_mem_buf` does not copy: the BIO reads the bytes in place for as long as it lives, and a pointer from
+/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (style.md, "pointers do not outlive their
+/// closure"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
+/// worked in debug builds; release builds freed the bytes first and PEM parsing found no certificate.)
+func withMemoryBIO<R>(
+    _ text: String, _ body: (OpaquePointer) throws(TLSConfigurationError) -> R
+) throws(TLSConfigurationError) -> R {
+    var text = text
+    let result = text.withUTF8 { bytes -> Result<R, TLSConfigurationError> in
+        guard let base = bytes.baseAddress, let count = Int32(exactly: bytes.count) else {
+            return .failure(TLSConfigurationError(reason: "PEM text is empty or too large"))
+        }
+        guard let bio = BIO_new_mem_buf(base, count) else {
+            return .failure(TLSConfigurationError(reason: "BIO_new_mem_buf: \(openSSLErrorText())"))
+        }
+        defer { BIO_free(bio) }
+        do throws(TLSConfigurationError) {
+            return .success(try body(bio))
+        } catch {
+            return .failure(error)
+        }
+    }
+    return try result.get()
+}
+
 /// Reads every certificate in a PEM string (errors carry `code`).
 func readCertificates(pem: String, code: TLSConfigurationError.Code = .certificate) throws(TLSConfigurationError) -> [OpaquePointer] {
-    let bytes = Array(pem.utf8)
-    let bio: OpaquePointer? = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-    guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
-    defer { BIO_free(bio) }
-    var certificates: [OpaquePointer] = []
-    while let cert = PEM_read_bio_X509(bio, nil, nil, nil) {
-        certificates.append(cert)
+    if pem.isEmpty { throw TLSConfigurationError(code: code, reason: "no certificate in PEM") }
+    let certificates = try withMemoryBIO(pem) { bio in
+        var certificates: [OpaquePointer] = []
+        while let cert = PEM_read_bio_X509(bio, nil, nil, nil) {
+            certificates.append(cert)
+        }
+        ERR_clear_error()  // the loop ends with a "no start line" error
+        return certificates
     }
-    ERR_clear_error()  // the loop ends with a "no start line" error
     if certificates.isEmpty { throw TLSConfigurationError(code: code, reason: "no certificate in PEM") }
     return certificates
 }
 
 /// Reads the first private key in a PEM string (PKCS#8, SEC 1 or PKCS#1; unencrypted). The caller frees it.
 func readPrivateKey(pem: String) throws(TLSConfigurationError) -> OpaquePointer {
-    let keyBytes = Array(pem.utf8)
-    let bio: OpaquePointer? = keyBytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-    guard let bio else { throw TLSConfigurationError(reason: "BIO_new_mem_buf failed") }
-    defer { BIO_free(bio) }
-    // A nil password callback would prompt on the terminal for an encrypted key: refuse instead.
-    guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
-        throw TLSConfigurationError(code: .privateKey,
-                                    reason: "private key is not a readable unencrypted PEM key: \(openSSLErrorText())")
+    let unreadable = "private key is not a readable unencrypted PEM key"
+    if pem.isEmpty { throw TLSConfigurationError(code: .privateKey, reason: "\(unreadable): empty") }
+    return try withMemoryBIO(pem) { bio throws(TLSConfigurationError) in
+        // A nil password callback would prompt on the terminal for an encrypted key: refuse instead.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
+            throw TLSConfigurationError(code: .privateKey, reason: "\(unreadable): \(openSSLErrorText())")
+        }
+        return key
     }
-    return key
 }
 
 /// Installs `identity` in `ctx`: the leaf certificate, the rest of the chain as extra chain certificates, the
@@ -265,13 +291,22 @@ final class TLSSession {
         } else {
             SSL_set_connect_state(ssl)
             if let name = serverName {
+                // Each of these can fail (SNI refuses a name over 255 bytes): a failure is this session's, thrown
+                // with the error queue drained, never left on the loop thread's queue for another connection's
+                // `SSL_get_error` to find. (Fully initialised: a throw runs deinit, which frees the SSL.)
                 let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
                 if SocketAddress(numericHost: bare, port: 0) != nil {
                     // IP address: no SNI (RFC 6066), match the certificate's IP SAN.
-                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare)
+                    guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot verify against IP address \(bare): \(openSSLErrorText())")
+                    }
                 } else {
-                    _ = clarion_SSL_set_tlsext_host_name(ssl, bare)
-                    _ = SSL_set1_host(ssl, bare)
+                    guard clarion_SSL_set_tlsext_host_name(ssl, bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot send server name \(bare.prefix(64)): \(openSSLErrorText())")
+                    }
+                    guard SSL_set1_host(ssl, bare) == 1 else {
+                        throw .tlsHandshakeFailed("cannot verify against host name \(bare.prefix(64)): \(openSSLErrorText())")
+                    }
                 }
             }
         }
@@ -311,6 +346,10 @@ final class TLSSession {
     }
 
     fileprivate var availableCiphertext: Int { unread.readableBytes + inputCount }
+
+    // `SSL_get_error` reports SSL_ERROR_SSL whenever the thread's error queue holds anything, including entries
+    // another OpenSSL call on this loop thread left behind (another connection's, a PEM parse): so every call
+    // whose result goes through `SSL_get_error` (SSL_do_handshake, SSL_read, SSL_write) starts with an empty queue.
 
     func handshake() -> HandshakeState {
         ERR_clear_error()
@@ -374,7 +413,8 @@ final class TLSSession {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
-        let rc = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        ERR_clear_error()  // see `handshake`: a stale entry would turn "want read" into a fatal error
+        let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if rc > 0 { return .bytes(Int(rc)) }
         let error = SSL_get_error(ssl, rc)
         switch error {
@@ -384,9 +424,12 @@ final class TLSSession {
         }
     }
 
-    /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back).
+    /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back). On failure the error queue
+    /// holds this write's errors only (the caller reports them).
     func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
-        SSL_write(ssl, pointer, Int32(count)) == Int32(count)
+        guard let length = Int32(exactly: count) else { return false }
+        ERR_clear_error()  // see `handshake`
+        return SSL_write(ssl, pointer, length) == length
     }
 }
 

@@ -56,11 +56,10 @@ public struct TLSCertificate: Sendable, Hashable {
             notAfter = nil
         }
         var oids = Set<String>()
-        var buffer = [CChar](repeating: 0, count: 128)
         for index in 0..<max(0, X509_get_ext_count(x509)) {
-            guard let ext = X509_get_ext(x509, index), let object = X509_EXTENSION_get_object(ext) else { continue }
-            let count = OBJ_obj2txt(&buffer, Int32(buffer.count), object, 1)
-            if count > 0 { oids.insert(String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self)) }
+            guard let ext = X509_get_ext(x509, index), let object = X509_EXTENSION_get_object(ext),
+                  let oid = dottedOID(object) else { continue }
+            oids.insert(oid)
         }
         extensionOIDs = oids
         ERR_clear_error()
@@ -96,6 +95,25 @@ public struct TLSClientCertificateRequest: Sendable {
     public init(trustedCAPEM: String?, requireVerified: Bool = false) {
         self.trustedCAPEM = trustedCAPEM
         self.requireVerified = requireVerified
+    }
+}
+
+/// The dotted form of `object` ("2.5.29.19"), whatever its length; nil if OpenSSL cannot write it.
+///
+/// `OBJ_obj2txt` returns, like `snprintf`, the length the whole text needs, and writes at most `size - 1` bytes
+/// of it: a result not below the buffer size means the text was cut, so it is written again into a buffer that
+/// fits. (OIDs under a private enterprise arc can be long; a cut one never matched what a caller looked for.)
+func dottedOID(_ object: OpaquePointer) -> String? {
+    var size = 128
+    while true {
+        var buffer = [CChar](repeating: 0, count: size)
+        let needed = Int(OBJ_obj2txt(&buffer, Int32(size), object, 1))
+        guard needed > 0 else { return nil }
+        if needed < size {
+            return String(decoding: buffer.prefix(needed).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard size < needed + 1, needed < 1 << 20 else { return nil }  // never loops: the size grows each time
+        size = needed + 1
     }
 }
 

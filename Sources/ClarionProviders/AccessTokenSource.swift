@@ -58,9 +58,13 @@ public final class AccessTokenSource: Sendable {
 
     private let state = Mutex(State())
 
+    /// Which addresses the token URL may resolve to (nil: any).
+    let addressPolicy: OutboundAddressPolicy?
+
     init(grant: Grant, tokenURL: String, trustedCAPEM: String?, worker: TokenWorker, clock: @escaping @Sendable () -> Date,
          refreshMargin: TimeInterval = 300, refusalRetention: TimeInterval = 60, failureRetention: TimeInterval = 5,
-         log: ProviderLog) {
+         addressPolicy: OutboundAddressPolicy? = nil, log: ProviderLog) {
+        self.addressPolicy = addressPolicy
         self.grant = grant
         self.tokenURL = tokenURL
         self.trustedCAPEM = trustedCAPEM
@@ -189,7 +193,7 @@ public final class AccessTokenSource: Sendable {
             log.event("access token obtained", ["token_url": tokenURL, "expires_in": String(Int(fresh.lifetime))])
             for waiter in waiters { waiter(.success(fresh.token)) }
         case .failure(let failure):
-            log.event("access token exchange failed", ["token_url": tokenURL, "outcome": failure.outcome.label,
+            log.warning("access token exchange failed", ["token_url": tokenURL, "outcome": failure.outcome.label,
                                                        "reason": failure.outcome.reason ?? ""])
             for waiter in waiters { waiter(.failure(failure)) }
         }
@@ -215,7 +219,8 @@ public final class AccessTokenSource: Sendable {
             form = "grant_type=client_credentials&scope=" + Self.formEncode(Self.admScope)
                 + "&client_id=" + Self.formEncode(client.clientID) + "&client_secret=" + Self.formEncode(client.clientSecret)
         }
-        switch CurlTokenTransport.postForm(url: tokenURL, form: form, trustedCAPEM: trustedCAPEM, timeoutSeconds: 20) {
+        switch CurlTokenTransport.postForm(url: tokenURL, form: form, trustedCAPEM: trustedCAPEM, timeoutSeconds: 20,
+                                                   addressPolicy: addressPolicy) {
         case .failed(let failure):
             return .failure(AccessTokenFailure(outcome: TokenExchangeClassifier.classify(failure)))
         case .response(let response):
@@ -256,13 +261,45 @@ extension String {
 /// Structured provider-layer events (constant message, data in fields). Never given a secret or a full device
 /// token. The default drops everything.
 public struct ProviderLog: Sendable {
-    let sink: @Sendable (String, [String: String]) -> Void
+    public enum Level: String, Sendable { case info, warning }
 
-    public init(_ sink: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void) {
+    let sink: @Sendable (Level, String, [String: String]) -> Void
+
+    public init(_ sink: @escaping @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void) {
         self.sink = sink
     }
 
-    public static let silent = ProviderLog { _, _ in }
+    /// A sink that does not care about levels (tests).
+    public init(_ sink: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void) {
+        self.sink = { _, message, fields in sink(message, fields) }
+    }
 
-    func event(_ message: String, _ fields: [String: String] = [:]) { sink(message, fields) }
+    public static let silent = ProviderLog { (_: String, _: [String: String]) in }
+
+    func event(_ message: String, _ fields: [String: String] = [:]) { sink(.info, message, fields) }
+    func warning(_ message: String, _ fields: [String: String] = [:]) { sink(.warning, message, fields) }
+}
+
+/// At most one line a minute for each event and reason: a provider that refuses every delivery, or a host that
+/// cannot be reached, would otherwise write a line per delivery. The first occurrence is written at once; the
+/// next line says how many were left out since.
+final class ProviderLogLimiter: Sendable {
+    private let state = Mutex<[String: (last: Date, suppressed: Int)]>([:])
+    private let interval: TimeInterval
+
+    init(interval: TimeInterval = 60) { self.interval = interval }
+
+    /// The count of lines left out since the last one written, or nil when this one is left out too.
+    func admit(_ key: String, now: Date) -> Int? {
+        state.withLock { entries -> Int? in
+            if let entry = entries[key], now.timeIntervalSince(entry.last) < interval {
+                entries[key]!.suppressed += 1
+                return nil
+            }
+            if entries.count >= 256 { entries.removeAll() }  // distinct reasons are few; bound them anyway
+            let suppressed = entries[key]?.suppressed ?? 0
+            entries[key] = (now, 0)
+            return suppressed
+        }
+    }
 }

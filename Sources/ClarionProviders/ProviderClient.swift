@@ -26,10 +26,14 @@ public struct ProviderDelivery: Sendable {
 public struct ProviderDeliveryResult: Sendable {
     public var tag: UInt64
     public var outcome: DeliveryOutcome
+    /// The provider's HTTP status when it answered (nil for a failure without an answer: a connection refused, a
+    /// timeout, a token exchange that failed, a delivery refused before sending). For delivery logs and warnings.
+    public var providerStatus: Int?
 
-    public init(tag: UInt64, outcome: DeliveryOutcome) {
+    public init(tag: UInt64, outcome: DeliveryOutcome, providerStatus: Int? = nil) {
         self.tag = tag
         self.outcome = outcome
+        self.providerStatus = providerStatus
     }
 }
 
@@ -66,6 +70,7 @@ public final class ProviderClient: Sendable {
     let clock: @Sendable () -> Date
     let goAway: GoAwayMemo
     let log: ProviderLog
+    private let logLimiter = ProviderLogLimiter()
     /// `/v1/projects/<project>/messages:send` for FCM.
     private let fcmPath: String?
 
@@ -281,19 +286,20 @@ public final class ProviderClient: Sendable {
                     sentToken: delivery.token, now: now)
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
-            if case .credentialsInvalid(let reason) = outcome {
-                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
-            }
+            if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
             return outcome
         case .failure(let error):
             let outcome: DeliveryOutcome
             switch error {
             case .connectFailed(let text), .tlsHandshakeFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed(text))
+                connectionFailed(text)
             case .tlsVerificationFailed(let text):
                 outcome = TransportFailureClassifier.classify(.connectFailed("TLS verification: \(text)"))
+                connectionFailed("the provider's TLS certificate was not verified: \(text)")
             case .tlsClientCertificateRejected(let text):
                 outcome = TransportFailureClassifier.classify(.clientCertificateRejected(text))
+                connectionFailed("the provider rejected the client certificate: \(text)")
             case .timeout:
                 outcome = TransportFailureClassifier.classify(.timeout)
             case .streamReset(let code):
@@ -314,11 +320,26 @@ public final class ProviderClient: Sendable {
                 outcome = .rejected(reason: "request not sendable: \(text)")
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
-            if case .credentialsInvalid(let reason) = outcome {
-                log.event("provider refused the credentials", ["application": application.id, "reason": reason])
-            }
+            if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
             return outcome
         }
+    }
+
+    /// A connection to the provider could not be made: retried with backoff, so the deliveries wait, and the log
+    /// says why (at most once a minute for each reason).
+    private func connectionFailed(_ reason: String) {
+        guard let suppressed = logLimiter.admit("connect " + reason, now: clock()) else { return }
+        var fields = ["application": application.id, "platform": application.platform.rawValue,
+                      "endpoint": application.endpointURL, "reason": reason]
+        if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
+        log.warning("provider connection failed", fields)
+    }
+
+    private func credentialsRefused(_ reason: String, status: Int?) {
+        guard let suppressed = logLimiter.admit("credentials " + reason, now: clock()) else { return }
+        var fields = ["application": application.id, "platform": application.platform.rawValue, "reason": reason]
+        if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
+        log.warning("provider refused the credentials", fields)
     }
 
     /// The provider called the token in `authorization` expired or unknown.
@@ -500,8 +521,10 @@ final class BatchContext: HTTP2CompletionSink {
             let index = Int(completion.tag)
             guard deliveries.indices.contains(index) else { continue }
             let delivery = deliveries[index]
+            let status: Int? = if case .success(let response) = completion.result { response.status } else { nil }
             results.append(ProviderDeliveryResult(
-                tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization)))
+                tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization),
+                providerStatus: status))
         }
         sink.receive(results)
     }

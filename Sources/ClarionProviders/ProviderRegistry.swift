@@ -27,6 +27,9 @@ public struct ProviderOptions: Sendable {
     public var apnsTokenMinimumAge: TimeInterval
     /// Refresh FCM/ADM access tokens this long before they expire.
     public var accessTokenRefreshMargin: TimeInterval
+    /// Which addresses provider endpoints may resolve to (SSRF guard); nil allows any (tests, the load tests).
+    /// `clarion serve` sets public addresses plus `CLARION_PROVIDER_ALLOW_HOSTS`.
+    public var addressPolicy: OutboundAddressPolicy?
 
     public init(eventLoopThreads: Int = 1, connectionsPerPool: Int = 2, fcmConnectionsPerPool: Int = 8,
                 maxConcurrentStreamsPerConnection: Int = 1000,
@@ -45,6 +48,7 @@ public struct ProviderOptions: Sendable {
         self.apnsTokenRenewalAge = apnsTokenRenewalAge
         self.apnsTokenMinimumAge = apnsTokenMinimumAge
         self.accessTokenRefreshMargin = accessTokenRefreshMargin
+        self.addressPolicy = nil
     }
 }
 
@@ -92,7 +96,8 @@ public final class ProviderRegistry: Sendable {
     /// working for requests already submitted; its shared pieces go at the next `releaseUnused()`).
     ///
     /// Throws when the pool cannot be configured (a bad `ProviderCACertificate`; for APNs certificate auth a
-    /// certificate or key the TLS layer refuses, which `ProviderApplication` has normally caught already).
+    /// certificate or key the TLS layer refuses), which the API has normally refused already: its
+    /// `ProviderApplication.checkSettings` checks this very configuration (`poolConfiguration`) the same way.
     public func client(for application: ProviderApplication) throws(ProviderError) -> ProviderClient {
         if let existing = state.withLock({ $0.clients[application.id] }), existing.application.fingerprint == application.fingerprint {
             return existing
@@ -101,12 +106,11 @@ public final class ProviderRegistry: Sendable {
         // Pieces are created outside the lock where they can be (pool creation loads a CA PEM), then published
         // under it; a racing creator of the same key gets the first one's pieces.
         let auth: ProviderClient.Auth
-        var clientIdentity: TLSIdentity?
         switch application.credentials {
-        case .apnsCertificate(let credentials):
-            // The certificate authenticates every connection of the pool: no JWT, no `authorization` header.
+        case .apnsCertificate:
+            // The certificate authenticates every connection of the pool (`poolConfiguration` presents it): no JWT,
+            // no `authorization` header.
             auth = .certificate
-            clientIdentity = credentials.tlsIdentity
         case .apnsToken(let credentials):
             let key = "\(credentials.teamID):\(credentials.keyID):\(credentials.keyFingerprint)"
             let fresh = APNsTokenSigner(credentials: credentials, renewalAge: options.apnsTokenRenewalAge,
@@ -126,20 +130,7 @@ public final class ProviderRegistry: Sendable {
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
         }
 
-        // APNs token auth: team + key + environment; certificate auth: the certificate's SHA-256 + environment (a
-        // ProviderEndpoint may name one host for both environments). The HTTP/2 layer adds the client
-        // certificate's hash to the key on its own, so certificates never share a pool whatever this says.
-        let environment = application.platform.apnsEnvironment.map { ":" + $0.rawValue } ?? ""
-        let identity = application.credentials.identity + environment
-            + (application.trustedCAPEM.map { ":ca-" + Self.digest($0) } ?? "")
-        let connections = application.platform.provider == .fcm ? options.fcmConnectionsPerPool : options.connectionsPerPool
-        var configuration = HTTP2PoolConfiguration(
-            origin: application.origin, identity: identity, connectionCount: max(1, connections),
-            maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
-            // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
-            initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
-            requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
-            trustedCAPEM: application.trustedCAPEM, clientIdentity: clientIdentity, pingInterval: options.pingInterval)
+        var configuration = Self.poolConfiguration(for: application, options: options)
         let poolKey = HTTP2Client.PoolKey(configuration: configuration)
         let memo = state.withLock { state in
             if let existing = state.goAways[poolKey] { return existing }
@@ -150,14 +141,10 @@ public final class ProviderRegistry: Sendable {
         configuration.onGoAway = { memo.record($0) }
         let pool: HTTP2ClientPool
         do {
+            // Pool creation runs `configuration.validateTLS()` first: the check `checkPoolConfiguration` runs.
             pool = try http.pool(for: configuration)
         } catch {
-            let attribute = switch error.code {
-            case .certificate: ProviderAttribute.platformPrincipal
-            case .privateKey, .keyMismatch: ProviderAttribute.platformCredential
-            case .trustedCA, .openSSL: ProviderAttribute.providerCACertificate
-            }
-            throw ProviderError(.transportConfiguration, attribute: attribute, error.description)
+            throw Self.poolError(error)
         }
         let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log)
         return state.withLock { state in
@@ -167,6 +154,60 @@ public final class ProviderRegistry: Sendable {
             state.clients[application.id] = client
             return client
         }
+    }
+
+    /// The HTTP/2 pool configuration of `application`'s sends: origin, identity (part of the pool key), sizes from
+    /// `options`, the extra trusted CA and, for APNs certificate auth, the TLS client certificate. Pure: it opens and
+    /// loads nothing. `client(for:)` makes its pool from it; the API checks it with `checkPoolConfiguration`
+    /// (`ProviderApplication.checkSettings`), so both judge the same configuration.
+    public static func poolConfiguration(for application: ProviderApplication, options: ProviderOptions) -> HTTP2PoolConfiguration {
+        poolConfiguration(platform: application.platform, origin: application.origin, trustedCAPEM: application.trustedCAPEM,
+                          credentials: application.credentials, options: options)
+    }
+
+    /// `poolConfiguration(for:options:)` from its parts; `credentials` nil when they are not known (API validation
+    /// of settings whose credentials only the provider can judge).
+    static func poolConfiguration(platform: Platform, origin: HTTP2Origin, trustedCAPEM: String?, credentials: ProviderCredentials?,
+                                  options: ProviderOptions) -> HTTP2PoolConfiguration {
+        var clientIdentity: TLSIdentity?
+        if case .apnsCertificate(let certificate)? = credentials { clientIdentity = certificate.tlsIdentity }
+        // APNs token auth: team + key + environment; certificate auth: the certificate's SHA-256 + environment (a
+        // ProviderEndpoint may name one host for both environments). The HTTP/2 layer adds the client
+        // certificate's hash to the key on its own, so certificates never share a pool whatever this says.
+        let environment = platform.apnsEnvironment.map { ":" + $0.rawValue } ?? ""
+        let identity = (credentials?.identity ?? "unparsed-credentials") + environment
+            + (trustedCAPEM.map { ":ca-" + digest($0) } ?? "")
+        let connections = platform.provider == .fcm ? options.fcmConnectionsPerPool : options.connectionsPerPool
+        var configuration = HTTP2PoolConfiguration(
+            origin: origin, identity: identity, connectionCount: max(1, connections),
+            maxConcurrentStreamsPerConnection: options.maxConcurrentStreamsPerConnection,
+            // APNs: one stream until the provider token is accepted (A.7); the others follow SETTINGS too.
+            initialConcurrentStreams: 1, maxQueuedRequests: options.maxQueuedRequestsPerPool,
+            requestTimeout: options.requestTimeout, connectTimeout: options.connectTimeout,
+            trustedCAPEM: trustedCAPEM, clientIdentity: clientIdentity, pingInterval: options.pingInterval)
+        configuration.addressPolicy = options.addressPolicy
+        return configuration
+    }
+
+    /// Checks that a pool with `configuration` can be made, without making it (no connection, no event loop): the
+    /// in-memory TLS loads pool creation runs (`HTTP2PoolConfiguration.validateTLS`), failing with the error
+    /// `client(for:)` throws for the same configuration.
+    public static func checkPoolConfiguration(_ configuration: HTTP2PoolConfiguration) throws(ProviderError) {
+        do {
+            try configuration.validateTLS()
+        } catch {
+            throw poolError(error)
+        }
+    }
+
+    /// A pool that cannot be configured, as the attribute at fault.
+    static func poolError(_ error: TLSConfigurationError) -> ProviderError {
+        let attribute = switch error.code {
+        case .certificate: ProviderAttribute.platformPrincipal
+        case .privateKey, .keyMismatch: ProviderAttribute.platformCredential
+        case .trustedCA, .openSSL: ProviderAttribute.providerCACertificate
+        }
+        return ProviderError(.transportConfiguration, attribute: attribute, error.description)
     }
 
     /// Parses the attributes and returns the application's client (see `client(for:)`).
@@ -241,7 +282,8 @@ public final class ProviderRegistry: Sendable {
     private func source(key: String, grant: AccessTokenSource.Grant, url: String, ca: String?) -> AccessTokenSource {
         if let existing = state.withLock({ $0.sources[key] }) { return existing }
         let fresh = AccessTokenSource(grant: grant, tokenURL: url, trustedCAPEM: ca, worker: worker, clock: clock,
-                                      refreshMargin: options.accessTokenRefreshMargin, log: log)
+                                      refreshMargin: options.accessTokenRefreshMargin,
+                                      addressPolicy: options.addressPolicy, log: log)
         return state.withLock { state in
             if let existing = state.sources[key] { return existing }
             state.sources[key] = fresh

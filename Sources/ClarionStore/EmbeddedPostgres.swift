@@ -1,17 +1,31 @@
 import Foundation
+import ClarionCrypto
 
 /// A private PostgreSQL cluster that Clarion manages under its data directory: `initdb` on first
 /// run, started on a free port on 127.0.0.1 (and a Unix socket inside the directory), stopped on
 /// shutdown. When the process runs as root the cluster belongs to the `postgres` user, because
 /// PostgreSQL refuses to run as root.
+///
+/// Only this process may use the cluster: the superuser has a generated password (SCRAM-SHA-256 for
+/// every connection, local and TCP) kept in a 0600 file beside the cluster, the server listens on
+/// 127.0.0.1 alone, and its socket directory is 0700. Without that, any local user could connect as
+/// superuser (trust authentication), read every account's data and run programs as `postgres`.
+///
+/// When the data directory lies below a folder the `postgres` user cannot traverse (a clone under
+/// `/root`, mode 0700), the cluster itself lives under `/var/lib/clarion/postgres/<hash of the path>`
+/// and `<data dir>/postgres` is a symbolic link to it; nothing in the user's folders is opened up.
 public final class EmbeddedPostgres: @unchecked Sendable {
     public struct Failure: Error, CustomStringConvertible {
         public let message: String
         public var description: String { message }
     }
 
-    /// The folder holding the cluster (`<data dir>/postgres`).
+    /// The folder holding the cluster (`<data dir>/postgres`; a link when the cluster is relocated).
     public let directory: URL
+    /// The generated superuser password (`<data dir>/postgres.password`, mode 0600).
+    let passwordFile: URL
+    /// Where relocated clusters live (see the type's comment).
+    static let relocationRoot = "/var/lib/clarion/postgres"
     public let databaseName: String
     public private(set) var port: Int = 0
     private let binaries: URL
@@ -23,6 +37,7 @@ public final class EmbeddedPostgres: @unchecked Sendable {
 
     public init(dataDirectory: URL, databaseName: String = "clarion") throws(Failure) {
         self.directory = dataDirectory.appendingPathComponent("postgres")
+        self.passwordFile = dataDirectory.appendingPathComponent("postgres.password")
         self.databaseName = databaseName
         self.binaries = try Self.findBinaries()
         self.runAsPostgres = geteuid() == 0
@@ -48,29 +63,52 @@ public final class EmbeddedPostgres: @unchecked Sendable {
             + "or point Clarion at an existing server with --database-url / CLARION_DATABASE_URL.")
     }
 
-    var clusterDirectory: URL { directory.appendingPathComponent("data") }
-    var socketDirectory: URL { directory.appendingPathComponent("run") }
-    var logFile: URL { directory.appendingPathComponent("server.log") }
+    /// `directory` with links resolved: the paths the server's programs get, since they run as `postgres`,
+    /// which may not be able to pass through the data directory (see the type's comment).
+    private var resolved: URL { directory.resolvingSymlinksInPath() }
+    var clusterDirectory: URL { resolved.appendingPathComponent("data") }
+    var socketDirectory: URL { resolved.appendingPathComponent("run") }
+    var logFile: URL { resolved.appendingPathComponent("server.log") }
 
-    /// A libpq URL for the managed database (or another database of the cluster).
+    /// The superuser password, read from its file (hex digits: nothing to escape in a URL).
+    private var password: String = ""
+
+    /// A libpq URL for the managed database (or another database of the cluster). It carries the
+    /// password: never log it.
     public func url(database: String? = nil) -> String {
-        "postgresql://postgres@127.0.0.1:\(port)/\(database ?? databaseName)"
+        "\(serverURL)/\(database ?? databaseName)"
     }
+
+    /// The server's URL without a database part (`.../dbname` appended gives a database).
+    public var serverURL: String { "postgresql://postgres:\(password)@127.0.0.1:\(port)" }
 
     /// initdb when needed, start (or adopt a cluster a killed process left running), create the database.
     public func start() throws(Failure) {
         let fm = FileManager.default
+        try? fm.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if runAsPostgres { try placeWherePostgresCanReach() }
         try? fm.createDirectory(at: socketDirectory, withIntermediateDirectories: true)
-        // The postgres user must be able to reach its folder.
-        chmod(directory.deletingLastPathComponent().path, 0o755)
-        chmod(directory.path, 0o755)
+        chmod(directory.path, 0o700)
+        chmod(socketDirectory.path, 0o700)
         if runAsPostgres {
-            try run("/bin/chown", ["-R", "postgres:postgres", directory.path], asPostgres: false)
+            try run("/bin/chown", ["-R", "postgres:postgres", directory.path + "/"], asPostgres: false)
         }
+        password = try loadOrCreatePassword()
+        var upgradeFromTrust = false
         if !fm.fileExists(atPath: clusterDirectory.appendingPathComponent("PG_VERSION").path) {
             try? fm.removeItem(at: clusterDirectory)
+            // initdb reads the password from a file the cluster's owner can read; it is removed at once.
+            let pwfile = resolved.appendingPathComponent("initdb.pw")
+            guard fm.createFile(atPath: pwfile.path, contents: Data(password.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw Failure(message: "cannot write \(pwfile.path)")
+            }
+            defer { try? fm.removeItem(at: pwfile) }
+            if runAsPostgres { try run("/bin/chown", ["postgres:postgres", pwfile.path], asPostgres: false) }
             try run(binaries.appendingPathComponent("initdb").path,
-                    ["-D", clusterDirectory.path, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+                    ["-D", clusterDirectory.path, "-A", "scram-sha-256", "--pwfile=\(pwfile.path)", "-U", "postgres",
+                     "-E", "UTF8", "--no-sync"])
+        } else {
+            upgradeFromTrust = try hbaTrustsConnections()
         }
         let lock = open(directory.appendingPathComponent("owner.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 {
@@ -86,11 +124,98 @@ public final class EmbeddedPostgres: @unchecked Sendable {
         } else {
             port = port == 0 ? Self.freePort() : port
             let options = "-p \(port) -k \(socketDirectory.path) -c listen_addresses=127.0.0.1"
+                + " -c unix_socket_permissions=0700 -c password_encryption=scram-sha-256"
                 + " -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit=on"
             try run(binaries.appendingPathComponent("pg_ctl").path,
                     ["-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "60", "-o", options, "start"])
         }
+        if upgradeFromTrust { try requirePasswords() }
         try createDatabase(databaseName)
+    }
+
+    /// Moves the cluster out of a folder the `postgres` user cannot traverse (see the type's comment).
+    /// A cluster already in place, or one the `postgres` user can reach, stays where it is.
+    private func placeWherePostgresCanReach() throws(Failure) {
+        let fm = FileManager.default
+        let parent = directory.deletingLastPathComponent()
+        if postgresCanReach(parent.path) { return }
+        let digest = Digest.sha256(parent.resolvingSymlinksInPath().path).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let target = URL(fileURLWithPath: Self.relocationRoot).appendingPathComponent(digest)
+        if let existing = try? fm.destinationOfSymbolicLink(atPath: directory.path) {
+            if existing == target.path { try? fm.createDirectory(at: target, withIntermediateDirectories: true); return }
+            throw Failure(message: "\(directory.path) links to \(existing), expected \(target.path)")
+        }
+        if fm.fileExists(atPath: directory.appendingPathComponent("data/PG_VERSION").path) {
+            throw Failure(message: "the cluster in \(directory.path) cannot be reached by the postgres user "
+                + "(a folder above it is not searchable); move the data directory or give --database-url")
+        }
+        // Nothing worth keeping here (at most a failed first attempt): link it to a place postgres can reach.
+        try? fm.removeItem(at: directory)
+        do {
+            try fm.createDirectory(atPath: Self.relocationRoot, withIntermediateDirectories: true,
+                                   attributes: [.posixPermissions: 0o755])
+            try fm.createDirectory(at: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fm.createSymbolicLink(at: directory, withDestinationURL: target)
+        } catch {
+            throw Failure(message: "cannot place the cluster under \(target.path): \(error)")
+        }
+        relocatedTo = target.path
+    }
+
+    /// Set when `start` placed the cluster outside the data directory (the node logs it).
+    public private(set) var relocatedTo: String?
+
+    /// Whether the `postgres` user can search `path` (every folder on the way, ACLs included).
+    private func postgresCanReach(_ path: String) -> Bool {
+        guard let result = try? ChildProcess.run(["/sbin/runuser", "-u", "postgres", "--", "/usr/bin/test", "-x", path])
+        else { return false }
+        return result.status == 0
+    }
+
+    /// The superuser password from `postgres.password`, created (32 random bytes, hex, mode 0600) the
+    /// first time.
+    private func loadOrCreatePassword() throws(Failure) -> String {
+        let fm = FileManager.default
+        if let data = fm.contents(atPath: passwordFile.path),
+           let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+            chmod(passwordFile.path, 0o600)
+            return text
+        }
+        let text = SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined()
+        let fd = open(passwordFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(message: "cannot write \(passwordFile.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array((text + "\n").utf8)
+        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw Failure(message: "cannot write \(passwordFile.path)")
+        }
+        return text
+    }
+
+    /// A cluster made before passwords (trust authentication): true when pg_hba.conf still trusts.
+    private func hbaTrustsConnections() throws(Failure) -> Bool {
+        let hba = clusterDirectory.appendingPathComponent("pg_hba.conf")
+        guard let text = try? String(contentsOf: hba, encoding: .utf8) else { return false }
+        return text.split(separator: "\n").contains { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            return !(fields.first?.hasPrefix("#") ?? true) && fields.last == "trust"
+        }
+    }
+
+    /// Sets the superuser password on a cluster that trusted every connection, then makes every
+    /// connection use it.
+    private func requirePasswords() throws(Failure) {
+        do {
+            let connection = try PGConnection(conninfo: "postgresql://postgres@127.0.0.1:\(port)/postgres")
+            try connection.execute("SET password_encryption = 'scram-sha-256'")
+            try connection.execute("ALTER ROLE postgres PASSWORD '\(password)'")
+            let hba = "# Written by Clarion: every connection needs the password in postgres.password.\n"
+                + "local all all scram-sha-256\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n"
+            try hba.write(to: clusterDirectory.appendingPathComponent("pg_hba.conf"), atomically: false, encoding: .utf8)
+            _ = try connection.query("SELECT pg_reload_conf()")
+        } catch {
+            throw Failure(message: "cannot require passwords on the existing cluster: \(error)")
+        }
     }
 
     /// Creates a database in the cluster if it does not exist.

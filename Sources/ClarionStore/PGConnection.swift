@@ -51,7 +51,17 @@ public final class PGConnection {
 
     deinit { PQfinish(handle) }
 
-    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Set when a command failed in a way that leaves this session in a state no later command can use: a pipeline
+    /// whose commands could be sent only in part (they cannot be taken back, and a Sync would commit them). The
+    /// session is given up: `isHealthy` turns false, so `PGPool` drops the connection, and closing it rolls back
+    /// what was sent.
+    private var abandoned = false
+
+    public var isHealthy: Bool { !abandoned && PQstatus(handle) == CONNECTION_OK }
+
+    private func checkUsable() throws(StoreError) {
+        if abandoned { throw StoreError(.connectionLost, "this connection was given up: a failed command left it unusable") }
+    }
 
     /// The server's backend process id (tests use it to kill a session).
     public var backendPID: Int32 { PQbackendPID(handle) }
@@ -66,6 +76,7 @@ public final class PGConnection {
 
     @discardableResult
     public func query(_ sql: String, texts: [String?]) throws(StoreError) -> PGResult {
+        try checkUsable()
         if let name = statementName(for: sql) {
             let result = withParameters(texts) { count, values in
                 PQexecPrepared(handle, name, Int32(count), values, nil, nil, 0)
@@ -119,6 +130,7 @@ public final class PGConnection {
 
     /// Runs statements without parameters (DDL, `BEGIN`), possibly several separated by semicolons.
     public func execute(_ sql: String) throws(StoreError) {
+        try checkUsable()
         _ = try check(PQexec(handle, sql))
     }
 
@@ -137,10 +149,16 @@ public final class PGConnection {
 
     /// Sends every command in pipeline mode with one Sync: one round trip, one implicit transaction
     /// (all commit together or none does). Returns one result per command.
+    ///
+    /// libpq leaves pipeline mode only when nothing is queued and every result has been read up to the sync point;
+    /// until then it refuses every synchronous call. So every way out of here reads the results to the sync point
+    /// and leaves pipeline mode, except a send that fails part-way: the commands already queued cannot be taken
+    /// back and a Sync would commit them, so the session is given up instead (`isHealthy` false, and the pool
+    /// drops it; closing it rolls them back).
     public func pipeline(_ commands: [PGCommand]) throws(StoreError) -> [PGResult] {
         guard !commands.isEmpty else { return [] }
+        try checkUsable()
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError("cannot enter pipeline mode") }
-        defer { _ = PQexitPipelineMode(handle) }
         // What the server answers, in order: a Prepare before the first use of a prepared statement on this
         // session (its result is not returned), then each command.
         var expected: [String?] = []
@@ -151,7 +169,7 @@ public final class PGConnection {
             if let name = command.preparedName {
                 if !prepared.contains(name) && !preparing.contains(name) {
                     guard PQsendPrepare(handle, name, command.sql, 0, nil) == 1 else {
-                        throw connectionError("pipeline prepare failed")
+                        throw abandon(connectionError("pipeline prepare failed"))
                     }
                     preparing.insert(name)
                     expected.append(name)
@@ -164,10 +182,10 @@ public final class PGConnection {
                     PQsendQueryParams(handle, command.sql, Int32(count), nil, values, nil, nil, 0)
                 }
             }
-            guard sent == 1 else { throw connectionError("pipeline send failed") }
+            guard sent == 1 else { throw abandon(connectionError("pipeline send failed")) }
             expected.append(nil)
         }
-        guard PQpipelineSync(handle) == 1 else { throw connectionError("pipeline sync failed") }
+        guard PQpipelineSync(handle) == 1 else { throw abandon(connectionError("pipeline sync failed")) }
         var results: [PGResult] = []
         results.reserveCapacity(commands.count)
         var firstError: StoreError?
@@ -204,6 +222,11 @@ public final class PGConnection {
             PQclear(result)
             if status == PGRES_PIPELINE_SYNC { break }
         }
+        if PQexitPipelineMode(handle) != 1 && PQstatus(handle) == CONNECTION_OK {
+            // Results left unread (should not happen): a session stuck in pipeline mode serves no one.
+            let error = abandon(connectionError("cannot leave pipeline mode"))
+            if firstError == nil { firstError = error }
+        }
         if let firstError {
             if !isHealthy { throw StoreError(.connectionLost, firstError.message) }
             throw firstError
@@ -211,15 +234,26 @@ public final class PGConnection {
         return results
     }
 
+    /// Gives the session up (see `abandoned`) and returns `error` for the caller to throw. The error keeps its
+    /// code: a command libpq refuses to send (more than 65,535 parameters) is not worth retrying.
+    private func abandon(_ error: StoreError) -> StoreError {
+        abandoned = true
+        return error
+    }
+
     /// Bulk load with `COPY ... FROM STDIN` (text format). `produce` is called until it returns nil;
     /// each chunk is sent as is (rows end with "\n", columns separated by tabs; see `PGCopy.escape`).
     /// Returns the number of rows the server loaded.
+    ///
+    /// Every way out reads the connection's results until `PQgetResult` returns NULL (`finishCommand`): libpq
+    /// takes no asynchronous command (`stream`, `pipeline`) while one is unread, and a failed COPY (a bad row)
+    /// leaves the server's error and the end of the command to read.
     @discardableResult
     public func copyIn(_ sql: String, produce: () -> [UInt8]?) throws(StoreError) -> Int {
+        try checkUsable()
         let start = PQexec(handle, sql)
         guard let start, PQresultStatus(start) == PGRES_COPY_IN else {
-            _ = try check(start)
-            throw StoreError(.queryFailed, "COPY did not start")
+            throw copyDidNotStart(start)
         }
         PQclear(start)
         while let chunk = produce() {
@@ -230,23 +264,27 @@ public final class PGConnection {
                 }
             }
             guard ok == 1 else {
-                _ = PQputCopyEnd(handle, "aborted")
-                throw connectionError("COPY data send failed")
+                // Usually the server has already refused a row and libpq has read its error: report that one.
+                let sendError = connectionError("COPY data send failed")
+                _ = PQputCopyEnd(handle, "COPY data could not be sent")
+                throw finishCommand() ?? sendError
             }
         }
-        guard PQputCopyEnd(handle, nil) == 1 else { throw connectionError("COPY end failed") }
-        let result = try check(PQgetResult(handle))
-        while let extra = PQgetResult(handle) { PQclear(extra) }
-        return result.affectedRows
+        guard PQputCopyEnd(handle, nil) == 1 else {
+            let endError = connectionError("COPY end failed")
+            throw finishCommand() ?? endError
+        }
+        return try copyResult().affectedRows
     }
 
     /// Bulk read with `COPY ... TO STDOUT` (text format); `consume` gets one row's bytes (with its "\n").
+    /// A query failing part-way (after some rows) throws its error; the connection is ready for the next command.
     @discardableResult
     public func copyOut(_ sql: String, consume: (UnsafeBufferPointer<UInt8>) -> Void) throws(StoreError) -> Int {
+        try checkUsable()
         let start = PQexec(handle, sql)
         guard let start, PQresultStatus(start) == PGRES_COPY_OUT else {
-            _ = try check(start)
-            throw StoreError(.queryFailed, "COPY did not start")
+            throw copyDidNotStart(start)
         }
         PQclear(start)
         var rows = 0
@@ -262,18 +300,77 @@ public final class PGConnection {
             } else if length == -1 {
                 break
             } else {
-                throw connectionError("COPY read failed")
+                let readError = connectionError("COPY read failed")
+                throw finishCommand() ?? readError
             }
         }
-        _ = try check(PQgetResult(handle))
-        while let extra = PQgetResult(handle) { PQclear(extra) }
+        _ = try copyResult()
         return rows
+    }
+
+    /// The COPY's own result once its data is done (its row count, or the server's error), with everything after
+    /// it read.
+    private func copyResult() throws(StoreError) -> PGResult {
+        let result = PQgetResult(handle)
+        let later = finishCommand()
+        let checked = try check(result)
+        if let later { throw later }
+        return checked
+    }
+
+    /// The error for a COPY statement that did not enter the expected COPY state (a failing statement, or a
+    /// statement that is not that kind of COPY), with the connection brought back to idle.
+    private func copyDidNotStart(_ start: OpaquePointer?) -> StoreError {
+        guard let start else { return connectionError("no result") }
+        let status = PQresultStatus(start)
+        if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+            _ = finishCommand(startingWith: start)
+            return StoreError(.queryFailed, "COPY went the other way (expected \(status == PGRES_COPY_IN ? "TO STDOUT" : "FROM STDIN"))")
+        }
+        do throws(StoreError) {
+            _ = try check(start)
+            return StoreError(.queryFailed, "COPY did not start")
+        } catch {
+            return error
+        }
+    }
+
+    /// Reads what is left of the current command until `PQgetResult` returns NULL, so the connection takes the next
+    /// one; returns the first error among the results. A COPY still open is ended first (COPY IN with an error
+    /// message, COPY OUT by reading its rows to the end). A session that cannot be brought back (COPY BOTH, or the
+    /// end of a COPY IN that cannot be sent) is given up.
+    private func finishCommand(startingWith first: OpaquePointer? = nil) -> StoreError? {
+        var firstError: StoreError?
+        var pending = first
+        while let result = pending ?? PQgetResult(handle) {
+            pending = nil
+            switch PQresultStatus(result) {
+            case PGRES_COPY_IN:
+                if PQputCopyEnd(handle, "COPY ended by the client") != 1 { abandoned = true }
+            case PGRES_COPY_OUT:
+                var row: UnsafeMutablePointer<CChar>?
+                while PQgetCopyData(handle, &row, 0) > 0 {
+                    PQfreemem(row)
+                    row = nil
+                }
+            case PGRES_COPY_BOTH:
+                abandoned = true
+            case PGRES_FATAL_ERROR, PGRES_BAD_RESPONSE, PGRES_NONFATAL_ERROR:
+                if firstError == nil { firstError = resultError(result) }
+            default:
+                break
+            }
+            PQclear(result)
+            if abandoned || PQstatus(handle) != CONNECTION_OK { break }
+        }
+        return firstError
     }
 
     /// Streams a query's rows one at a time (single-row mode): memory stays flat however many rows.
     /// `body` returns false to stop early.
     @discardableResult
     public func stream(_ sql: String, _ parameters: [any PGEncodable] = [], _ body: (PGRow) -> Bool) throws(StoreError) -> Int {
+        try checkUsable()
         let texts = parameters.map { $0.pgText }
         let sent = withParameters(texts) { count, values in
             PQsendQueryParams(handle, sql, Int32(count), nil, values, nil, nil, 0)

@@ -17,6 +17,8 @@ public enum Schema {
         Migration(version: 8, name: "campaign link trigger only for messages with a namespace", sql: v8),
         Migration(version: 9, name: "publish intake without per-row foreign-key checks", sql: v9),
         Migration(version: 10, name: "direct messages get their shard when claimed", sql: v10),
+        Migration(version: 11, name: "event collector settings per mobile app; webhook signing key by reference",
+                  sql: eventCollectorSettingsAndWebhookSigning),
     ]
 
     static let v1 = """

@@ -60,6 +60,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The error for a log line: code, SQLSTATE, constraint, and the message cut to 200 characters.
+    public var logText: String {
+        var text = "store \(code.rawValue): \(message.prefix(200))"
+        if let sqlState { text += " (SQLSTATE \(sqlState))" }
+        if let constraint { text += " [constraint \(constraint)]" }
+        return text
+    }
+
     public var description: String {
         var text = "\(code.rawValue): \(message)"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }

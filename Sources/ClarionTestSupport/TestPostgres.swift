@@ -28,7 +28,7 @@ public enum TestPostgres {
             atexit {
                 TestPostgres.stopEmbedded()
             }
-            url = "postgresql://postgres@127.0.0.1:\(cluster.port)"
+            url = cluster.serverURL
             return url!
         }
     }

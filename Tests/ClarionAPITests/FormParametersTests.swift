@@ -48,7 +48,7 @@ struct FormParametersTests {
         do { _ = try decode(text) } catch { #expect(error.reason == .malformedEscape) }
     }
 
-    @Test("decoded bytes must be UTF-8", arguments: ["a=%FF", "a=%C3", "a=%ED%A0%80", "%80=x"])
+    @Test("decoded bytes must be UTF-8", arguments: ["a=%FF", "a=%C3", "a=%ED%A0%80", "%80=x", "a=%C0%AF", "a=%E0%80%AF", "a=%E2%82", "a=%F4%90%80%80"])
     func invalidUTF8(_ text: String) {
         do {
             _ = try decode(text)

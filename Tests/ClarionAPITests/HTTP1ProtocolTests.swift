@@ -120,7 +120,44 @@ struct HTTP1ProtocolTests {
         #expect(both.contentLength == nil)
         #expect(!both.keepAlive)
         #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n") == 400)
-        #expect(try head("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n").0.chunked)
+        #expect(try head("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n").0.chunked)
+    }
+
+    @Test("RFC 9112 6.1 and 7: a coding we do not decode is 501, never handed on still encoded; chunked twice is 400")
+    func transferCodings() {
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n") == 501)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity, chunked\r\n\r\n") == 501)
+        // Two lines are one list (RFC 9110 5.3): the first line's coding is not lost.
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n") == 501)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\n\r\n") == 400)
+    }
+
+    @Test("RFC 9112 6.1: an HTTP/1.0 request with Transfer-Encoding is read, then the connection closed, keep-alive or not")
+    func http10TransferEncoding() throws {
+        let (head, _) = try head("POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n")
+        #expect(head.chunked)
+        #expect(!head.keepAlive)
+    }
+
+    @Test("RFC 9112 3.2: two Host field lines are 400, in any case")
+    func twoHosts() {
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.0\r\nHost: a\r\nHOST: b\r\n\r\n") == 400)
+    }
+
+    @Test("RFC 9112 2.2: empty lines before the request line count toward the 16 KiB head limit")
+    func emptyLinesCount() {
+        let blank = String(repeating: "\r\n", count: HTTP1Parser.maxHeadBytes / 2 + 1)
+        #expect(status(blank) == 431)  // nothing but empty lines: not incomplete for ever
+        #expect(status(String(repeating: "\n", count: HTTP1Parser.maxHeadBytes + 1)) == 431)
+        #expect(status(blank + "GET / HTTP/1.1\r\nHost: a\r\n\r\n") == 431)
+        let filler = String(repeating: "a", count: HTTP1Parser.maxHeadBytes - 100)
+        #expect(status("\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX: \(filler)\r\n\r\n") == nil)
+        #expect(status(String(repeating: "\r\n", count: 60) + "GET / HTTP/1.1\r\nHost: a\r\nX: \(filler)\r\n\r\n") == 431)
     }
 
     @Test("Expect: 100-continue is noted (HTTP/1.1 only); other expectations are 417")
@@ -168,6 +205,16 @@ struct HTTP1ProtocolTests {
         }
         let (whole, _) = decodeAll(text + "GET / HTTP/1.1\r\n")
         #expect(whole == .done(consumed: text.utf8.count))
+    }
+
+    @Test("RFC 9112 7.1.1: after a chunk size only ;-extensions (BWS around ; and =, token or quoted values) may follow")
+    func chunkExtensions() {
+        for line in ["5", "5;a", "5;a=b", "5 ; a = b ;c", "5;a=\"q \\\" ;x\"", "5\t;a", "05;n=\"\""] {
+            #expect(decodeAll("\(line)\r\nhello\r\n0\r\n\r\n").0 == .done(consumed: line.utf8.count + 14), "\(line)")
+        }
+        for line in ["5 junk", "5junk", "5;", "5;a=", "5;a=b c", "5;a=\"open", "5 ", "5;a ", "5,6", "5;a=b;", "5;=b", "5;a\rb"] {
+            if case .invalid = decodeAll("\(line)\r\nhello\r\n0\r\n\r\n").0 {} else { Issue.record("accepted: \(line)") }
+        }
     }
 
     @Test("chunked: bad sizes, a missing CRLF after data and bodies over the limit are refused")
@@ -285,6 +332,48 @@ struct HTTP1ProtocolTests {
             let (expectation, _) = try await exchange(server.port, "POST / HTTP/1.1\r\nHost: a\r\nExpect: x\r\n\r\n")
             #expect(expectation.hasPrefix("HTTP/1.1 417 Expectation Failed\r\n"))
             #expect(expectation.contains(#""code":"expectation_failed""#))
+            #expect(try await curl("http://127.0.0.1:\(server.port)/health").status == 200)
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("RFC 9112 6.1: an HTTP/1.0 request with Transfer-Encoding is answered, then closed despite keep-alive")
+    func http10TransferEncodingCloses() async throws {
+        try await withServer(echoRouter()) { server in
+            let request = "POST /v1/echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "3\r\nabc\r\n0\r\n\r\n"
+            let (text, closed) = try await exchange(server.port, request)
+            #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(text.contains("Connection: close\r\n"))
+            #expect(text.hasSuffix("echo:abc"))
+            #expect(closed)
+        }
+    }
+
+    @Test("RFC 9112 3.2, 6.1, 7, 7.1.1, 2.2 over a socket: two Hosts 400, gzip 501, chunked twice 400, junk after a chunk size 400, endless empty lines 431")
+    func strictFramingOverSocket() async throws {
+        try await withServer(echoRouter()) { server in
+            let hosts = try await exchange(server.port, "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+            #expect(hosts.text.hasPrefix("HTTP/1.1 400 "))
+            #expect(hosts.closed)
+            let gzip = try await exchange(server.port, "POST /v1/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                                          + "3\r\nabc\r\n0\r\n\r\n")
+            #expect(gzip.text.hasPrefix("HTTP/1.1 501 Not Implemented\r\n"))
+            #expect(gzip.text.contains(#""code":"not_implemented""#))
+            #expect(!gzip.text.contains("echo:"))
+            #expect(gzip.closed)
+            let twice = try await exchange(server.port, "POST /v1/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"
+                                           + "3\r\nabc\r\n0\r\n\r\n")
+            #expect(twice.text.hasPrefix("HTTP/1.1 400 "))
+            #expect(!twice.text.contains("echo:"))
+            let junk = try await exchange(server.port, "POST /v1/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                          + "3 junk\r\nabc\r\n0\r\n\r\n")
+            #expect(junk.text.hasPrefix("HTTP/1.1 400 "))
+            #expect(!junk.text.contains("echo:"))
+            #expect(junk.closed)
+            let blank = try await exchange(server.port, String(repeating: "\r\n", count: 20_000))
+            #expect(blank.text.hasPrefix("HTTP/1.1 431 "))
+            #expect(blank.closed)
             #expect(try await curl("http://127.0.0.1:\(server.port)/health").status == 200)
             #expect(await eventually { server.inFlightRequests == 0 })
         }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+import ClarionStore
 
 @Suite("HTTP server over real sockets")
 struct HTTPServerTests {
@@ -219,11 +220,14 @@ struct HTTPServerTests {
 
     @Test("graceful shutdown: stops accepting, finishes the in-flight slow request, then stops")
     func gracefulShutdown() async throws {
-        let entered = Atomic<Bool>(false)
+        let entered = Atomic<Bool>(false), release = Atomic<Bool>(false)
+        defer { release.store(true, ordering: .relaxed) }
         var router = Router()
         router.add(.get, "/v1/slow", .asynchronous { _ in
             entered.store(true, ordering: .relaxed)
-            try? await Task.sleep(for: .milliseconds(800))
+            // Answers once the test has seen the shutdown begin: a fixed sleep (it was 800 ms) sometimes ended first
+            // on a loaded machine, and the response then rightly lacked `Connection: close`.
+            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
             return .text("finished")
         })
         let server = try startServer(router)
@@ -231,19 +235,24 @@ struct HTTPServerTests {
         async let slow = curl("http://127.0.0.1:\(port)/v1/slow")
         // Generous: starting curl took more than 5 s once on a loaded machine (tests in parallel with a benchmark).
         #expect(await eventually(timeout: .seconds(30)) { entered.load(ordering: .relaxed) })
-        let shutdownStarted = ContinuousClock.now
         async let shutdown: Void = server.shutdown()
-        try await Task.sleep(for: .milliseconds(100))
-        // New connections are refused while the slow request is still running.
-        let refused = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "--max-time", "2",
-                                                     "http://127.0.0.1:\(port)/health"])
-        #expect(refused.status == 7)
+        #expect(await eventually(timeout: .seconds(30)) { server.isDraining })
+        // New connections are refused while the slow request is still running (once the listener is closed, just
+        // after draining begins).
+        var refused: Int32 = -1
+        for _ in 0..<50 where refused != 7 {
+            refused = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "--max-time", "2",
+                                                     "http://127.0.0.1:\(port)/health"]).status
+            if refused != 7 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(refused == 7)
+        #expect(server.port != 0, "shutdown finished with a request in flight")
+        release.store(true, ordering: .relaxed)
         let response = try await slow
         #expect(response.status == 200)
         #expect(response.text == "finished")
         #expect(response.headers["connection"] == "close")
         await shutdown
-        #expect(ContinuousClock.now - shutdownStarted >= .milliseconds(600))
         #expect(server.port == 0)
     }
 
@@ -309,6 +318,38 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("every 500 says its cause in the access log (never in the response): a store failure, a handler that never answers")
+    func internalErrorsLogTheirCause() async throws {
+        let log = CollectingLog()
+        var router = Router()
+        router.add(.post, "/v1/store", .synchronous { _ in
+            JSONAPIError.internalError(cause: StoreError(.queryFailed, "relation \"x\" does not exist", sqlState: "42P01").logText).response()
+        })
+        router.add(.post, "/", errorFormat: .snsXML, .synchronous { request in
+            SNSError.internalError(cause: "store queryFailed: boom").response(requestID: request.requestID)
+        })
+        router.add(.post, "/v1/silent", .suspending { _, _ in })  // drops its responder without answering
+        try await withServer(router, configure: { $0.accessLog = log }) { server in
+            let store = try await curl("http://127.0.0.1:\(server.port)/v1/store", method: "POST")
+            #expect(store.status == 500)
+            #expect(!store.text.contains("42P01"), "the cause stays out of the response")
+            let sns = try await curl("http://127.0.0.1:\(server.port)/", method: "POST")
+            #expect(sns.status == 500)
+            #expect(!sns.text.contains("boom"))
+            let silent = try await curl("http://127.0.0.1:\(server.port)/v1/silent", method: "POST")
+            #expect(silent.status == 500)
+            #expect(await eventually { log.all.count == 3 })
+            let causes = Dictionary(uniqueKeysWithValues: log.all.map { ($0.path, $0.cause) })
+            #expect((causes["/v1/store"] ?? nil)?.contains("SQLSTATE 42P01") == true)
+            #expect(causes["/"] ?? nil == "store queryFailed: boom")
+            #expect(causes["/v1/silent"] ?? nil == "the handler returned without answering")
+            for entry in log.all {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+                #expect(object["cause"] as? String == entry.cause)
+            }
+        }
+    }
+
     @Test("access-log lines: escaped fields, numbers, booleans, one line each")
     func accessLogLineFormat() throws {
         let entry = AccessLogEntry(method: "GET", path: "/v1/a\"b\\c\n\u{1}é", status: 404, duration: .microseconds(1_234_567),
@@ -341,7 +382,7 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("a connection that stops sending is closed after the read timeout")
+    @Test("a connection that stops sending midway through a head gets 408 and is closed after the read timeout")
     func readTimeout() async throws {
         try await withServer(Router(), configure: { $0.connectionTimeout = .seconds(1) }) { server in
             // Half a request, then silence: the server must hang up on its own.
@@ -351,16 +392,150 @@ struct HTTPServerTests {
             s.sendall(b'GET /health HTTP/1.1\\r\\nHost: x\\r\\n')
             s.settimeout(10)
             start = time.time()
-            data = s.recv(1024)
-            print('%d %.1f' % (len(data), time.time() - start))
+            data = b''
+            while True:
+                chunk = s.recv(1024)
+                if not chunk: break
+                data += chunk
+            print('%s %.1f' % (data[:12].decode(), time.time() - start))
             """
             let result = try await run("/usr/bin/env", ["python3", "-c", script, String(server.port)])
-            let fields = String(decoding: result.stdout, as: UTF8.self).split(separator: " ")
-            #expect(fields.first == "0", "connection not closed: \(result.stdout) \(result.stderr)")
-            let waited = Double(fields.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 99
+            let output = String(decoding: result.stdout, as: UTF8.self)
+            #expect(output.hasPrefix("HTTP/1.1 408 "), "connection not answered and closed: \(output) \(result.stderr)")
+            let waited = Double(output.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 99
             #expect(waited >= 0.5 && waited < 5)
             #expect(await eventually { server.inFlightRequests == 0 })
         }
+    }
+
+    /// Sends `request` to the server: `upfront` bytes at once, then one byte every `intervalMs`, reading all the
+    /// while. Returns whether the server closed, after how many seconds (from the first trickled byte) and what it
+    /// sent. Gives up after 8 s.
+    func trickle(_ port: Int, _ request: String, upfront: Int, intervalMs: Int) async throws
+        -> (closed: Bool, seconds: Double, text: String) {
+        let script = """
+        import select, socket, sys, time
+        port, interval, upfront = int(sys.argv[1]), float(sys.argv[2]) / 1000, int(sys.argv[3])
+        data = sys.stdin.buffer.read()
+        s = socket.create_connection(('127.0.0.1', port))
+        s.sendall(data[:upfront])
+        start = time.time()
+        sent, out, closed, next_send = upfront, b'', 0, start + interval
+        while time.time() - start < 8:
+            readable, _, _ = select.select([s], [], [], max(0, next_send - time.time()))
+            if readable:
+                try:
+                    chunk = s.recv(65536)
+                except ConnectionResetError:
+                    chunk = b''
+                if not chunk:
+                    closed = 1
+                    break
+                out += chunk
+            else:
+                if sent < len(data):
+                    try:
+                        s.sendall(data[sent:sent + 1])
+                        sent += 1
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                next_send += interval
+        sys.stdout.buffer.write(b'%d %.2f\\n' % (closed, time.time() - start) + out)
+        """
+        let result = try await run("/usr/bin/env", ["python3", "-c", script, String(port), String(intervalMs), String(upfront)],
+                                   stdin: Array(request.utf8))
+        let text = String(decoding: result.stdout, as: UTF8.self)
+        guard let newline = text.firstIndex(of: "\n") else { throw ToolError(description: "no output: \(result.stderr)") }
+        let fields = text[..<newline].split(separator: " ")
+        return (fields.first == "1", Double(fields.last ?? "") ?? -1, String(text[text.index(after: newline)...]))
+    }
+
+    func slowClientRouter() -> Router {
+        var router = Router()
+        router.add(.post, "/v1/echo", maxBodyBytes: 1000, .synchronous { .text("echo:" + String(decoding: $0.body, as: UTF8.self)) })
+        return router
+    }
+
+    @Test("a head trickled one byte per 100 ms is answered 408 and closed at the head deadline, though each byte resets the idle timeout")
+    func slowHead() async throws {
+        try await withServer(slowClientRouter(), configure: {
+            $0.connectionTimeout = .seconds(5)
+            $0.requestHeadTimeout = .milliseconds(800)
+        }) { server in
+            let request = "GET /health HTTP/1.1\r\nHost: a\r\nX-Slow: \(String(repeating: "a", count: 100))\r\n\r\n"
+            let (closed, seconds, text) = try await trickle(server.port, request, upfront: 0, intervalMs: 100)
+            #expect(closed, "still open after \(seconds) s: \(text)")
+            #expect(seconds >= 0.6 && seconds < 3, "\(seconds) s")
+            #expect(text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(text)")
+            #expect(text.contains(#""code":"request_timeout""#))
+            #expect(text.contains("Connection: close\r\n"))
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("a body trickled one byte per 100 ms is answered 408 and closed at the body deadline, Content-Length or chunked")
+    func slowBody() async throws {
+        try await withServer(slowClientRouter(), configure: {
+            $0.connectionTimeout = .seconds(5)
+            $0.requestBodyTimeout = .milliseconds(800)
+            $0.requestBodyMinimumRate = 1 << 20  // adds under a millisecond for these sizes
+        }) { server in
+            let head = "POST /v1/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n"
+            let sized = try await trickle(server.port, head + String(repeating: "b", count: 100), upfront: head.utf8.count,
+                                          intervalMs: 100)
+            #expect(sized.closed, "still open after \(sized.seconds) s: \(sized.text)")
+            #expect(sized.seconds >= 0.6 && sized.seconds < 3, "\(sized.seconds) s")
+            #expect(sized.text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(sized.text)")
+            #expect(!sized.text.contains("echo:"))
+
+            let chunkedHead = "POST /v1/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let chunks = String(repeating: "1\r\nb\r\n", count: 30) + "0\r\n\r\n"
+            let chunked = try await trickle(server.port, chunkedHead + chunks, upfront: chunkedHead.utf8.count, intervalMs: 100)
+            #expect(chunked.closed, "still open after \(chunked.seconds) s: \(chunked.text)")
+            #expect(chunked.seconds >= 0.6 && chunked.seconds < 3, "\(chunked.seconds) s")
+            #expect(chunked.text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(chunked.text)")
+            #expect(await eventually { server.inFlightRequests == 0 })
+        }
+    }
+
+    @Test("the head deadline runs per request: a keep-alive connection idle between requests is not timed out by it")
+    func headDeadlinePerRequest() async throws {
+        try await withServer(slowClientRouter(), configure: {
+            $0.connectionTimeout = .seconds(5)
+            $0.requestHeadTimeout = .milliseconds(300)
+        }) { server in
+            let script = """
+            import socket, sys, time
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            s.settimeout(3)
+            statuses = []
+            for pause in (0, 1.0, 0.2):
+                time.sleep(pause)
+                s.sendall(b'GET /health HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n')
+                statuses.append(s.recv(4096).split(b'\\r\\n')[0].decode())
+            print('|'.join(statuses))
+            """
+            let result = try await run("/usr/bin/env", ["python3", "-c", script, String(server.port)])
+            #expect(String(decoding: result.stdout, as: UTF8.self) == "HTTP/1.1 200 OK|HTTP/1.1 200 OK|HTTP/1.1 200 OK\n",
+                    "\(result.stderr)")
+        }
+    }
+
+    @Test("request deadlines: the head's from its first byte, the body's grows with its size at the minimum rate")
+    func deadlineArithmetic() {
+        let defaults = HTTPServerConfiguration()
+        let deadlines = RequestDeadlines(idle: defaults.connectionTimeout, head: defaults.requestHeadTimeout,
+                                         body: defaults.requestBodyTimeout, bodyMinimumRate: defaults.requestBodyMinimumRate)
+        let second: UInt64 = 1_000_000_000
+        #expect(deadlines.headDeadline(firstByteAt: 5) == 5 + 20 * second)
+        #expect(deadlines.bodyDeadline(headEndedAt: 0, expectedBytes: 0) == 30 * second)
+        #expect(deadlines.bodyDeadline(headEndedAt: 0, expectedBytes: 1 << 20) == 94 * second)
+        #expect(deadlines.bodyDeadline(headEndedAt: 0, expectedBytes: 262_144) == 46 * second)
+        #expect(deadlines.bodyDeadline(headEndedAt: 0, expectedBytes: Int.max) == 30 * second + 86_400 * second)
+        #expect(deadlines.sweepInterval == second)
+        let fast = RequestDeadlines(idle: .seconds(5), head: .milliseconds(300), body: .seconds(1), bodyMinimumRate: 0)
+        #expect(fast.bodyDeadline(headEndedAt: 0, expectedBytes: 1 << 20) == second)
+        #expect(fast.sweepInterval == 75_000_000)
     }
 
     @Test("starting twice is an error; shutting down an idle server is fine")

@@ -78,6 +78,50 @@ struct SNSParametersTests {
         }
     }
 
+    @Test("SNS message attribute rules: Number is a number of <= 38 digits in 10^-128...10^126, String.Array a JSON array of scalars, AWS./Amazon. names reserved, at most 100 attributes")
+    func messageAttributeValueRules() throws {
+        func attribute(_ name: String, _ type: String, _ value: String) -> String {
+            "MessageAttributes.entry.1.Name=\(name)&MessageAttributes.entry.1.Value.DataType=\(type)"
+                + "&MessageAttributes.entry.1.Value.StringValue=\(value)"
+        }
+        for accepted in [attribute("n", "Number", "-12.5e3"), attribute("n", "Number", "0"),
+                         attribute("n", "Number.float", "1e126"), attribute("n", "Number", "1e-128"),
+                         attribute("n", "Number", String(repeating: "9", count: 38) + "000"),
+                         attribute("a", "String.Array", "%5B%22x%22%2C1%2Ctrue%2Cnull%5D"),
+                         attribute("AWS.SNS.MOBILE.APNS.PRIORITY", "String", "10")] {
+            _ = try parameters(accepted).messageAttributes()
+        }
+        for refused in [attribute("n", "Number", "twelve"), attribute("n", "Number", "1e127"),
+                        attribute("n", "Number", "1e-129"), attribute("n", "Number", "1.2.3"),
+                        attribute("n", "Number", String(repeating: "1", count: 39)),
+                        attribute("a", "String.Array", "x"), attribute("a", "String.Array", "%5B%5B1%5D%5D"),
+                        attribute("a", "String.Array", "%7B%7D"),
+                        attribute("AWS.custom", "String", "x"), attribute("amazon.custom", "String", "x")] {
+            #expect(throws: SNSError.self, "accepted \(refused)") { _ = try parameters(refused).messageAttributes() }
+        }
+        // The number of attributes: SNS's 256 KiB is the only documented bound; Clarion caps at 100 per message.
+        let many = (1...101).map { "MessageAttributes.entry.\($0).Name=a\($0)&MessageAttributes.entry.\($0).Value.DataType=String"
+            + "&MessageAttributes.entry.\($0).Value.StringValue=x" }
+        #expect(throws: SNSError.parameterValueInvalid("Number of message attributes [101] exceeds the allowed maximum [100].")) {
+            _ = try parameters(many.joined(separator: "&")).messageAttributes()
+        }
+        _ = try parameters(many.dropLast().joined(separator: "&")).messageAttributes()
+    }
+
+    @Test("a NUL byte in any parameter is InvalidParameter naming it (C strings and PostgreSQL text end at NUL)")
+    func nulRefused() throws {
+        for body in ["Token=tok%00nul", "Action=Publish&Message=a%00b", "Attributes.entry.1.value=x%00"] {
+            do {
+                _ = try parameters(body)
+                Issue.record("accepted \(body)")
+            } catch let error as SNSError {
+                #expect(error.code == "InvalidParameter")
+                #expect(error.message.contains("NUL"), "\(error.message)")
+            }
+        }
+        #expect(throws: SNSError.self) { _ = try parameters("a%00b=x") }
+    }
+
     @Test("Tags.member.N.Key/Value (empty value allowed), TagKeys.member.N")
     func tagsAndLists() throws {
         let p = try parameters("ResourceArn=x&Tags.member.2.Key=b&Tags.member.2.Value=&Tags.member.1.Key=a&Tags.member.1.Value=1"

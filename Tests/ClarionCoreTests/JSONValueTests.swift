@@ -16,7 +16,7 @@ struct JSONValueTests {
         RoundTrip(input: #"{"ctl":"\u0001"}"#, compact: #"{"ctl":"\u0001"}"#),
         RoundTrip(input: "  [ ]  ", compact: "[]"),
         RoundTrip(input: "\"just a string\"", compact: "\"just a string\""),
-        RoundTrip(input: #"{"lone":"\ud800x"}"#, compact: "{\"lone\":\"\u{FFFD}x\"}"),
+        RoundTrip(input: #"{"pair":"\ud800\udc00\uDBFF\uDFFF"}"#, compact: "{\"pair\":\"\u{10000}\u{10FFFF}\"}"),
     ])
     func roundTrip(_ c: RoundTrip) throws {
         #expect(try JSONValue.parse(c.input).jsonText == c.compact)

@@ -15,17 +15,17 @@ struct DispatchDecisionTests {
         do { let done = window.complete(seqs[1], .accepted(providerID: nil), sent: true); #expect(done) }
         do { let done = window.complete(seqs[3], .accepted(providerID: nil), sent: true); #expect(done) }
         var popped: [Int64] = []
-        window.popCompleted { key, _, _ in popped.append(key) }
+        window.popCompleted { key, _, _, _ in popped.append(key) }
         #expect(popped.isEmpty)
         do { let done = window.complete(seqs[0], .expired, sent: false); #expect(done) }
-        window.popCompleted { key, _, _ in popped.append(key) }
+        window.popCompleted { key, _, _, _ in popped.append(key) }
         #expect(popped == [10, 20])
         do { let done = window.complete(seqs[1], .accepted(providerID: nil), sent: true); #expect(!done) }  // already popped
         do { let done = window.complete(seqs[3], .expired, sent: false); #expect(!done) }  // second outcome
         do { let done = window.complete(99, .expired, sent: false); #expect(!done) }
         do { let done = window.complete(seqs[2], .accepted(providerID: nil), sent: true); #expect(done) }
         do { let done = window.complete(seqs[4], .accepted(providerID: nil), sent: true); #expect(done) }
-        window.popCompleted { key, _, _ in popped.append(key) }
+        window.popCompleted { key, _, _, _ in popped.append(key) }
         #expect(popped == [10, 20, 30, 40, 50])
         #expect(window.isEmpty)
         #expect(window.pendingCount == 0)
@@ -71,7 +71,7 @@ struct DispatchDecisionTests {
         accounting.record(.tokenInvalid(reason: "Unregistered", invalidSince: since), facts: Self.facts(), sent: true,
                           targeted: true, now: Self.now, unitRandom: 0)
         accounting.record(.tokenInvalid(reason: "BadDeviceToken", invalidSince: nil), facts: Self.facts(), sent: true,
-                          targeted: true, now: Self.now, unitRandom: 0)
+                          targeted: true, now: Self.now, providerStatus: 400, unitRandom: 0)
         for _ in 0..<3 {
             accounting.record(.credentialsInvalid(reason: "InvalidProviderToken"), facts: Self.facts(), sent: true,
                               targeted: true, now: Self.now, unitRandom: 0)
@@ -82,6 +82,9 @@ struct DispatchDecisionTests {
         #expect(effects.disable.map(\.at) == [since, Self.now])
         #expect(effects.disable.map(\.reason) == ["Unregistered", "BadDeviceToken"])
         #expect(effects.disable.allSatisfy { $0.token == "tok" && $0.endpoint == 7 })
+        // The provider's status, when it answered, stays with the disable and the delivery-log row.
+        #expect(effects.disable.map(\.providerStatus) == [nil, 400])
+        #expect(effects.log.map(\.providerStatus).contains(400))
         #expect(effects.disableApplications == [ApplicationDisable(application: 3, reason: "InvalidProviderToken", at: Self.now)])
         #expect(effects.replace == [TokenReplacement(endpoint: 7, oldToken: "tok", newToken: "fresh")])
         #expect(effects.counters.failed == 5)

@@ -40,15 +40,23 @@ def http_get(url, timeout=5):
 class Node:
     """A `clarion serve` process; stops it (SIGTERM) when the test ends."""
 
-    def __init__(self, args, env=None):
+    def __init__(self, args, env=None, listen_host="127.0.0.1", preexec_fn=None):
         self.port = free_port()
+        if "--data-dir" in args:
+            # mkdtemp makes 0700 folders, which the embedded cluster's `postgres` user cannot enter; the node would
+            # then place its cluster under /var/lib/clarion (tested in EmbeddedPostgresTests) and leave it there
+            # when the test removes the folder.
+            os.chmod(args[args.index("--data-dir") + 1], 0o755)
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = dict(os.environ)
+        # The tests' emulators listen on loopback, which provider endpoints may reach only when the node allows it
+        # (SSRF guard); a test of the guard itself sets this to "".
+        full_env.setdefault("CLARION_PROVIDER_ALLOW_HOSTS", "127.0.0.0/8,::1/128")
         full_env.update(env or {})
         self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"127.0.0.1:{self.port}"] + args,
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"{listen_host}:{self.port}"] + args,
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env, preexec_fn=preexec_fn)
 
     def wait_ready(self, timeout=90):
         deadline = time.time() + timeout

@@ -122,3 +122,35 @@ def test_accounts_beside_a_running_serve_does_not_stop_its_database(clarion_bin)
     assert postmaster_alive(data)
     assert node.stop() == 0
     assert not postmaster_alive(data)
+
+
+def test_the_demo_key_works_on_loopback_only_and_the_node_says_so(clarion_bin):
+    """scripts/run's demo SNS key pair is public: it must work only while the API listens on loopback. A later
+    start on a public address disables the stored key and refuses it, and says so at start."""
+    demo = {"CLARION_ACCESS_KEY_ID": "AKIACLARIONDEMO00001", "CLARION_SECRET_ACCESS_KEY": "clarion-demo-secret-change-me"}
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=demo["CLARION_ACCESS_KEY_ID"],
+               AWS_SECRET_ACCESS_KEY=demo["CLARION_SECRET_ACCESS_KEY"], AWS_DEFAULT_REGION="us-east-1", AWS_MAX_ATTEMPTS="1")
+
+    def list_topics(node):
+        return subprocess.run(["aws", "--endpoint-url", node.url, "sns", "list-topics"], capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    data = tempfile.mkdtemp(prefix="clarion-e2e-data-")
+    node = Node(["--data-dir", data], env=demo)
+    node.wait_ready()
+    assert list_topics(node).returncode == 0
+    assert "demo SNS access key is enabled" in node.output()
+    assert node.stop() == 0
+
+    # The same data directory, now listening on every address (reached here through 127.0.0.1 all the same).
+    public = Node(["--data-dir", data], env=demo, listen_host="0.0.0.0")
+    public.wait_ready()
+    refused = list_topics(public)
+    assert refused.returncode != 0 and "InvalidClientTokenId" in refused.stderr, refused.stderr
+    assert "demo SNS access key is refused" in public.output()
+    assert public.stop() == 0
+    # And without the demo variables the stored key stays disabled.
+    plain = Node(["--data-dir", data], listen_host="0.0.0.0")
+    plain.wait_ready()
+    assert list_topics(plain).returncode != 0
+    assert plain.stop() == 0

@@ -96,3 +96,33 @@ def test_native_api_with_a_bearer_key_shares_resources_with_the_sns_api(node):
     assert topic["arn"] == json.loads(created.stdout)["TopicArn"]
     status, spec = call("GET", "/v1/openapi.json", bearer=None)
     assert status == 200 and spec["openapi"].startswith("3.")
+
+
+def test_nul_bytes_and_attribute_rules_are_invalid_parameter(node):
+    """NUL is refused in every parameter (it would cut C strings and PostgreSQL text short: `tok\\0x` and `tok`
+    became one endpoint); SNS's message attribute rules: a Number value is a number, a String.Array a JSON array."""
+    import boto3
+    import botocore.exceptions
+    from botocore.config import Config
+    sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
+                       aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
+    app = sns.create_platform_application(Name="nul-app", Platform="ADM", Attributes={
+        "PlatformPrincipal": "amzn1.application-oa2-client.nul", "PlatformCredential": "nul-secret"})["PlatformApplicationArn"]
+    for call in [lambda: sns.create_platform_endpoint(PlatformApplicationArn=app, Token="tok\x00nul"),
+                 lambda: sns.create_platform_endpoint(PlatformApplicationArn=app, Token="tok", CustomUserData="a\x00b"),
+                 lambda: sns.create_topic(Name="t", Attributes={"DisplayName": "a\x00b"})]:
+        with pytest.raises(botocore.exceptions.ClientError) as error:
+            call()
+        assert error.value.response["Error"]["Code"] == "InvalidParameter", error.value.response
+        assert "NUL" in error.value.response["Error"]["Message"]
+    endpoint = sns.create_platform_endpoint(PlatformApplicationArn=app, Token="tok")["EndpointArn"]
+    with pytest.raises(botocore.exceptions.ClientError) as error:
+        sns.publish(TargetArn=endpoint, Message="hello\x00there")
+    assert error.value.response["Error"]["Code"] == "InvalidParameter"
+    for attributes in [{"n": {"DataType": "Number", "StringValue": "twelve"}},
+                       {"a": {"DataType": "String.Array", "StringValue": "not an array"}}]:
+        with pytest.raises(botocore.exceptions.ClientError) as error:
+            sns.publish(TargetArn=endpoint, Message="hello", MessageAttributes=attributes)
+        assert error.value.response["Error"]["Code"] == "ParameterValueInvalid", error.value.response
+    sns.publish(TargetArn=endpoint, Message="hello", MessageAttributes={
+        "n": {"DataType": "Number", "StringValue": "12.5"}, "a": {"DataType": "String.Array", "StringValue": '["x", 1]'}})

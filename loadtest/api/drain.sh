@@ -29,7 +29,7 @@ PY
 )
 native_publish_script "$work/publish.lua" "$endpoint" "drain test"
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
-q() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "$1"; }
+q() { psql -tA "postgresql://postgres:$(cat "$work/postgres.password")@127.0.0.1:$pg_port/clarion" -c "$1"; }
 # CPU seconds (user + system) of the clarion process and of the embedded PostgreSQL's processes alive now.
 cpu_seconds() {
   local ticks=0 p

@@ -33,7 +33,7 @@ PY
 python3 "$ROOT/loadtest/api/presign.py" "http://127.0.0.1:$port" "$KEY" "$SECRET" "$arn" 2000 "$work/publish.lua"
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
 pg_pid=$(head -1 "$work/postgres/data/postmaster.pid")
-count_messages() { psql -tA "postgresql://postgres@127.0.0.1:$pg_port/clarion" -c "SELECT count(*) FROM messages"; }
+count_messages() { psql -tA "postgresql://postgres:$(cat "$work/postgres.password")@127.0.0.1:$pg_port/clarion" -c "SELECT count(*) FROM messages"; }
 # CPU ticks (user + system) of a process and, with "tree", its children (PostgreSQL's backends).
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $t; }
 pg_ticks() { ticks "$pg_pid" $(pgrep -P "$pg_pid"); }

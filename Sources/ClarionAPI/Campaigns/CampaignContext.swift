@@ -44,7 +44,7 @@ public struct CampaignContext: Sendable {
         do throws(StoreError) {
             return try await accounts.account(accountID: principal.accountID).key
         } catch {
-            throw error.code == .notFound ? JSONAPIError.invalidAPIKey : JSONAPIError.internalError
+            throw error.code == .notFound ? JSONAPIError.invalidAPIKey : JSONAPIError.internalError(cause: error.logText)
         }
     }
 }

@@ -81,7 +81,7 @@ public struct CampaignPublish: Sendable, Hashable {
             return PreparedCampaign(record: record, deepLink: deepLink, data: data)
         } catch {
             throw error.code == .unavailable ? JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
-                : JSONAPIError.internalError
+                : JSONAPIError.internalError(cause: error.logText)
         }
     }
 }

@@ -82,7 +82,7 @@ enum CampaignRoutes {
         }
         let parsed: JSONValue
         do throws(JSONParseError) { parsed = try JSONValue.parse(bytes: request.body) } catch {
-            throw JSONAPIError.invalidJSON("The request body is not valid JSON; expected {\"delivery_id\": \"...\"}.")
+            throw JSONAPIError.invalidJSON("The request body is not valid JSON (\(error.reason)); expected {\"delivery_id\": \"...\"}.")
         }
         guard let object = parsed.objectValue else {
             throw JSONAPIError.invalidJSON("Expected a JSON object {\"delivery_id\": \"...\"}.")
@@ -113,7 +113,7 @@ enum CampaignRoutes {
             JSONAPIError(status: 503, code: "service_unavailable", message: "The store is unavailable; retry later.",
                          headers: ["Retry-After": "1"])
         default:
-            JSONAPIError.internalError
+            JSONAPIError.internalError(cause: error.logText)
         }
     }
 }

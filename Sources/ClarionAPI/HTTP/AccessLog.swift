@@ -14,9 +14,12 @@ public struct AccessLogEntry: Sendable {
     public let remoteAddress: String
     /// False when the connection ended abnormally (client gone, timeout, server stopping).
     public let completed: Bool
+    /// Why a 5xx answer was given (set by the handler; never part of the response).
+    public let cause: String?
 
     public init(method: String, path: String, status: Int, duration: Duration, requestID: String,
-                remoteAddress: String, completed: Bool) {
+                remoteAddress: String, completed: Bool, cause: String? = nil) {
+        self.cause = cause
         self.method = method
         self.path = path
         self.status = status
@@ -50,6 +53,10 @@ public struct AccessLogEntry: Sendable {
         JSONText.appendQuoted(requestID, to: &out)
         out.append(contentsOf: #","remote":"#.utf8)
         JSONText.appendQuoted(remoteAddress, to: &out)
+        if let cause {
+            out.append(contentsOf: #","cause":"#.utf8)
+            JSONText.appendQuoted(cause, to: &out)
+        }
         out.append(contentsOf: (completed ? #","completed":true}"# : #","completed":false}"#).utf8)
         out.append(UInt8(ascii: "\n"))
     }

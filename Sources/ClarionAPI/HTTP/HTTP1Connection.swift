@@ -5,7 +5,8 @@ internal import ClarionHTTP2
 
 /// One HTTP/1.1 connection on an event loop: reads and parses requests, runs their handlers one at a time (a
 /// pipelined request waits in the buffer until the response before it is written), writes responses, keeps the
-/// connection alive, and closes it on `Connection: close`, a protocol error, the idle timeout or shutdown.
+/// connection alive, and closes it on `Connection: close`, a protocol error, the idle timeout, a request past its
+/// deadline (`RequestDeadlines`: answered 408 first) or shutdown.
 ///
 /// States: `idle` (between requests, or a head arriving) -> `body` (reading it) -> `awaiting` (the handler has the
 /// request) -> back to `idle` once the response is written; a response that ends the connection goes to `lingering`
@@ -43,6 +44,9 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Re-entrancy guard: a handler may answer while `advance` is still calling it.
     private var advancing = false
     private(set) var lastActive: NanoTime
+    /// In `idle` with part of a head buffered: when the head must be complete. In `body`: when the body must be.
+    /// Nil otherwise. Unlike `lastActive`, arriving bytes do not move it.
+    private var requestDeadline: NanoTime?
 
     /// Unparsed input held while a request is being answered, at most (reading pauses beyond it).
     static let maxBufferedInput = 2 << 20
@@ -156,6 +160,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                 let parsed = input.withUnsafeBytes { HTTP1Parser.parseHead(UnsafeRawBufferPointer(rebasing: $0[inputStart...])) }
                 switch parsed {
                 case .incomplete:
+                    if requestDeadline == nil { requestDeadline = core.deadlines.headDeadline(firstByteAt: monotonicNow()) }
                     compactInput()
                     return
                 case .invalid(let status, let message):
@@ -163,6 +168,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                     return
                 case .complete(let head, let consumed):
                     inputStart += consumed
+                    requestDeadline = nil
                     begin(head)
                 }
             case .body(let context):
@@ -213,6 +219,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         }
         if let length = head.contentLength { context.body.reserveCapacity(length) }
         state = .body(context)
+        requestDeadline = core.deadlines.bodyDeadline(headEndedAt: monotonicNow(),
+                                                      expectedBytes: head.contentLength ?? context.limit)
         if head.expectsContinue && inputStart == input.count {
             output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
             flushOutput()
@@ -264,7 +272,9 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Runs the route's handler once the whole body is in.
     private func dispatch(_ context: RequestContext) {
         guard let match = context.match else {
-            respond(ErrorFormat.json.response(for: .internalError, requestID: context.requestID), to: context)
+            var response = ErrorFormat.json.response(for: .internalError, requestID: context.requestID)
+            response.cause = "no route was matched before dispatch"
+            respond(response, to: context)
             return
         }
         switch match {
@@ -326,13 +336,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                                chunked: false, keepAlive: false, expectsContinue: false)
         let context = RequestContext(head: head, remoteAddress: remoteAddress)
         core.inFlight.add(1, ordering: .relaxed)
-        let code = switch status {
-        case 417: "expectation_failed"
-        case 431: "request_header_fields_too_large"
-        case 505: "http_version_not_supported"
-        default: "bad_request"
+        let error = switch status {
+        case 408: HTTPError.requestTimeout(message)
+        case 417: HTTPError(status: status, code: "expectation_failed", snsCode: "MalformedQueryString", message: message)
+        case 431: HTTPError(status: status, code: "request_header_fields_too_large", snsCode: "MalformedQueryString", message: message)
+        case 501: HTTPError(status: status, code: "not_implemented", snsCode: "NotImplemented", message: message)
+        case 505: HTTPError(status: status, code: "http_version_not_supported", snsCode: "MalformedQueryString", message: message)
+        default: HTTPError.badRequest(message)
         }
-        let error = HTTPError(status: status, code: code, snsCode: "MalformedQueryString", message: message)
         respond(ErrorFormat.json.response(for: error, requestID: context.requestID), to: context, close: true)
     }
 
@@ -341,9 +352,11 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private func respond(_ response: HTTPResponse, to context: RequestContext, close: Bool = false) {
         awaitedSlot = nil
         context.status = response.status
+        context.cause = response.cause
         let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
         serialize(response, for: context, closing: closing)
         state = .idle
+        requestDeadline = nil
         closeWhenWritten = closing
         writing = context
         lastActive = monotonicNow()
@@ -470,6 +483,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         loop.deregister(fd: fd)
         Glibc.close(fd)
         fd = -1
+        core.acceptPause.descriptorFreed()
         switch state {
         case .body(let context), .awaiting(let context):
             core.finished(context, completed: false)
@@ -486,16 +500,45 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         core.liveConnections.subtract(1, ordering: .relaxed)
     }
 
-    /// The idle sweep: closes a connection idle, trickling a request or not taking its response past the timeout,
-    /// or lingering past its time. A request waiting for its handler is never timed out.
+    /// The sweep: answers 408 to a request whose head or body is past its deadline (or that went silent midway
+    /// past the idle timeout), closes a connection idle or not taking its response past the idle timeout, or
+    /// lingering past its time. A request waiting for its handler is never timed out.
     func sweep(now: NanoTime) {
         switch state {
         case .idle, .body:
-            if now &- lastActive > core.connectionTimeout { close() }
+            if let deadline = requestDeadline, now > deadline {
+                timeOutRequest()
+            } else if now &- lastActive > core.deadlines.idle {
+                if requestDeadline == nil { close() } else { timeOutRequest() }
+            }
         case .lingering(let until):
             if now > until { close() }
         case .awaiting, .closed:
             break
+        }
+    }
+
+    /// A request that did not arrive in time: 408 where a response can still be written, then close (lingering, so
+    /// the client reads the 408 rather than a reset).
+    private func timeOutRequest() {
+        guard output.isEmpty else {
+            close()
+            return
+        }
+        switch state {
+        case .body(let context):
+            context.body = []
+            let error = HTTPError.requestTimeout("The request body did not arrive in time.")
+            respond(errorFormat(context).response(for: error, requestID: context.requestID), to: context, close: true)
+        case .idle:
+            // Only empty lines so far (some clients send a CRLF after a POST body): nothing was asked.
+            if input[inputStart...].allSatisfy({ $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) {
+                close()
+                return
+            }
+            refuseMalformed(status: 408, message: "The request head did not arrive in time.")
+        case .awaiting, .lingering, .closed:
+            close()
         }
     }
 
@@ -521,6 +564,7 @@ enum HTTPStatusText {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
         case 409: "Conflict"
         case 410: "Gone"
         case 412: "Precondition Failed"

@@ -2,9 +2,11 @@
 ///
 /// The parser is strict where leniency lets two parties read one message differently (request smuggling):
 /// whitespace before a header's colon, obsolete line folding, a `Content-Length` that is not one decimal number
-/// (or differing repeats), a `Transfer-Encoding` whose last coding is not `chunked`, and a bare CR are refused with
-/// 400. It accepts a bare LF as a line end and skips empty lines before the request line, as RFC 9112 lets a
-/// server do.
+/// (or differing repeats), a `Transfer-Encoding` whose last coding is not `chunked` or that applies `chunked`
+/// twice, a second `Host` field and a bare CR are refused with 400; a transfer coding other than `chunked` (we
+/// decode none) with 501 rather than handed on still encoded. It accepts a bare LF as a line end and skips empty
+/// lines before the request line, as RFC 9112 lets a server do, but counts them toward the head's size limit so a
+/// stream of empty lines ends in 431 rather than being read for ever.
 struct RequestHead {
     var method: String
     /// The request-target as sent (origin form, or absolute form).
@@ -39,12 +41,13 @@ enum HTTP1Parser {
     static func parseHead(_ input: UnsafeRawBufferPointer) -> HeadParse {
         let count = input.count
         var position = 0
-        // Empty lines before the request line are skipped (RFC 9112 2.2).
+        // Empty lines before the request line are skipped (RFC 9112 2.2), but they count toward the head's size:
+        // sizes below are measured from the start of the input, not from the request line.
         while position < count, input[position] == cr || input[position] == lf { position += 1 }
         guard let requestLineEnd = lineEnd(input, from: position) else {
-            return count - position > maxHeadBytes ? tooLarge : .incomplete
+            return count > maxHeadBytes ? tooLarge : .incomplete
         }
-        let start = position
+        if requestLineEnd.next > maxHeadBytes { return tooLarge }
         let line: RequestLine
         switch requestLine(input, from: position, to: requestLineEnd.contentEnd) {
         case .success(let parsed): line = parsed
@@ -56,16 +59,20 @@ enum HTTP1Parser {
         headers.reserveCapacity(16)
         var contentLength: Int?
         var transferEncoding = false
-        var chunked = false
+        // The transfer codings over every Transfer-Encoding line, in order: how many are `chunked`, whether the
+        // last one is, and whether any other appears.
+        var chunkedCodings = 0
+        var lastCodingChunked = false
+        var otherCoding = false
         var connectionClose = false
         var connectionKeepAlive = false
         var expectsContinue = false
         var hasHost = false
         while true {
             guard let end = lineEnd(input, from: position) else {
-                return position - start > maxHeadBytes || count - start > maxHeadBytes ? tooLarge : .incomplete
+                return count > maxHeadBytes ? tooLarge : .incomplete
             }
-            if end.next - start > maxHeadBytes { return tooLarge }
+            if end.next > maxHeadBytes { return tooLarge }
             if end.contentEnd == position {
                 position = end.next
                 break
@@ -105,8 +112,12 @@ enum HTTP1Parser {
                 if let previous = contentLength, previous != length { return bad("Content-Length is given twice, differently.") }
                 contentLength = length
             case "transfer-encoding":
+                // Several lines make one list (RFC 9110 5.3): `gzip` then `chunked` is `gzip, chunked`.
                 transferEncoding = true
-                chunked = lastToken(value).map { equalsLowercase($0, "chunked") } ?? false
+                forEachToken(value) { coding in
+                    lastCodingChunked = equalsLowercase(coding, "chunked")
+                    if lastCodingChunked { chunkedCodings += 1 } else { otherCoding = true }
+                }
             case "connection":
                 forEachToken(value) { token in
                     if equalsLowercase(token, "close") { connectionClose = true }
@@ -118,6 +129,8 @@ enum HTTP1Parser {
                 }
                 expectsContinue = true
             case "host":
+                // RFC 9112 3.2: more than one Host field line is 400 (which authority would be meant?).
+                guard !hasHost else { return bad("Host is given more than once.") }
                 hasHost = true
             default:
                 break
@@ -127,11 +140,20 @@ enum HTTP1Parser {
         var framingConflict = false
         if transferEncoding {
             // RFC 9112 6.3: a request whose final transfer coding is not chunked cannot be framed.
-            guard chunked else { return bad("Transfer-Encoding must end with chunked.") }
-            // Both framings (6.1): read it as chunked, and close after the response.
-            framingConflict = contentLength != nil
+            guard lastCodingChunked else { return bad("Transfer-Encoding must end with chunked.") }
+            // RFC 9112 7: chunked is applied once at most.
+            guard chunkedCodings == 1 else { return bad("Transfer-Encoding applies chunked more than once.") }
+            // RFC 9112 6.1: a coding we do not understand is 501. Read as chunked and handed on, the body would
+            // reach the handler still gzip- (or otherwise) encoded.
+            if otherCoding {
+                return .invalid(status: 501, message: "Only the chunked transfer coding is supported.")
+            }
+            // Both framings, or Transfer-Encoding in HTTP/1.0 (6.1): the framing is suspect; read it as chunked,
+            // and close after the response.
+            framingConflict = contentLength != nil || line.minorVersion == 0
             contentLength = nil
         }
+        let chunked = transferEncoding
         if line.minorVersion >= 1 && !hasHost { return bad("An HTTP/1.1 request needs a Host header field.") }
         let keepAlive = !framingConflict
             && (line.minorVersion >= 1 ? !connectionClose : (connectionKeepAlive && !connectionClose))
@@ -194,12 +216,6 @@ enum HTTP1Parser {
         return value
     }
 
-    private static func lastToken(_ value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        var last: UnsafeRawBufferPointer?
-        forEachToken(value) { last = $0 }
-        return last
-    }
-
     /// Calls `body` with each comma-separated element, trimmed of spaces and tabs, skipping empty ones.
     private static func forEachToken(_ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
         var start = 0
@@ -228,7 +244,7 @@ enum HTTP1Parser {
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
 
     /// RFC 9110 tchar.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
+    static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), 48...57: true
         case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
@@ -256,7 +272,9 @@ private func lineEnd(_ input: UnsafeRawBufferPointer, from: Int) -> (contentEnd:
 }
 
 /// Decodes a chunked body (RFC 9112 7.1) from a connection's buffered bytes, one call per read. Chunk extensions
-/// are ignored and trailer fields dropped. A size line that is not complete yet is left in the input.
+/// are checked against their grammar (7.1.1), then ignored; anything else after a chunk size is refused, as a
+/// parser that reads `5 junk` as 5 and one that refuses it disagree about the message. Trailer fields are dropped.
+/// A size line that is not complete yet is left in the input.
 struct ChunkedDecoder {
     enum Outcome: Equatable {
         /// Took `consumed` bytes; more input is needed.
@@ -297,8 +315,9 @@ struct ChunkedDecoder {
                     i += 1
                     if digits > 15 { return .tooLarge }
                 }
-                guard digits > 0, i == line.contentEnd || input[i] == UInt8(ascii: ";") || input[i] == space || input[i] == tab else {
-                    return .invalid("A chunk size is malformed.")
+                guard digits > 0 else { return .invalid("A chunk size is malformed.") }
+                guard Self.isChunkExtensions(input, from: i, to: line.contentEnd) else {
+                    return .invalid("A chunk size is followed by something other than chunk extensions.")
                 }
                 position = line.next
                 if size == 0 {
@@ -338,6 +357,67 @@ struct ChunkedDecoder {
                 }
             }
         }
+    }
+
+    /// RFC 9112 7.1.1, the whole rest of a size line:
+    ///
+    ///     chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+    ///     chunk-ext-name = token
+    ///     chunk-ext-val  = token / quoted-string
+    ///
+    /// Whitespace is allowed only around `;` and `=` (BWS), so trailing whitespace with no extension after it is
+    /// refused too.
+    static func isChunkExtensions(_ input: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Bool {
+        var i = start
+        func skipWhitespace() { while i < end, input[i] == space || input[i] == tab { i += 1 } }
+        func skipToken() -> Bool {
+            let first = i
+            while i < end, HTTP1Parser.isTokenByte(input[i]) { i += 1 }
+            return i > first
+        }
+        while i < end {
+            skipWhitespace()
+            guard i < end, input[i] == UInt8(ascii: ";") else { return false }
+            i += 1
+            skipWhitespace()
+            guard skipToken() else { return false }
+            let afterName = i
+            skipWhitespace()
+            guard i < end, input[i] == UInt8(ascii: "=") else {
+                i = afterName  // no value: what follows must be the next `;` (or the end)
+                continue
+            }
+            i += 1
+            skipWhitespace()
+            if i < end, input[i] == UInt8(ascii: "\"") {
+                guard skipQuotedString(input, &i, end) else { return false }
+            } else {
+                guard skipToken() else { return false }
+            }
+        }
+        return true
+    }
+
+    /// RFC 9110 5.6.4 quoted-string, starting at its opening quote; moves `i` past the closing one.
+    private static func skipQuotedString(_ input: UnsafeRawBufferPointer, _ i: inout Int, _ end: Int) -> Bool {
+        i += 1
+        while i < end {
+            let byte = input[i]
+            switch byte {
+            case UInt8(ascii: "\""):
+                i += 1
+                return true
+            case UInt8(ascii: "\\"):
+                // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
+                guard i + 1 < end, input[i + 1] == tab || input[i + 1] >= space, input[i + 1] != 0x7f else { return false }
+                i += 2
+            default:
+                // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+                guard byte == tab || byte >= space, byte != 0x7f else { return false }
+                i += 1
+            }
+        }
+        return false
     }
 
     private static func hexValue(_ byte: UInt8) -> Int? {

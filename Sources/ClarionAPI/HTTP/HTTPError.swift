@@ -36,6 +36,11 @@ public struct HTTPError: Error, Sendable {
         HTTPError(status: 400, code: "bad_request", snsCode: "MalformedQueryString", message: message)
     }
 
+    /// The request did not arrive in time (a head or body past its deadline).
+    public static func requestTimeout(_ message: String) -> HTTPError {
+        HTTPError(status: 408, code: "request_timeout", snsCode: "RequestTimeout", message: message)
+    }
+
     public static let internalError = HTTPError(status: 500, code: "internal_error", snsCode: "InternalError",
                                                 message: "The server could not complete the request.")
 

@@ -129,6 +129,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// Why a 5xx answer was given, for the access log only (never sent): every 500 says its cause in the log.
+    public var cause: String?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

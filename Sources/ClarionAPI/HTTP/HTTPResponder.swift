@@ -22,7 +22,9 @@ public final class HTTPResponder: Sendable {
         // Almost always answered already: only build the 500 when it is needed (building it for every request was
         // 1.4 % of a signed publish's server CPU, perf).
         guard !slot.isAnswered else { return }
-        slot.complete(slot.errorFormat.response(for: .internalError, requestID: requestID))
+        var response = slot.errorFormat.response(for: .internalError, requestID: requestID)
+        response.cause = "the handler returned without answering"
+        slot.complete(response)
     }
 }
 

@@ -24,7 +24,7 @@ public final class HTTPServer: Sendable {
     /// The loops and the listening socket of a started server.
     private struct Running: Sendable {
         let group: EventLoopGroup
-        let listener: Int32
+        let listener: Listener
     }
 
     private enum LifecycleState {
@@ -44,7 +44,10 @@ public final class HTTPServer: Sendable {
             draining.isSet ? .notReady(reason: "shutting down") : await readiness()
         }
         self.core = ServerCore(router: router, accessLog: configuration.accessLog, draining: draining,
-                               connectionTimeout: configuration.connectionTimeout,
+                               deadlines: RequestDeadlines(idle: configuration.connectionTimeout,
+                                                           head: configuration.requestHeadTimeout,
+                                                           body: configuration.requestBodyTimeout,
+                                                           bodyMinimumRate: configuration.requestBodyMinimumRate),
                                connectionLimit: max(1, configuration.connectionLimit),
                                loops: max(1, configuration.threadPoolSize))
     }
@@ -69,6 +72,9 @@ public final class HTTPServer: Sendable {
 
     /// Requests received and not yet finished (for tests and metrics).
     public var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
+
+    /// Whether `shutdown()` has begun (responses carry `Connection: close` from then on). For tests.
+    var isDraining: Bool { core.draining.isSet }
 
     /// Binds and starts the loop threads. Returns once the port is listening.
     public func start() throws(HTTPServerError) {
@@ -127,10 +133,7 @@ public final class HTTPServer: Sendable {
         core.draining.set()
         // Closing the listening socket makes the kernel refuse new connections at once (so a load balancer
         // retries elsewhere). Connections already open are still served; their responses carry `Connection: close`.
-        await onLoop(running.group.loops[0]) { loop in
-            loop.deregister(fd: running.listener)
-            Glibc.close(running.listener)
-        }
+        await onLoop(running.group.loops[0]) { _ in running.listener.stop() }
         let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
         while core.inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
@@ -170,10 +173,7 @@ public final class HTTPServer: Sendable {
             let registry = core.registries[loop.index]
             loop.execute {
                 registry.sweeping = false
-                if !listenerClosed && loop.index == 0 {
-                    loop.deregister(fd: running.listener)
-                    Glibc.close(running.listener)
-                }
+                if !listenerClosed && loop.index == 0 { running.listener.stop() }
                 for connection in Array(registry.connections.values) { connection.close() }
                 done.signal()
             }
@@ -218,22 +218,28 @@ public final class HTTPServer: Sendable {
         }
         let core = self.core
         let listener = Listener(fd: fd, core: core, group: group)
+        // Weakly: the core outlives the listener (which holds it).
+        core.acceptPause.install { [weak listener] in
+            guard let listener else { return }
+            listener.loop.execute { listener.resume() }
+        }
         let ready = DispatchSemaphore(value: 0)
         for loop in group.loops {
             loop.execute {
-                if loop.index == 0 { loop.register(fd: fd, handler: listener, readable: true, writable: false) }
+                if loop.index == 0 { listener.resume() }
                 Self.scheduleSweep(on: loop, core: core)
                 ready.signal()
             }
         }
         for _ in group.loops { ready.wait() }
-        return (Running(group: group, listener: fd), port)
+        return (Running(group: group, listener: listener), port)
     }
 
-    /// Once a second on each loop: closes connections idle past the timeout and lingering ones past their time.
+    /// Every `RequestDeadlines.sweepInterval` (a second by default) on each loop: times out requests past their
+    /// deadline, closes connections idle past the timeout and lingering ones past their time.
     private static func scheduleSweep(on loop: EventLoop, core: ServerCore) {
         let registry = core.registries[loop.index]
-        loop.addTimer(after: 1_000_000_000) {
+        loop.addTimer(after: core.deadlines.sweepInterval) {
             guard registry.sweeping else { return }
             let now = monotonicNow()
             for connection in Array(registry.connections.values) { connection.sweep(now: now) }
@@ -244,21 +250,75 @@ public final class HTTPServer: Sendable {
 
 /// Accepts on the listening socket (on loop 0) and spreads connections over the loops, round robin. Over the
 /// connection limit a new connection is closed at once.
+///
+/// Out of file descriptors (or kernel memory), `accept` fails and leaves the connection queued: the listener stays
+/// readable, and a loop that kept asking would spin at full CPU without serving anyone. So the listener rests: it
+/// leaves epoll until a connection of this server closes (`AcceptPause`) or `restNanoseconds` pass (the
+/// descriptors may be held by something else), then accepts the queued connections.
+///
+/// States (loop 0 only): watching -> resting (accept exhausted) -> watching (a connection closed, or the rest is
+/// over); watching or resting -> stopped (shutdown: the socket is closed).
 private final class Listener: EventLoopSelectable, @unchecked Sendable {
     let fd: Int32
     let core: ServerCore
     let group: EventLoopGroup
+    let loop: EventLoop
+    private var watching = false
+    private var stopped = false
+    private var restTimer: UInt64?
+
+    static let restNanoseconds: UInt64 = 250_000_000
 
     init(fd: Int32, core: ServerCore, group: EventLoopGroup) {
         self.fd = fd
         self.core = core
         self.group = group
+        loop = group.loops[0]
+    }
+
+    /// Starts (or goes back to) watching the socket. Loop 0 only.
+    func resume() {
+        guard !stopped, !watching else { return }
+        if let restTimer { loop.cancelTimer(restTimer) }
+        restTimer = nil
+        core.acceptPause.clear()
+        watching = true
+        loop.register(fd: fd, handler: self, readable: true, writable: false)
+    }
+
+    private func rest() {
+        guard watching else { return }
+        watching = false
+        core.acceptPause.set()  // first: a connection closing from now on wakes the listener
+        loop.deregister(fd: fd)
+        restTimer = loop.addTimer(after: Self.restNanoseconds) { [self] in
+            restTimer = nil
+            resume()
+        }
+    }
+
+    /// Stops listening for good and closes the socket. Loop 0 only.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        if watching { loop.deregister(fd: fd) }
+        watching = false
+        if let restTimer { loop.cancelTimer(restTimer) }
+        restTimer = nil
+        Glibc.close(fd)
     }
 
     func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
         for _ in 0..<64 {
-            let client = SocketIO.accept(fd)
-            if client < 0 { return }
+            let client: Int32
+            switch SocketIO.accept(fd) {
+            case .accepted(let accepted): client = accepted
+            case .none: return
+            case .retry: continue
+            case .exhausted, .failed:
+                rest()
+                return
+            }
             if core.liveConnections.load(ordering: .relaxed) >= core.connectionLimit || core.refusing.isSet {
                 Glibc.close(client)
                 continue

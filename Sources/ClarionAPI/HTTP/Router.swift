@@ -9,10 +9,43 @@ import ClarionCore
 ///   to answer many requests from one completion without a Task per request.
 /// - `asynchronous`: a Swift `async` function run in a Task; the connection is suspended the same way until
 ///   it returns. The convenient form for handlers that await the store.
+///
+/// Handlers that parse a body use `task(_:)` (or `startTask(for:_:)` inside `suspending`): small bodies run as
+/// `asynchronous` runs, large ones on the cooperative pool.
 public enum RouteHandler: Sendable {
     case synchronous(@Sendable (HTTPRequest) -> HTTPResponse)
     case suspending(@Sendable (HTTPRequest, HTTPResponder) -> Void)
     case asynchronous(@Sendable (HTTPRequest) async -> HTTPResponse)
+}
+
+extension RouteHandler {
+    /// The largest body a handler starts with on the loop thread. Work before a handler's first suspension runs
+    /// on that thread and holds up every other connection of the loop. The JSON parser's worst case for 16 KiB (a
+    /// flat array of `0`, the most values per byte) is about 3.5 million instructions, under a millisecond even on a
+    /// busy machine, against 14 million for 64 KiB and up to 120 million for the 1 MiB the registration API takes
+    /// (docs/benchmarks.md, "JSON under hostile input"). Publish bodies are a few KiB: they still start at once.
+    public static let loopThreadBodyLimit = 16 * 1024
+
+    /// An `asynchronous` handler for a request with a body: up to `loopThreadBodyLimit` it runs as `asynchronous`
+    /// does, from the loop thread until it first suspends (no hop before parsing and authentication on the publish
+    /// path); a larger body is handed to a new task on the cooperative pool at once, so parsing it never stalls the
+    /// loop's other connections. (A new `Task` is the one sure hop: `Task.yield()` may resume on the same thread.)
+    public static func task(_ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) -> RouteHandler {
+        .asynchronous { request in
+            guard request.body.count > loopThreadBodyLimit else { return await handler(request) }
+            return await Task { await handler(request) }.value
+        }
+    }
+
+    /// Starts the work of a `suspending` handler the way `task(_:)` does: immediately on this thread for a small
+    /// body, on the cooperative pool for one over `loopThreadBodyLimit`.
+    public static func startTask(for request: HTTPRequest, _ operation: @escaping @Sendable () async -> Void) {
+        if request.body.count > loopThreadBodyLimit {
+            Task { await operation() }
+        } else {
+            Task.immediate { await operation() }
+        }
+    }
 }
 
 /// A path template: literal segments and `{name}` captures, e.g. `/v1/topics/{id}`.
@@ -141,7 +174,7 @@ public struct Router: Sendable {
 
     public mutating func post(_ path: String, maxBodyBytes: Int? = nil,
                               _ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) {
-        add(.post, path, maxBodyBytes: maxBodyBytes, .asynchronous(handler))
+        add(.post, path, maxBodyBytes: maxBodyBytes, .task(handler))
     }
 
     public func resolve(method: HTTPMethod, rawPath: String) -> RouteMatch {

@@ -7,7 +7,7 @@ import Synchronization
 final class ServerCore: Sendable {
     let router: Router
     let accessLog: (any AccessLogSink)?
-    let connectionTimeout: NanoTime
+    let deadlines: RequestDeadlines
     let connectionLimit: Int
     /// Requests between their parsed head and their logged end.
     let inFlight = Atomic<Int>(0)
@@ -20,14 +20,15 @@ final class ServerCore: Sendable {
     let refusing = DrainFlag()
     /// One registry per loop, touched only on that loop.
     let registries: [LoopRegistry]
+    /// Whether the listener rests after running out of descriptors; a closing connection wakes it.
+    let acceptPause = AcceptPause()
 
-    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, connectionTimeout: Duration,
+    init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, deadlines: RequestDeadlines,
          connectionLimit: Int, loops: Int) {
         self.router = router
         self.draining = draining
         self.accessLog = accessLog
-        let (seconds, attoseconds) = connectionTimeout.components
-        self.connectionTimeout = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.deadlines = deadlines
         self.connectionLimit = connectionLimit
         registries = (0..<loops).map { _ in LoopRegistry() }
     }
@@ -37,9 +38,32 @@ final class ServerCore: Sendable {
         if let log = accessLog {
             log.record(AccessLogEntry(method: context.method, path: context.rawPath, status: context.status,
                                       duration: .now - context.started, requestID: context.requestID,
-                                      remoteAddress: context.remoteAddress, completed: completed))
+                                      remoteAddress: context.remoteAddress, completed: completed, cause: context.cause))
         }
         inFlight.subtract(1, ordering: .relaxed)
+    }
+}
+
+/// Set while the listener rests because `accept` ran out of file descriptors. The first connection to close
+/// afterwards (on any loop) frees one, and asks the listener's loop to watch it again; a closing connection
+/// otherwise pays one relaxed load.
+final class AcceptPause: Sendable {
+    private let resting = Atomic<Bool>(false)
+    private let wake = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// What wakes the listener (hops to its loop).
+    func install(_ wake: @escaping @Sendable () -> Void) {
+        self.wake.withLock { $0 = wake }
+    }
+
+    func set() { resting.store(true, ordering: .relaxed) }
+    func clear() { resting.store(false, ordering: .relaxed) }
+
+    /// A descriptor was closed.
+    func descriptorFreed() {
+        guard resting.load(ordering: .relaxed), resting.exchange(false, ordering: .relaxed) else { return }
+        let wake = self.wake.withLock { $0 }
+        wake?()
     }
 }
 
@@ -100,6 +124,8 @@ final class RequestContext {
     var match: RouteMatch?
     var limit = 0
     var status = 0
+    /// The response's `cause` (5xx answers), for the access log.
+    var cause: String?
     /// A response given while the handler was still being called on the loop thread; sent once it returns.
     var earlyResponse: HTTPResponse?
 

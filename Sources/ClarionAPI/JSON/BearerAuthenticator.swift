@@ -36,7 +36,7 @@ public struct BearerAuthenticator: Sendable {
         do {
             found = try await resolver.principal(forAPIKey: key)
         } catch {
-            throw JSONAPIError.internalError
+            throw JSONAPIError.internalError(cause: "API key lookup: \(error)")
         }
         guard let principal = found else { throw JSONAPIError.invalidAPIKey }
         return principal

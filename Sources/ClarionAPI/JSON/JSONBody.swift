@@ -84,9 +84,10 @@ public enum JSONBody {
 }
 
 extension RouteHandler {
-    /// A native-API handler: a thrown `JSONAPIError` becomes the JSON error envelope.
+    /// A native-API handler: a thrown `JSONAPIError` becomes the JSON error envelope. Started as `task(_:)` starts
+    /// handlers: a body over `loopThreadBodyLimit` is parsed off the loop thread.
     public static func json(_ body: @escaping @Sendable (HTTPRequest) async throws(JSONAPIError) -> HTTPResponse) -> RouteHandler {
-        .asynchronous { request in
+        .task { request in
             do throws(JSONAPIError) {
                 return try await body(request)
             } catch {

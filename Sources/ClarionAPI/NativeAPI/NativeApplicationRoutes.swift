@@ -25,6 +25,7 @@ enum NativeApplicationRoutes {
                                                                    credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
             let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
+            try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
@@ -75,6 +76,14 @@ enum NativeApplicationRoutes {
             let expiresAt = try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt,
                                                                           platform: record.platform)) { $1 }
+            let after: PlatformCredentials
+            do throws(StoreError) {
+                after = try await PlatformApplicationActions.merged(credentials, record, c.applications)
+            } catch {
+                throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
+            }
+            try NativeRules.checkConnection(platform: record.platform, attributes: record.attributes.merging(attributes) { $1 },
+                                            credentials: after)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(
@@ -118,8 +127,12 @@ enum NativeApplicationRoutes {
             "platform": .string(record.platform),
             "enabled": .bool(record.enabled),
             "disabled_reason": NativeResponse.text(record.disabledReason),
-            // SNS's visible attributes (never the credential pair; AuthenticationMethod for APNs); Enabled is `enabled`.
-            "attributes": NativeResponse.map(PlatformApplicationActions.visibleAttributes(record).filter { $0.key != "Enabled" }),
+            "disabled_at": NativeResponse.time(record.disabledAt),
+            // SNS's visible attributes (never the credential pair; AuthenticationMethod for APNs); Enabled,
+            // DisabledReason and DisabledAt are fields of their own.
+            "attributes": NativeResponse.map(PlatformApplicationActions.visibleAttributes(record).filter {
+                $0.key != "Enabled" && !PlatformApplicationActions.disabledAttributeNames.contains($0.key)
+            }),
             "created_at": NativeResponse.time(record.createdAt),
             "updated_at": NativeResponse.time(record.updatedAt),
         ]
@@ -257,6 +270,7 @@ enum NativeEndpointRoutes {
             ("token", .string(record.token)),
             ("enabled", .bool(record.enabled)),
             ("disabled_reason", NativeResponse.text(record.disabledReason)),
+            ("disabled_at", NativeResponse.time(record.disabledAt)),
             ("custom_user_data", NativeResponse.text(record.customUserData)),
             ("user_id", NativeResponse.text(record.userID)),
         ])

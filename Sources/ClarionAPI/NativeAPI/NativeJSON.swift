@@ -31,10 +31,7 @@ struct NativeFields {
         do throws(JSONParseError) {
             value = try JSONValue.parse(bytes: request.body, duplicateKeys: .reject)
         } catch {
-            if error.code == .duplicateKey, let key = error.key {
-                throw JSONAPIError.invalidField(key, "The field '\(key)' appears more than once.")
-            }
-            throw JSONAPIError.invalidJSON("The request body is not valid JSON.")
+            throw JSONAPIError.invalidJSON(error)
         }
         guard let object = value.objectValue else { throw JSONAPIError.invalidJSON("The request body must be a JSON object.") }
         return NativeFields(object)
@@ -245,7 +242,7 @@ extension JSONAPIError {
         case .checkViolation: return JSONAPIError(status: 400, code: "invalid_field", message: "A value is outside its allowed range.")
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return .serviceUnavailable("The store is unavailable; retry later.")
-        default: return .internalError
+        default: return .internalError(cause: error.logText)
         }
     }
 }

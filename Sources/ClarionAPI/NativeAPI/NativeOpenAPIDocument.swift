@@ -1170,6 +1170,7 @@ enum NativeOpenAPIDocument {
           "platform",
           "enabled",
           "disabled_reason",
+          "disabled_at",
           "attributes",
           "created_at",
           "updated_at"
@@ -1201,7 +1202,14 @@ enum NativeOpenAPIDocument {
           },
           "disabled_reason": {
             "type": "string",
-            "nullable": true
+            "nullable": true,
+            "description": "Why the application was disabled, null while enabled: the provider's reason when Clarion disabled it at a delivery (credentials refused, e.g. InvalidProviderToken or THIRD_PARTY_AUTH_ERROR, or settings that could not make a provider client), or `set by the API`."
+          },
+          "disabled_at": {
+            "type": "string",
+            "format": "date-time",
+            "nullable": true,
+            "description": "When the application was disabled; null while enabled (re-enabling clears it with the reason)."
           },
           "attributes": {
             "type": "object",
@@ -1405,6 +1413,7 @@ enum NativeOpenAPIDocument {
           "token",
           "enabled",
           "disabled_reason",
+          "disabled_at",
           "custom_user_data",
           "user_id",
           "app_version",
@@ -1438,7 +1447,14 @@ enum NativeOpenAPIDocument {
           },
           "disabled_reason": {
             "type": "string",
-            "nullable": true
+            "nullable": true,
+            "description": "Why the endpoint was disabled, null while enabled: the provider's reason when Clarion disabled it at a delivery (the token refused, e.g. Unregistered or BadDeviceToken), `set by the API`, or `created disabled`."
+          },
+          "disabled_at": {
+            "type": "string",
+            "format": "date-time",
+            "nullable": true,
+            "description": "When the endpoint was disabled; null while enabled (re-enabling clears it with the reason)."
           },
           "custom_user_data": {
             "type": "string",

@@ -26,9 +26,10 @@ enum NativePublishRoutes {
 
     static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
         routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .suspending { request, responder in
-            // Starts on the server's thread; once the messages are handed to the batcher, the answer is built and
-            // sent from the writer thread right after their commit (no hop back to the cooperative pool).
-            Task.immediate {
+            // Starts on the server's thread (a body over `loopThreadBodyLimit` on the cooperative pool); once the
+            // messages are handed to the batcher, the answer is built and sent from the writer thread right after
+            // their commit (no hop back to the cooperative pool).
+            RouteHandler.startTask(for: request) {
                 do throws(JSONAPIError) {
                     let prepared = try await preparePublish(request, context: c)
                     c.batcher.submit(prepared.planned.map(\.message)) { stored in
@@ -301,14 +302,24 @@ enum NativePublishRoutes {
     static func messageAttributes(_ body: NativeFields) throws(JSONAPIError) -> [String: MessageAttributeValue] {
         guard let map = try body.object("attributes") else { return [:] }
         var out: [String: MessageAttributeValue] = [:]
+        guard map.object.count <= MessageAttributeRules.maximumCount else {
+            throw JSONAPIError.invalidField(map.path, "At most \(MessageAttributeRules.maximumCount) attributes per message.")
+        }
         for member in map.object {
             let field = map.name(member.key)
             guard (1...256).contains(member.key.utf8.count) else {
                 throw JSONAPIError.invalidField(field, "An attribute name is 1 to 256 characters.")
             }
+            guard !MessageAttributeRules.isReservedPrefix(member.key) else {
+                throw JSONAPIError.invalidField(field, "Attribute names beginning with 'AWS.' or 'Amazon.' are reserved (AWS.SNS.* names are SNS's own and allowed).")
+            }
             switch member.value {
             case .string(let text): out[member.key] = .string(text)
-            case .number(let number): out[member.key] = .number(number.literal)
+            case .number(let number):
+                guard MessageAttributeRules.isValidNumber(number.literal) else {
+                    throw JSONAPIError.invalidField(field, "The field '\(field)' is invalid: \(MessageAttributeRules.problem(dataType: "Number", value: number.literal)!).")
+                }
+                out[member.key] = .number(number.literal)
             case .object(let object):
                 let entry = NativeFields(object, path: field)
                 try entry.allowOnly(["type", "value"])
@@ -324,6 +335,9 @@ enum NativePublishRoutes {
                     }
                     out[member.key] = MessageAttributeValue(dataType: type, binaryValue: [UInt8](data))
                 } else {
+                    if let problem = MessageAttributeRules.problem(dataType: type, value: value) {
+                        throw JSONAPIError.invalidField(entry.name("value"), "The field '\(entry.name("value"))' is invalid: \(problem).")
+                    }
                     out[member.key] = MessageAttributeValue(dataType: type, stringValue: value)
                 }
             default:

@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionStore
 import Foundation
 
@@ -84,6 +85,22 @@ enum NativeRules {
         } catch {
             let field = error.message.contains("PlatformCredential") ? "credential" : "principal"
             throw JSONAPIError.invalidField(field, error.message)
+        }
+    }
+
+    /// The settings a provider pool is built from must make one (`PlatformApplicationActions.checkConnection`); the
+    /// refusal is `invalid_field` on the field at fault: `credential`, `principal`, or `attributes.<name>`.
+    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(JSONAPIError) {
+        do {
+            try PlatformApplicationActions.connectionError(platform: platform, attributes: attributes, credentials: credentials)
+        } catch {
+            let field = switch error.attribute {
+            case "PlatformCredential"?: "credential"
+            case "PlatformPrincipal"?: "principal"
+            case let name?: "attributes.\(name)"
+            case nil: "attributes"
+            }
+            throw JSONAPIError.invalidField(field, error.description)
         }
     }
 

@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCore
 import ClarionStore
 import Foundation
@@ -27,7 +28,7 @@ enum DeviceRegistrationRoutes {
     static let callbackHeadersHeader = "x-ms-callback-url-headers"
     /// Extra webhook headers may not replace what the sender itself sets.
     static let reservedHeaders: Set<String> = ["host", "content-type", "content-length", "transfer-encoding", "connection",
-                                               "expect", "te", "upgrade", "trailer"]
+                                               "expect", "te", "upgrade", "trailer", WebhookSignature.header]
 
     /// One well-formed registration of a request.
     struct Parsed {
@@ -198,7 +199,11 @@ enum DeviceRegistrationRoutes {
         if let text = request.headers[callbackHeadersHeader] {
             let malformed = JSONAPIError.invalidField(callbackHeadersHeader,
                                                       "'\(callbackHeadersHeader)' must be a JSON object of header names to string values.")
-            guard let value = try? JSONValue.parse(text, duplicateKeys: .reject), let object = value.objectValue else { throw malformed }
+            // The server hands header values over as text with bytes that are not UTF-8 already replaced by U+FFFD;
+            // that character in a raw header value is such a replacement (a client meaning it would escape it), and
+            // is refused like invalid UTF-8 in a body.
+            guard !text.unicodeScalars.contains("\u{FFFD}"),
+                  let value = try? JSONValue.parse(text, duplicateKeys: .reject), let object = value.objectValue else { throw malformed }
             for member in object {
                 guard let string = member.value.stringValue, isHeaderName(member.key), isHeaderValue(string),
                       !reservedHeaders.contains(member.key.lowercased()) else { throw malformed }

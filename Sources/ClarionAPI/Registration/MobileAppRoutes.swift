@@ -13,6 +13,8 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
     public let message: String
     /// The input at fault (`fcm_application`).
     public let field: String?
+    /// Why an internal error happened, for the log.
+    public var cause: String?
 
     public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code
@@ -28,7 +30,10 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
         case .uniqueViolation: return MobileAppAdminError(.conflict, "A mobile app with this name exists.", field: "name")
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return MobileAppAdminError(.unavailable, "The store is unavailable; retry later.")
-        default: return MobileAppAdminError(.internalError, "The store could not complete the operation.")
+        default:
+            var failure = MobileAppAdminError(.internalError, "The store could not complete the operation.")
+            failure.cause = error.logText
+            return failure
         }
     }
 
@@ -38,7 +43,7 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
         case .notFound: JSONAPIError.notFound(message, field: field)
         case .conflict: JSONAPIError.conflict(message, field: field)
         case .unavailable: JSONAPIError.serviceUnavailable(message)
-        case .internalError: JSONAPIError.internalError
+        case .internalError: JSONAPIError.internalError(cause: cause ?? message)
         }
     }
 }
@@ -57,9 +62,12 @@ public struct MobileAppAdmin: Sendable {
     }
 
     /// Creates a mobile app in the account (created when missing, as the CLI's other commands do).
+    /// `eventsRequireAPIToken` (off by default) and `eventsRequireAPITokenForUserChange` (on by default) are the
+    /// event collector's settings (docs/security.md).
     public func createApp(accountID: String, name: String, apnsApplication: String? = nil, fcmApplication: String? = nil,
                           admApplication: String? = nil, firebaseProjectID: String? = nil,
-                          dryRunValidation: Bool = false) async throws(MobileAppAdminError) -> MobileAppRecord {
+                          dryRunValidation: Bool = false, eventsRequireAPIToken: Bool = false,
+                          eventsRequireAPITokenForUserChange: Bool = true) async throws(MobileAppAdminError) -> MobileAppRecord {
         guard !name.isEmpty, name.utf8.count <= 256 else {
             throw MobileAppAdminError(.invalidField, "The name must be 1 to 256 bytes.", field: "name")
         }
@@ -73,9 +81,40 @@ public struct MobileAppAdmin: Sendable {
         do {
             return try await apps.create(accountKey: account.key, NewMobileApp(
                 name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
-                firebaseProjectID: firebaseProjectID, dryRunValidation: dryRunValidation))
+                firebaseProjectID: firebaseProjectID, dryRunValidation: dryRunValidation,
+                eventsRequireAPIToken: eventsRequireAPIToken, eventsRequireAPITokenForUserChange: eventsRequireAPITokenForUserChange))
         } catch {
             throw .store(error, notFound: MobileAppAdminError(.notFound, "A platform application does not exist."))
+        }
+    }
+
+    /// The account's mobile apps and platform applications with their state (`MobileAppRepository.listing`).
+    public func listing(accountID: String) async throws(MobileAppAdminError) -> [MobileAppListingRow] {
+        do {
+            let account = try await accounts.ensureAccount(accountID: accountID)
+            return try await apps.listing(accountKey: account.key)
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No account \(accountID)."))
+        }
+    }
+
+    /// The account's app.
+    public func app(accountID: String, app: UUID) async throws(MobileAppAdminError) -> MobileAppRecord {
+        do {
+            let account = try await accounts.account(accountID: accountID)
+            return try await apps.get(externalID: app, accountKey: account.key)
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No mobile app \(app.lowercasedText).", field: "id"))
+        }
+    }
+
+    /// Changes the app's settings (nil ones stay) and returns it.
+    public func updateApp(accountID: String, app: UUID, _ changes: MobileAppChanges) async throws(MobileAppAdminError) -> MobileAppRecord {
+        do {
+            let account = try await accounts.account(accountID: accountID)
+            return try await apps.update(externalID: app, accountKey: account.key, changes)
+        } catch {
+            throw .store(error, notFound: MobileAppAdminError(.notFound, "No mobile app \(app.lowercasedText).", field: "id"))
         }
     }
 
@@ -120,14 +159,20 @@ public struct MobileAppAdmin: Sendable {
     static func json(_ app: MobileAppRecord) -> JSONObject {
         JSONObject([("id", .string(app.externalID.lowercasedText)), ("name", .string(app.name)),
                     ("firebase_project_id", app.firebaseProjectID.map(JSONValue.string) ?? .null),
-                    ("dry_run_validation", .bool(app.dryRunValidation))])
+                    ("dry_run_validation", .bool(app.dryRunValidation)),
+                    ("events_require_api_token", .bool(app.eventsRequireAPIToken)),
+                    ("events_require_api_token_for_user_change", .bool(app.eventsRequireAPITokenForUserChange))])
     }
 }
 
-/// `POST /v1/mobile-apps`, `POST /v1/mobile-apps/{id}/tokens`, `DELETE /v1/mobile-apps/{id}/tokens/{token}`,
-/// `POST /v1/publish/audience`: bearer-authenticated
+/// `POST /v1/mobile-apps`, `GET` and `PATCH /v1/mobile-apps/{id}`, `POST /v1/mobile-apps/{id}/tokens`,
+/// `DELETE /v1/mobile-apps/{id}/tokens/{token}`, `POST /v1/publish/audience`: bearer-authenticated
 /// with the account's API key, like the native API.
 enum MobileAppRoutes {
+    /// What `PATCH /v1/mobile-apps/{id}` changes. Unknown members are refused, so a misspelt security setting is
+    /// an error rather than silently ignored.
+    static let settable: Set<String> = ["dry_run_validation", "events_require_api_token", "events_require_api_token_for_user_change"]
+
     static func register(on router: inout Router, context c: RegistrationContext) {
         router.add(.post, "/v1/mobile-apps", maxBodyBytes: 64 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
             let principal = try await c.authenticator.authenticate(request)
@@ -136,11 +181,40 @@ enum MobileAppRoutes {
             let apns = try body.string("apns_application"), fcm = try body.string("fcm_application")
             let adm = try body.string("adm_application"), project = try body.string("firebase_project_id", maxLength: 256)
             let dryRun = try body.bool("dry_run_validation") ?? false
+            let requireToken = try body.bool("events_require_api_token") ?? false
+            let requireTokenForUserChange = try body.bool("events_require_api_token_for_user_change") ?? true
             do throws(MobileAppAdminError) {
                 let app = try await c.admin.createApp(
                     accountID: principal.accountID, name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
-                    firebaseProjectID: project, dryRunValidation: dryRun)
+                    firebaseProjectID: project, dryRunValidation: dryRun, eventsRequireAPIToken: requireToken,
+                    eventsRequireAPITokenForUserChange: requireTokenForUserChange)
                 return .json(MobileAppAdmin.json(app).encoded(), status: 201)
+            } catch {
+                throw error.apiError
+            }
+        })
+        router.add(.get, "/v1/mobile-apps/{id}", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let principal = try await c.authenticator.authenticate(request)
+            let id = try appID(request)
+            do throws(MobileAppAdminError) {
+                return .json(MobileAppAdmin.json(try await c.admin.app(accountID: principal.accountID, app: id)).encoded(), status: 200)
+            } catch {
+                throw error.apiError
+            }
+        })
+        router.add(.patch, "/v1/mobile-apps/{id}", maxBodyBytes: 64 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let principal = try await c.authenticator.authenticate(request)
+            let id = try appID(request)
+            let body = try RegistrationFields.object(try RegistrationFields.document(request), path: "")
+            for member in body.object where !settable.contains(member.key) {
+                throw JSONAPIError.invalidField(member.key, "Unknown field '\(member.key)'; settable: \(settable.sorted().joined(separator: ", ")).")
+            }
+            let changes = MobileAppChanges(dryRunValidation: try body.bool("dry_run_validation"),
+                                           eventsRequireAPIToken: try body.bool("events_require_api_token"),
+                                           eventsRequireAPITokenForUserChange: try body.bool("events_require_api_token_for_user_change"))
+            do throws(MobileAppAdminError) {
+                let app = try await c.admin.updateApp(accountID: principal.accountID, app: id, changes)
+                return .json(MobileAppAdmin.json(app).encoded(), status: 200)
             } catch {
                 throw error.apiError
             }
@@ -183,6 +257,13 @@ enum MobileAppRoutes {
                 throw RegistrationFields.storeError(error)
             }
         })
+    }
+
+    static func appID(_ request: HTTPRequest) throws(JSONAPIError) -> UUID {
+        guard let id = UUID(text: request.pathParameters["id"] ?? "") else {
+            throw JSONAPIError.notFound("No mobile app '\(request.pathParameters["id"] ?? "")'.", field: "id")
+        }
+        return id
     }
 }
 

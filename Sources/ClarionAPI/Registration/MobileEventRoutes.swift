@@ -6,15 +6,22 @@ import Foundation
 ///
 /// Two event types are understood, `fcm_registration_token_registered` and `fcm_registration_token_refreshed`;
 /// both create or update the FCM endpoint of the mobile app whose Firebase project id matches. Every refusal is
-/// `400 {"message": "validation: <field> ...", "status": "error"}` naming the first field at fault, in the order
-/// the fields are listed in `MobileEvent.parse`.
+/// `{"message": "<kind>: ...", "status": "error"}`: `400 validation: <field> ...` naming the first field at fault,
+/// in the order the fields are listed in `MobileEvent.parse`; `401 authentication: ...` for a missing (when the
+/// app requires it) or wrong API token; `403 authorization: ...` for a token move to another user that needs one.
+///
+/// The route is public because the mobile SDK calls it without credentials; an app's settings decide how much an
+/// anonymous caller may do (docs/security.md, "The public event collector"). `Authorization: Bearer <API token>`
+/// (a token of the app the event is routed to) authenticates an event; every reassignment of a device token to
+/// another `user_id`, made or refused, is logged as a warning and counted in `RegistrationContext.eventCounters`.
 enum MobileEventRoutes {
     static let paths = ["/meiro_mobile", "/v1/events"]
     static let bodyLimit = 64 * 1024
+    static let log = RegistrationLog("clarion.events")
 
     static func register(on router: inout Router, context c: RegistrationContext) {
         for path in paths {
-            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .asynchronous { request in
+            router.add(.post, path, maxBodyBytes: bodyLimit, errorFormat: .json, .task { request in
                 await handle(request, context: c)
             })
         }
@@ -38,21 +45,74 @@ enum MobileEventRoutes {
               let application = app.fcmApplication else {
             return answer(404, message: "firebase.project_id does not match any mobile app with an FCM application")
         }
+        let authenticated: Bool
+        switch presentedToken(request) {
+        case nil:
+            guard !app.eventsRequireAPIToken else {
+                return answer(401, message: "authentication: this mobile app requires its API token (Authorization: Bearer <token>)")
+            }
+            authenticated = false
+        case let token?:
+            do {
+                guard let token, try await c.registrations.authenticate(appKey: app.key, apiToken: token) != nil else {
+                    return answer(401, message: "authentication: the API token is not valid for this mobile app")
+                }
+            } catch {
+                return storeFailure(error)
+            }
+            authenticated = true
+        }
         let report = MobileDeviceReport(
             userID: event.userID, token: event.registrationToken, appVersion: event.appVersion, language: event.language,
             osType: event.osType, osVersion: event.osVersion, manufacturer: event.manufacturer, model: event.model,
             refreshedAt: event.refreshedAt)
+        let change: MobileDeviceChange
         do {
-            _ = try await c.devices.record(applicationKey: application, report)
+            change = try await c.devices.record(applicationKey: application, report,
+                                                allowUserChange: authenticated || !app.eventsRequireAPITokenForUserChange)
         } catch {
-            switch error.code {
-            case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
-                return answer(503, message: "the store is unavailable; retry later")
-            default:
-                return answer(500, message: "the device could not be stored")
-            }
+            return storeFailure(error)
+        }
+        switch change {
+        case .reassigned(_, let previous):
+            c.eventCounters.countReassignment(allowed: true)
+            log.warning("event token reassigned", reassignmentFields(app, event, from: previous, authenticated: authenticated))
+        case .reassignmentRefused(_, let current):
+            c.eventCounters.countReassignment(allowed: false)
+            log.warning("event token reassignment refused", reassignmentFields(app, event, from: current, authenticated: authenticated))
+            return answer(403, message: "authorization: firebase.registration_token is bound to another user_id; "
+                                        + "moving it needs the mobile app's API token (Authorization: Bearer <token>)")
+        case .created, .updated, .tokenReplaced:
+            break
         }
         return .json(Array(#"{"status":"ok"}"#.utf8), status: 200)
+    }
+
+    /// The bearer token of the request: nil without an `Authorization` header, `.some(nil)` when the header is
+    /// not `Bearer <token>` (refused like a wrong token rather than ignored).
+    static func presentedToken(_ request: HTTPRequest) -> String?? {
+        guard let header = request.headers["Authorization"] else { return nil }
+        let value = header.trimmingCharacters(in: .whitespaces)
+        guard let space = value.firstIndex(of: " "), value[..<space].lowercased() == "bearer" else { return .some(nil) }
+        let token = value[space...].trimmingCharacters(in: .whitespaces)
+        return .some(token.isEmpty ? nil : token)
+    }
+
+    /// The fields of a reassignment's log line: the app, the device token as a short prefix only, both users.
+    static func reassignmentFields(_ app: MobileAppRecord, _ event: MobileEvent, from: String,
+                                   authenticated: Bool) -> [String: String] {
+        ["app": app.externalID.lowercasedText, "token": RegistrationLog.tokenPrefix(event.registrationToken),
+         "from_user": from, "to_user": event.userID, "authenticated": authenticated ? "true" : "false",
+         "event_type": event.eventType.rawValue]
+    }
+
+    static func storeFailure(_ error: StoreError) -> HTTPResponse {
+        switch error.code {
+        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+            return answer(503, message: "the store is unavailable; retry later")
+        default:
+            return answer(500, message: "the device could not be stored")
+        }
     }
 
     static func answer(_ status: Int, message: String) -> HTTPResponse {
@@ -67,6 +127,22 @@ struct MobileEventError: Error, Sendable, Equatable {
 
     static func required(_ field: String) -> MobileEventError { MobileEventError(text: "\(field) is required property") }
     static func type(_ field: String, _ type: String) -> MobileEventError { MobileEventError(text: "\(field) must be \(type)") }
+
+    /// A body the JSON parser refused. Bad syntax keeps the collector's one wording; text that is not UTF-8, an
+    /// unpaired surrogate escape and the JSON limits (docs/api.md) say which.
+    static func body(_ error: JSONParseError) -> MobileEventError {
+        switch error.code {
+        case .invalidUTF8: MobileEventError(text: "request body must be valid UTF-8 (byte \(error.offset))")
+        case .unpairedSurrogate:
+            MobileEventError(text: "request body must not contain an unpaired UTF-16 surrogate escape (byte \(error.offset))")
+        case .tooManyMembers:
+            MobileEventError(text: "request body must have at most \(JSONValue.maximumObjectMembers) members in an object")
+        case .tooManyValues: MobileEventError(text: "request body must have at most \(JSONValue.maximumValues) values")
+        case .nestingTooDeep:
+            MobileEventError(text: "request body must not nest arrays and objects more than \(JSONValue.maximumNestingDepth) deep")
+        default: MobileEventError(text: "request body must be a JSON object")
+        }
+    }
 }
 
 /// A validated FCM token event.
@@ -97,9 +173,9 @@ struct MobileEvent: Sendable, Equatable {
     /// a refresh, its fcm_registration_token_refresh_timestamp), app (id, name, version, language), os (type,
     /// version), device (manufacturer, model), firebase (project_id, registration_token).
     static func parse(_ body: [UInt8]) throws(MobileEventError) -> MobileEvent {
-        guard let value = try? JSONValue.parse(bytes: body), let root = value.objectValue else {
-            throw MobileEventError(text: "request body must be a JSON object")
-        }
+        let value: JSONValue
+        do throws(JSONParseError) { value = try JSONValue.parse(bytes: body) } catch { throw .body(error) }
+        guard let root = value.objectValue else { throw MobileEventError(text: "request body must be a JSON object") }
         let userID = try requiredString(root, "user_id", path: "user_id")
         let typeText = try requiredString(root, "event_type", path: "event_type")
         guard let eventType = EventType(rawValue: typeText) else {

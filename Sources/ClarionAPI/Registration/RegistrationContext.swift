@@ -17,6 +17,8 @@ public struct RegistrationContext: Sendable {
     public let authenticator: BearerAuthenticator
     public let clock: @Sendable () -> Date
     public let makeID: @Sendable () -> UUID
+    /// What the event collector did with token reassignments since this process started.
+    public let eventCounters = MobileEventCounters()
     private let accountKeys = RegistrationAccountKeys()
 
     public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
@@ -44,6 +46,30 @@ public struct RegistrationContext: Sendable {
             return account.key
         } catch {
             throw error.code == .notFound ? JSONAPIError.invalidAPIKey : RegistrationFields.storeError(error)
+        }
+    }
+}
+
+/// Device-token reassignments by the mobile event collector (a token bound to one `user_id` moved to another),
+/// counted per process since start for a metrics endpoint to export, e.g. as
+/// `clarion_event_token_reassignments_total{outcome="allowed"|"refused"}`. Deliberately not per app: a metric's
+/// labels stay bounded (style.md); the log line of each one names the app.
+public final class MobileEventCounters: Sendable {
+    private let allowed = Atomic<Int>(0)
+    private let refused = Atomic<Int>(0)
+
+    public init() {}
+
+    /// Reassignments made (with the app's API token, or by an app that does not require it for a user change).
+    public var tokenReassignmentsAllowed: Int { allowed.load(ordering: .relaxed) }
+    /// Reassignments refused because the event had no API token and the app requires one for a user change.
+    public var tokenReassignmentsRefused: Int { refused.load(ordering: .relaxed) }
+
+    func countReassignment(allowed wasAllowed: Bool) {
+        if wasAllowed {
+            allowed.add(1, ordering: .relaxed)
+        } else {
+            refused.add(1, ordering: .relaxed)
         }
     }
 }
@@ -77,10 +103,7 @@ struct RegistrationFields {
         do throws(JSONParseError) {
             return try JSONValue.parse(bytes: request.body, duplicateKeys: .reject)
         } catch {
-            if error.code == .duplicateKey, let key = error.key {
-                throw JSONAPIError.invalidField(key, "The field '\(key)' appears more than once.")
-            }
-            throw JSONAPIError.invalidJSON("The request body is not valid JSON.")
+            throw JSONAPIError.invalidJSON(error)
         }
     }
 
@@ -143,7 +166,7 @@ struct RegistrationFields {
         case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
             return .serviceUnavailable("The store is unavailable; retry later.")
         default:
-            return .internalError
+            return .internalError(cause: error.logText)
         }
     }
 }

@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCore
 import ClarionCrypto
 import ClarionStore
@@ -50,6 +51,8 @@ public final class RegistrationProcessor: Sendable {
     let endpoints: EndpointRepository
     let outbox: WebhookOutbox
     let validator: (any DryRunValidator)?
+    /// The time of a webhook attempt, which its `x-clarion-signature` signs.
+    let clock: @Sendable () -> Date
     let log = RegistrationLog("clarion.registration")
 
     private struct State {
@@ -63,12 +66,14 @@ public final class RegistrationProcessor: Sendable {
     private let webhookCondition = NSCondition()
 
     public init(pool: PGPool, masterKey: AESGCMKey, validator: (any DryRunValidator)?,
-                configuration: RegistrationProcessorConfiguration = RegistrationProcessorConfiguration()) {
+                configuration: RegistrationProcessorConfiguration = RegistrationProcessorConfiguration(),
+                clock: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
         self.endpoints = EndpointRepository(pool: pool)
-        self.outbox = WebhookOutbox(pool: pool)
+        self.outbox = WebhookOutbox(pool: pool, masterKey: masterKey)
         self.validator = validator
+        self.clock = clock
     }
 
     /// Processes registrations and sends webhooks until `shutdown()`; returns when both have stopped.
@@ -151,7 +156,15 @@ public final class RegistrationProcessor: Sendable {
             if r.dryRunValidation, let validator {
                 let outcome = await validator.validate(applicationKey: application, token: r.deviceToken)
                 if !outcome.isDelivered {
-                    log.info("registration dry run refused", ["outcome": outcome.label])
+                    // Refused credentials (or settings that cannot make a client) are the operator's to fix, not the
+                    // device's: a warning, with the reason, as the dispatcher's for a disabled application.
+                    let fields = ["outcome": outcome.label, "reason": outcome.reason ?? "", "application_key": String(application),
+                                  "token": RegistrationLog.tokenPrefix(r.deviceToken)]
+                    if outcome.disablesApplication {
+                        log.warning("registration dry run refused", fields)
+                    } else {
+                        log.info("registration dry run refused", fields)
+                    }
                     return (.failed, .dryRunSendingFailed)
                 }
             }
@@ -173,7 +186,9 @@ public final class RegistrationProcessor: Sendable {
     }
 
     /// The webhook of a finished registration: `{"Status", "Signature", "FailureReason"}` with
-    /// Signature = Base64(HMAC-SHA256(key = the API token, message = the callback URL)).
+    /// Signature = Base64(HMAC-SHA256(key = the API token, message = the callback URL)). Each attempt also carries
+    /// `x-clarion-signature` over its body and time (`WebhookSignature`), keyed by the same token, found at send
+    /// time by `signingTokenID`.
     static func webhook(for r: ClaimedRegistration, status: RegistrationStatus, failure: RegistrationFailure?) -> WebhookEnvelope? {
         guard let url = r.callbackURL else { return nil }
         let signature: JSONValue = r.apiToken.map {
@@ -181,7 +196,7 @@ public final class RegistrationProcessor: Sendable {
         } ?? .null
         let body = JSONObject([("Status", .string(status.rawValue)), ("Signature", signature),
                                ("FailureReason", failure.map { .string($0.rawValue) } ?? .null)])
-        return WebhookEnvelope(url: url, headers: r.callbackHeaders, body: body.jsonText)
+        return WebhookEnvelope(url: url, headers: r.callbackHeaders, body: body.jsonText, signingTokenID: r.tokenID)
     }
 
     // MARK: Webhooks
@@ -257,7 +272,8 @@ public final class RegistrationProcessor: Sendable {
             log.warning("webhook refused", ["host": url.host, "reason": refusal.rawValue])
             return .failure(WebhookError(refusal.rawValue))
         }
-        switch WebhookClient.post(url, address: address, headers: webhook.headers, body: webhook.body,
+        let headers = WebhookSignature.signed(webhook.headers, key: webhook.signingKey, body: webhook.body, time: clock())
+        switch WebhookClient.post(url, address: address, headers: headers, body: webhook.body,
                                   timeoutSeconds: configuration.webhookTimeout) {
         case .success(let status) where (200..<300).contains(status):
             return .success(())

@@ -11,6 +11,8 @@ public struct SNSError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public var status: Int
     public var fault: Fault
+    /// Why a 5xx was answered, for the log only (the response says no more than `message`).
+    public var cause: String?
 
     public init(code: String, message: String, status: Int, fault: Fault = .sender) {
         self.code = code
@@ -58,8 +60,10 @@ public struct SNSError: Error, Sendable, Equatable, CustomStringConvertible {
         SNSError(code: "Throttled", message: message, status: 429)
     }
 
-    public static func internalError(_ message: String = "Internal Error") -> SNSError {
-        SNSError(code: "InternalError", message: message, status: 500, fault: .receiver)
+    public static func internalError(_ message: String = "Internal Error", cause: String? = nil) -> SNSError {
+        var error = SNSError(code: "InternalError", message: message, status: 500, fault: .receiver)
+        error.cause = cause
+        return error
     }
 
     public static func validationException(_ message: String) -> SNSError {
@@ -164,6 +168,15 @@ public struct SNSError: Error, Sendable, Equatable, CustomStringConvertible {
         }
         xml.element("RequestId", requestID)
         xml.close("ErrorResponse")
-        return .xml(xml.bytes, status: status)
+        var response = HTTPResponse.xml(xml.bytes, status: status)
+        if status >= 500 { response.cause = cause ?? "\(code): \(message)" }
+        return response
+    }
+}
+
+extension SNSError {
+    /// Two errors are the same answer whatever their log-only causes.
+    public static func == (a: SNSError, b: SNSError) -> Bool {
+        a.code == b.code && a.message == b.message && a.status == b.status && a.fault == b.fault
     }
 }

@@ -1,3 +1,4 @@
+import ClarionCore
 /// A message attribute as Publish carries it (`MessageAttributes.entry.N.Name` / `.Value.DataType` /
 /// `.Value.StringValue` / `.Value.BinaryValue`).
 public struct SNSMessageAttribute: Sendable, Equatable {
@@ -40,6 +41,12 @@ public struct SNSParameters: Sendable {
         var values: [String: String] = [:]
         values.reserveCapacity(form.count)
         for (name, value) in form {
+            // PostgreSQL text cannot hold U+0000 and C strings end at it: `tok\0x` and `tok` would become one
+            // token. Refused in every parameter, so nothing is cut short silently.
+            if name.utf8Contains(where: { $0 == 0 }) || value.utf8Contains(where: { $0 == 0 }) {
+                throw SNSError.invalidParameter(name.utf8Contains(where: { $0 == 0 }) ? "a parameter name" : name,
+                                                reason: "must not contain the character U+0000 (NUL)")
+            }
             if values.updateValue(value, forKey: name) != nil {
                 throw SNSError.invalidParameter(name, reason: "The parameter is specified more than once.")
             }
@@ -119,7 +126,11 @@ public struct SNSParameters: Sendable {
     /// checked the way SNS checks them (ParameterValueInvalid with SNS's wording).
     public func messageAttributes(_ name: String = "MessageAttributes") throws(SNSError) -> [String: SNSMessageAttribute] {
         var attributes: [String: SNSMessageAttribute] = [:]
-        for (_, entry) in try indexed("\(name).entry") {
+        let entries = try indexed("\(name).entry")
+        guard entries.count <= MessageAttributeRules.maximumCount else {
+            throw SNSError.parameterValueInvalid("Number of message attributes [\(entries.count)] exceeds the allowed maximum [\(MessageAttributeRules.maximumCount)].")
+        }
+        for (_, entry) in entries {
             guard let attributeName = entry["Name"], !attributeName.isEmpty else {
                 throw SNSError.parameterValueInvalid("The message attribute name must not be empty.")
             }
@@ -133,6 +144,9 @@ public struct SNSParameters: Sendable {
             case "String", "Number":
                 guard let value = entry["Value.StringValue"], !value.isEmpty else {
                     throw SNSError.parameterValueInvalid("The message attribute '\(attributeName)' must contain non-empty message attribute value for message attribute type '\(base)'.")
+                }
+                if let problem = MessageAttributeRules.problem(dataType: dataType, value: value) {
+                    throw SNSError.parameterValueInvalid("The message attribute '\(attributeName)' has an invalid value for type '\(dataType)': \(problem).")
                 }
                 attribute = SNSMessageAttribute(dataType: dataType, stringValue: value)
             case "Binary":
@@ -212,6 +226,9 @@ public struct SNSParameters: Sendable {
         }
         guard name.utf8.count <= 256, allowed, !name.hasPrefix("."), !name.hasSuffix("."), !name.contains("..") else {
             throw SNSError.parameterValueInvalid("The message attribute name '\(name)' is invalid: use up to 256 characters of A-Z, a-z, 0-9, '_', '-', '.', without a leading, trailing or repeated '.'.")
+        }
+        guard !MessageAttributeRules.isReservedPrefix(name) else {
+            throw SNSError.parameterValueInvalid("The message attribute name '\(name)' is invalid: names beginning with 'AWS.' or 'Amazon.' are reserved.")
         }
     }
 }

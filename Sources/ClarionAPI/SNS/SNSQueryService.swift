@@ -32,8 +32,9 @@ public struct SNSQueryService: Sendable {
         for method in [HTTPMethod.post, .get] {
             router.add(method, "/", maxBodyBytes: maxBodyBytes, errorFormat: .snsXML,
                        .suspending { request, responder in
-                           // Starts on the server's thread and runs until it really waits (see handle(_:reply:)).
-                           Task.immediate { await service.handle(request) { responder.respond($0) } }
+                           // Starts on the server's thread and runs until it really waits (see handle(_:reply:));
+                           // a body over `loopThreadBodyLimit` starts on the cooperative pool instead.
+                           RouteHandler.startTask(for: request) { await service.handle(request) { responder.respond($0) } }
                        })
         }
     }
@@ -118,7 +119,7 @@ public struct SNSQueryService: Sendable {
         case .incompleteSignature: .incompleteSignature(error.message)
         case .unknownAccessKey: .invalidClientTokenId
         case .signatureMismatch: .signatureDoesNotMatch(error.message)
-        case .resolverFailed: .internalError()
+        case .resolverFailed: .internalError(cause: "access key lookup: \(error.message)")
         }
     }
 

@@ -61,7 +61,7 @@ enum EndpointActions {
                     throw SNSError.invalidParameter("Token", reason: "Endpoint \(otherARN) already exists with the same Token")
                 }
                 if error.code == .notFound { throw notFound }
-                throw SNSError.internalError()
+                throw SNSError.internalError(cause: error.logText)
             }
             return .empty
         }
@@ -104,6 +104,8 @@ enum EndpointActions {
     static func visibleAttributes(_ record: EndpointRecord) -> [String: String] {
         var out = ["Token": record.token, "Enabled": record.enabled ? "true" : "false"]
         if let data = record.customUserData { out["CustomUserData"] = data }
+        out.merge(PlatformApplicationActions.disabledAttributes(enabled: record.enabled, reason: record.disabledReason,
+                                                                at: record.disabledAt)) { $1 }
         return out
     }
 

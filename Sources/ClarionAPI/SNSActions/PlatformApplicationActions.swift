@@ -47,6 +47,7 @@ enum PlatformApplicationActions {
                     throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential and PlatformPrincipal are required for \(platform)")
                 }
             }
+            try checkConnection(platform: platform, attributes: split.stored, credentials: credentials)
             let account = try await context.accountKey(request.caller)
             let (record, _) = try await store {
                 () async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
@@ -77,6 +78,10 @@ enum PlatformApplicationActions {
             }
             let expiresAt = try checkAPNsCertificate(pair, platform: record.platform)
             split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: record.platform)) { $1 }
+            let after = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await merged(credentials, record, context.applications)
+            }
+            try checkConnection(platform: record.platform, attributes: record.attributes.merging(split.stored) { $1 }, credentials: after)
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
                                                        enabled: split.enabled, disabledReason: split.enabled == false ? "set by the API" : nil)
@@ -155,6 +160,36 @@ enum PlatformApplicationActions {
         return [certificateExpiryAttribute: formatter.string(from: expiresAt)]
     }
 
+    /// What a provider pool of the application is built from must make one: settings the dispatcher would refuse at
+    /// the first delivery (a `ProviderCACertificate` OpenSSL cannot load, an endpoint that is not a URL, an APNs
+    /// certificate or key that TLS cannot use) are refused now, by the code the dispatcher runs
+    /// (`ProviderApplication.checkSettings`). The reason names the attribute, as SNS's InvalidParameter does.
+    /// `attributes`: the application's stored attributes as they will be; `credentials`: the pair as it will be.
+    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(SNSError) {
+        do {
+            try connectionError(platform: platform, attributes: attributes, credentials: credentials)
+        } catch {
+            throw SNSError.invalidParameter("Attributes", reason: error.description)
+        }
+    }
+
+    /// `checkConnection`'s check, with the provider layer's error (which names the attribute at fault).
+    static func connectionError(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(ProviderError) {
+        guard let platform = Platform(rawValue: platform) else { return }
+        var all = attributes
+        all[ProviderAttribute.platformCredential] = credentials.credential
+        all[ProviderAttribute.platformPrincipal] = credentials.principal
+        try ProviderApplication.checkSettings(platform: platform, attributes: all)
+    }
+
+    /// Both halves as they will be after an update: the given ones, the others from the store.
+    static func merged(_ given: PlatformCredentials, _ record: PlatformApplicationRecord,
+                       _ applications: PlatformApplicationRepository) async throws(StoreError) -> PlatformCredentials {
+        guard given.credential == nil || given.principal == nil else { return given }
+        let stored = try await applications.credentials(applicationKey: record.key)
+        return PlatformCredentials(credential: given.credential ?? stored.credential, principal: given.principal ?? stored.principal)
+    }
+
     /// The pair as it will be after an update that gives only one half: the other half from the store. Opened
     /// only when it matters (an APNs application and one half given).
     static func completed(_ given: PlatformCredentials, _ record: PlatformApplicationRecord,
@@ -183,12 +218,13 @@ enum PlatformApplicationActions {
         return (record, arn)
     }
 
-    /// What Get/List show: stored attributes, Enabled, and the read-only AuthenticationMethod. Never the
-    /// credential pair.
+    /// What Get/List show: stored attributes, Enabled, the read-only AuthenticationMethod, and while disabled
+    /// Clarion's read-only DisabledReason and DisabledAt. Never the credential pair.
     static func visibleAttributes(_ record: PlatformApplicationRecord) -> [String: String] {
         var out = record.attributes.filter { !secretAttributes.contains($0.key) }
         if out[certificateExpiryAttribute]?.isEmpty == true { out[certificateExpiryAttribute] = nil }
         out["Enabled"] = record.enabled ? "true" : "false"
+        out.merge(disabledAttributes(enabled: record.enabled, reason: record.disabledReason, at: record.disabledAt)) { $1 }
         switch record.platform {
         case "APNS", "APNS_SANDBOX":
             // Applications stored before the method was recorded from the principal: judged by the team id.
@@ -200,6 +236,24 @@ enum PlatformApplicationActions {
         }
         return out
     }
+
+    /// Clarion's read-only `DisabledReason` and `DisabledAt` (ISO 8601, UTC), shown only while the application or
+    /// endpoint is disabled: why it is (the provider's reason when Clarion disabled it at a delivery, `set by the
+    /// API`, ...) and since when. SNS has no such attributes (it only flips Enabled); SDKs read Attributes as an open
+    /// map, so clients that do not know them ignore them, and an enabled resource shows exactly SNS's attributes.
+    /// Like AuthenticationMethod they cannot be set.
+    static func disabledAttributes(enabled: Bool, reason: String?, at: Date?) -> [String: String] {
+        guard !enabled else { return [:] }
+        var out = ["DisabledReason": reason ?? ""]
+        if let at {
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            out["DisabledAt"] = formatter.string(from: at)
+        }
+        return out
+    }
+
+    static let disabledAttributeNames: Set<String> = ["DisabledReason", "DisabledAt"]
 
     struct Split {
         var stored: [String: String] = [:]

@@ -96,7 +96,7 @@ enum PublishActions {
         case (.checkViolation, "platform_applications_enabled"?): SNSError.platformApplicationDisabled()
         case (.checkViolation, "endpoints_enabled"?): SNSError.endpointDisabled()
         case (.unavailable, _): SNSError.throttled("Publish rate exceeded; try again")
-        default: SNSError.internalError()
+        default: SNSError.internalError(cause: error.logText)
         }
     }
 

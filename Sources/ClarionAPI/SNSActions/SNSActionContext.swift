@@ -53,7 +53,7 @@ public struct SNSActionContext: Sendable {
             accountKeys.set(caller.accountID, account.key)
             return account.key
         } catch {
-            throw SNSError.internalError()
+            throw SNSError.internalError(cause: error.logText)
         }
     }
 }

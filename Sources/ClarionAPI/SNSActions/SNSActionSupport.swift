@@ -36,7 +36,7 @@ func store<T: Sendable>(notFound: SNSError? = nil, _ body: () async throws(Store
         return try await body()
     } catch {
         if error.code == .notFound, let notFound { throw notFound }
-        throw SNSError.internalError()
+        throw SNSError.internalError(cause: error.logText)
     }
 }
 

@@ -41,3 +41,30 @@ public struct StoreAPIKeyResolver: APIKeyResolver {
         return APIPrincipal(accountID: record.accountID, keyID: String(record.id))
     }
 }
+
+/// The demo SNS key pair that `./scripts/run` sets for the README's first push is public knowledge, so it works
+/// only on a node whose API listens on loopback: anywhere else this resolver does not know it, whatever the
+/// database says (another node sharing the database may have stored it).
+public struct DemoKeyGuard: AccessKeyResolver {
+    /// The pair `scripts/run` exports when the user sets none.
+    public static let demoAccessKeyID = "AKIACLARIONDEMO00001"
+    public static let demoSecretAccessKey = "clarion-demo-secret-change-me"
+
+    private let base: any AccessKeyResolver
+    private let allowDemo: Bool
+
+    public init(base: any AccessKeyResolver, listensOnLoopbackOnly: Bool) {
+        self.base = base
+        self.allowDemo = listensOnLoopbackOnly
+    }
+
+    public static func isDemo(accessKeyID: String?, secret: String?) -> Bool {
+        accessKeyID == demoAccessKeyID || secret == demoSecretAccessKey
+    }
+
+    public func credentials(forAccessKeyID accessKeyID: String) async throws -> AccessKeyCredentials? {
+        guard let credentials = try await base.credentials(forAccessKeyID: accessKeyID) else { return nil }
+        if !allowDemo, Self.isDemo(accessKeyID: credentials.accessKeyID, secret: credentials.secretAccessKey) { return nil }
+        return credentials
+    }
+}

@@ -43,7 +43,7 @@ enum TagActions {
             if error.constraint == "tags_per_resource_limit" {
                 throw SNSError.tagLimitExceeded("Could not complete request: tag quota of per resource exceeded")
             }
-            throw SNSError.internalError()
+            throw SNSError.internalError(cause: error.logText)
         }
     }
 

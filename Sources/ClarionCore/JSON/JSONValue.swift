@@ -53,7 +53,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// Accepts only RFC 8259 number syntax.
     public init?(literal: String) {
-        guard JSONNumber.isValidLiteral(Array(literal.utf8)) else { return nil }
+        guard JSONNumber.isValidLiteral(Array(literal.utf8)[...]) else { return nil }
         self.literal = literal
     }
 
@@ -71,9 +71,10 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { literal }
 
-    static func isValidLiteral(_ bytes: [UInt8]) -> Bool {
-        var i = 0
-        let n = bytes.count
+    /// Whether `bytes` is exactly one RFC 8259 number. A slice, so the parser checks a literal where it lies.
+    static func isValidLiteral(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var i = bytes.startIndex
+        let n = bytes.endIndex
         func digit(_ at: Int) -> Bool { at < n && bytes[at] >= 0x30 && bytes[at] <= 0x39 }
         if i < n && bytes[i] == UInt8(ascii: "-") { i += 1 }
         guard digit(i) else { return false }
@@ -95,7 +96,10 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
 /// A JSON object: members in document order, keys unique.
 ///
-/// Lookup is linear: push payloads have a handful of keys, and order matters more than lookup speed here.
+/// Small objects (push payloads, message maps: a handful of keys) are searched linearly, which is faster than
+/// hashing for them. Past `indexThreshold` members the object also keeps a key -> position index, so that adding,
+/// finding and checking a key stay O(1) on large objects: without it, a request body with 40,000 keys cost
+/// 800 million key comparisons to parse (issue "Hardening", finding 1).
 public struct JSONObject: Sendable, Hashable, Sequence {
     public struct Member: Sendable, Hashable {
         public var key: String
@@ -106,7 +110,15 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         }
     }
 
+    /// Objects with more members than this keep `index`. Building an object key by key costs about the same
+    /// either way at 32 members (2-byte keys favour searching up to about 64, 20-byte keys hashing from about
+    /// 24): loadtest/json/IndexThreshold.swift, docs/benchmarks.md.
+    static let indexThreshold = 32
+
     public private(set) var members: [Member]
+    /// The position of every key in `members` when there are more than `indexThreshold` of them; nil otherwise.
+    /// Derived from `members`, so it takes no part in equality or hashing.
+    private var index: [String: Int]?
 
     public init() { members = [] }
 
@@ -121,23 +133,66 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     public var isEmpty: Bool { members.isEmpty }
     public var keys: [String] { members.map(\.key) }
 
-    public func contains(_ key: String) -> Bool { members.contains { $0.key == key } }
+    public func contains(_ key: String) -> Bool { position(of: key) != nil }
 
     /// Reading returns the member's value; writing replaces it in place, appends a new member, or (nil) removes it.
     public subscript(key: String) -> JSONValue? {
-        get { members.first { $0.key == key }?.value }
+        get { position(of: key).map { members[$0].value } }
         set {
-            let index = members.firstIndex { $0.key == key }
-            switch (index, newValue) {
-            case (let i?, let v?): members[i].value = v
-            case (let i?, nil): members.remove(at: i)
-            case (nil, let v?): members.append(Member(key: key, value: v))
-            case (nil, nil): break
+            if let value = newValue {
+                _ = insert(value, forKey: key)
+            } else if let i = position(of: key) {
+                remove(at: i)
             }
         }
     }
 
+    /// Sets `key` to `value` (appending it, or replacing its value in place); false when the key was already there.
+    mutating func insert(_ value: consuming JSONValue, forKey key: consuming String) -> Bool {
+        guard index != nil else {
+            if let i = members.firstIndex(where: { $0.key == key }) {
+                members[i].value = value
+                return false
+            }
+            members.append(Member(key: key, value: value))
+            if members.count > Self.indexThreshold { rebuildIndex() }
+            return true
+        }
+        // One hash for a new key, the common case: claim the next position, and give a repeated key its own back.
+        if let existing = index!.updateValue(members.count, forKey: key) {
+            index![key] = existing
+            members[existing].value = value
+            return false
+        }
+        members.append(Member(key: key, value: value))
+        return true
+    }
+
     public func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
+
+    /// Whether the key index is kept (tests check the invariant: exactly when there are more than `indexThreshold`).
+    var isIndexed: Bool { index != nil }
+
+    public static func == (a: JSONObject, b: JSONObject) -> Bool { a.members == b.members }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(members) }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    private mutating func remove(at i: Int) {
+        members.remove(at: i)
+        // Positions after `i` moved: rebuild (removal is O(n) already).
+        if members.count > Self.indexThreshold { rebuildIndex() } else { index = nil }
+    }
+
+    private mutating func rebuildIndex() {
+        var positions = [String: Int](minimumCapacity: members.count)
+        for (i, member) in members.enumerated() { positions[member.key] = i }
+        index = positions
+    }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,

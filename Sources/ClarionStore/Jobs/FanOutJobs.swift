@@ -373,13 +373,14 @@ public struct FanOutJobs: Sendable {
     /// an event each), the lease renewed, released or the shard done; when done and the message has nothing
     /// left, the message's final state.
     ///
-    /// The first statement checks the fencing token; a lost lease rolls everything back.
+    /// The first statement checks the fencing token; a lost lease rolls everything back. `report`: what the
+    /// committed transaction disabled or gave up on (empty when the lease was lost), for the caller to log.
     public func checkpoint(
         _ claim: ShardClaim, message: Int64, checkpoint key: Int64, effects: OutcomeEffects, lease: LeaseDisposition
-    ) async throws(StoreError) -> CheckpointResult {
+    ) async throws(StoreError) -> (result: CheckpointResult, report: FailureReport) {
         do {
-            return try await withDeadlockRetry { () throws(StoreError) -> CheckpointResult in
-                try await pool.transaction { (c) throws(StoreError) -> CheckpointResult in
+            return try await withDeadlockRetry { () throws(StoreError) -> (result: CheckpointResult, report: FailureReport) in
+                try await pool.transaction { (c) throws(StoreError) -> (result: CheckpointResult, report: FailureReport) in
                     let (state, renew): (String, Double?) = switch lease {
                     case .renew(let seconds): ("leased", seconds)
                     case .release: ("ready", nil)
@@ -398,14 +399,16 @@ public struct FanOutJobs: Sendable {
                         """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
                               n.skipped, n.expired, state, renew ?? 0, claim.owner])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
-                    try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
-                                          effects: effects, retryShard: claim.shard)
-                    if case .finish = lease { return .applied(finishedMessage: try Self.finishIfDone(c, message: message)) }
-                    return .applied(finishedMessage: nil)
+                    var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
+                                                       effects: effects, retryShard: claim.shard)
+                    guard case .finish = lease else { return (.applied(finishedMessage: nil), report) }
+                    let finished = try Self.finishIfDone(c, messages: [message])
+                    report.messages += finished.givenUp
+                    return (.applied(finishedMessage: finished.states[message]), report)
                 }
             }
         } catch where error.code == .notFound && error.message == Self.leaseLostMessage {
-            return .leaseLost
+            return (.leaseLost, FailureReport())
         }
     }
 
@@ -415,12 +418,13 @@ public struct FanOutJobs: Sendable {
     /// hundred one-endpoint shards): one fenced UPDATE over all of them, the effects of those whose lease held in
     /// one pipeline, then the messages of the finished ones completed under their row locks, in batched
     /// statements. Returns each shard's result; a shard whose lease was taken over writes nothing, the others are
-    /// unaffected by it.
-    public func checkpoint(batch: [ShardProgress]) async throws(StoreError) -> [Int64: CheckpointResult] {
-        guard let owner = batch.first?.claim.owner else { return [:] }
+    /// unaffected by it. `report`: what the committed transaction disabled or gave up on, for the caller to log.
+    public func checkpoint(batch: [ShardProgress]) async throws(StoreError)
+        -> (results: [Int64: CheckpointResult], report: FailureReport) {
+        guard let owner = batch.first?.claim.owner else { return ([:], FailureReport()) }
         let sorted = batch.sorted { $0.claim.shard < $1.claim.shard }
-        return try await withDeadlockRetry { () throws(StoreError) -> [Int64: CheckpointResult] in
-            try await pool.transaction { (c) throws(StoreError) -> [Int64: CheckpointResult] in
+        return try await withDeadlockRetry { () throws(StoreError) -> (results: [Int64: CheckpointResult], report: FailureReport) in
+            try await pool.transaction { (c) throws(StoreError) -> (results: [Int64: CheckpointResult], report: FailureReport) in
                 var renew: Double = 0
                 var states: [String?] = []
                 for progress in sorted {
@@ -457,41 +461,95 @@ public struct FanOutJobs: Sendable {
                           owner, renew])
                 var applied = Set<Int64>()
                 for row in updated.rows { applied.insert(try row.requireInt64(0)) }
-                var commands: [PGCommand] = []
+                var statements = EffectStatements()
                 var finishing: [Int64] = []
                 for progress in sorted where applied.contains(progress.claim.shard) {
-                    commands += Self.effectCommands(
+                    statements.append(Self.effectCommands(
                         message: progress.claim.message, shardFailures: [progress.claim.shard: progress.effects.failures],
-                        effects: progress.effects, retryShard: progress.claim.shard)
+                        effects: progress.effects, retryShard: progress.claim.shard))
                     if progress.lease == .finish { finishing.append(progress.claim.message) }
                 }
-                if !commands.isEmpty { _ = try c.pipeline(commands) }
+                var report = try statements.run(c)
                 let finished = try Self.finishIfDone(c, messages: finishing)
+                report.messages += finished.givenUp
                 var out: [Int64: CheckpointResult] = [:]
                 for progress in sorted {
                     out[progress.claim.shard] = applied.contains(progress.claim.shard)
-                        ? .applied(finishedMessage: progress.lease == .finish ? finished[progress.claim.message] : nil)
+                        ? .applied(finishedMessage: progress.lease == .finish ? finished.states[progress.claim.message] : nil)
                         : .leaseLost
                 }
-                return out
+                return (out, report)
             }
         }
     }
 
-    /// The writes shared by shard and retry checkpoints. Failures go to the given shards' rows.
+    /// The writes shared by shard and retry checkpoints. Failures go to the given shards' rows. Returns the
+    /// endpoints and applications these writes disabled.
     static func writeEffects(
         _ c: PGConnection, message: Int64, shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects,
         retryShard: Int64?
-    ) throws(StoreError) {
-        let commands = effectCommands(message: message, shardFailures: shardFailures, effects: effects, retryShard: retryShard)
-        if !commands.isEmpty { _ = try c.pipeline(commands) }
+    ) throws(StoreError) -> FailureReport {
+        try effectCommands(message: message, shardFailures: shardFailures, effects: effects, retryShard: retryShard).run(c)
+    }
+
+    /// Statements pipelined together, and which of them read back what they disabled.
+    struct EffectStatements {
+        enum Reader {
+            /// Rows of `DisabledEndpoint` columns.
+            case endpoints(message: Int64)
+            /// At most one row: the application, if this statement turned it off.
+            case application(ApplicationDisable, message: Int64)
+        }
+
+        var commands: [PGCommand] = []
+        var readers: [Reader?] = []
+
+        mutating func append(_ command: PGCommand, reader: Reader? = nil) {
+            commands.append(command)
+            readers.append(reader)
+        }
+
+        mutating func append(_ other: EffectStatements) {
+            commands += other.commands
+            readers += other.readers
+        }
+
+        /// Runs the statements in one pipeline; returns what they disabled.
+        func run(_ c: PGConnection) throws(StoreError) -> FailureReport {
+            guard !commands.isEmpty else { return FailureReport() }
+            let results = try c.pipeline(commands)
+            var report = FailureReport()
+            for (result, reader) in zip(results, readers) {
+                switch reader {
+                case nil:
+                    continue
+                case .endpoints(let message)?:
+                    for row in result.rows {
+                        guard let external = row.uuid(1) else { throw StoreError(.invalidData, "disabled endpoint without external id") }
+                        report.endpoints.append(DisabledEndpoint(
+                            endpoint: try row.requireInt64(0), externalID: external, accountID: try row.requireString(2),
+                            applicationName: try row.requireString(3), platform: try row.requireString(4),
+                            tokenPrefix: row.string(5) ?? "", reason: row.string(6) ?? "", providerStatus: row.int(7),
+                            disabledAt: try row.requireDate(8), message: message))
+                    }
+                case .application(let disable, let message)?:
+                    for row in result.rows {
+                        report.applications.append(DisabledApplication(
+                            application: try row.requireInt64(0), accountID: try row.requireString(1),
+                            name: try row.requireString(2), platform: try row.requireString(3), reason: disable.reason,
+                            providerStatus: disable.providerStatus, disabledAt: disable.at, message: message))
+                    }
+                }
+            }
+            return report
+        }
     }
 
     /// `writeEffects`' statements, for a caller that pipelines several messages' effects at once.
     static func effectCommands(
         message: Int64, shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects, retryShard: Int64?
-    ) -> [PGCommand] {
-        var commands: [PGCommand] = []
+    ) -> EffectStatements {
+        var commands = EffectStatements()
         for shard in shardFailures.keys.sorted() {
             guard let failures = shardFailures[shard], !failures.isEmpty else { continue }
             let reasons = failures.keys.sorted()
@@ -517,21 +575,29 @@ public struct FanOutJobs: Sendable {
         }
         if !effects.disable.isEmpty {
             let d = effects.disable.sorted { $0.endpoint < $1.endpoint }
+            // The UPDATE's own rows are read back (only endpoints this statement turned off): the caller logs one
+            // warning each, with a token prefix (at most 8 characters and half the token), never the token.
             commands.append(PGCommand("""
                 WITH d AS (
                     UPDATE endpoints e SET enabled = false, disabled_reason = t.reason, disabled_at = t.at, updated_at = now()
-                    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS t(id, token, reason, at)
+                    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $6::int[]) AS t(id, token, reason, at, status)
                     WHERE e.id = t.id AND e.token = t.token AND e.enabled
-                    RETURNING e.id, e.external_id, e.application, t.reason, t.at)
-                INSERT INTO events (account, kind, resource, detail)
-                SELECT a.account, 'EndpointDisabled', 'endpoint/' || d.external_id::text,
-                    jsonb_build_object('reason', d.reason, 'disabledAt', d.at, 'application', a.name,
-                                       'platform', a.platform, 'message', $5::bigint)
-                FROM d JOIN platform_applications a ON a.id = d.application
+                    RETURNING e.id, e.external_id, e.application, t.reason, t.at, t.status, left(t.token, least(8, length(t.token) / 2)) AS token_prefix),
+                ev AS (
+                    INSERT INTO events (account, kind, resource, detail)
+                    SELECT a.account, 'EndpointDisabled', 'endpoint/' || d.external_id::text,
+                        jsonb_build_object('reason', d.reason, 'disabledAt', d.at, 'application', a.name,
+                                           'platform', a.platform, 'message', $5::bigint, 'providerStatus', d.status)
+                    FROM d JOIN platform_applications a ON a.id = d.application)
+                SELECT d.id, d.external_id, acc.account_id, a.name, a.platform, d.token_prefix, d.reason, d.status, d.at
+                FROM d JOIN platform_applications a ON a.id = d.application JOIN accounts acc ON acc.id = a.account
+                ORDER BY d.id
                 """, [PGArrayParameter(text: PGArrayLiteral.int64s(d.map(\.endpoint))),
                       PGArrayParameter(text: PGArrayLiteral.strings(d.map(\.token))),
                       PGArrayParameter(text: PGArrayLiteral.strings(d.map(\.reason))),
-                      PGArrayParameter(text: PGArrayLiteral.dates(d.map(\.at))), message]))
+                      PGArrayParameter(text: PGArrayLiteral.dates(d.map(\.at))), message,
+                      PGArrayParameter(text: PGArrayLiteral.ints(d.map(\.providerStatus)))]),
+                            reader: .endpoints(message: message))
         }
         if !effects.replace.isEmpty {
             let r = effects.replace.sorted { $0.endpoint < $1.endpoint }
@@ -565,38 +631,39 @@ public struct FanOutJobs: Sendable {
                       PGArrayParameter(text: PGArrayLiteral.strings(r.map(\.reason))), retryShard]))
         }
         for app in effects.disableApplications {
+            // Read back only when this statement turned the application off (another worker may have already).
             commands.append(PGCommand("""
                 WITH a AS (
                     UPDATE platform_applications SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = now()
-                    WHERE id = $1 AND enabled RETURNING id, account, name, platform)
-                INSERT INTO events (account, kind, resource, detail)
-                SELECT a.account, 'PlatformApplicationDisabled', 'app/' || a.platform || '/' || a.name,
-                    jsonb_build_object('reason', $2::text, 'disabledAt', $3::timestamptz, 'message', $4::bigint)
-                FROM a
-                """, [app.application, app.reason, app.at, message]))
+                    WHERE id = $1 AND enabled RETURNING id, account, name, platform),
+                ev AS (
+                    INSERT INTO events (account, kind, resource, detail)
+                    SELECT a.account, 'PlatformApplicationDisabled', 'app/' || a.platform || '/' || a.name,
+                        jsonb_build_object('reason', $2::text, 'disabledAt', $3::timestamptz, 'message', $4::bigint,
+                                           'providerStatus', $5::int)
+                    FROM a)
+                SELECT a.id, acc.account_id, a.name, a.platform FROM a JOIN accounts acc ON acc.id = a.account
+                """, [app.application, app.reason, app.at, message, app.providerStatus]),
+                            reader: .application(app, message: message))
         }
         return commands
     }
 
-    /// Under the message row's lock: when no shard is left and no retry waits, sets the final state from the
-    /// summed counters. The lock serialises the last two shards finishing at once, so exactly one sees
-    /// the other done (READ COMMITTED: each statement sees what committed before it). The batched form's rule
-    /// for one message.
-    static func finishIfDone(_ c: PGConnection, message: Int64) throws(StoreError) -> MessageState? {
-        try finishIfDone(c, messages: [message])[message]
-    }
-
     /// Finishes the messages with nothing left to do (no shard open, no retry waiting): their rows locked in key
     /// order (so two batches cannot deadlock on them), then one read of their shards' totals and pending retries
-    /// and one update of those with nothing left. Returns the final state of each message finished here.
-    static func finishIfDone(_ c: PGConnection, messages: [Int64]) throws(StoreError) -> [Int64: MessageState] {
+    /// and one update of those with nothing left. The lock serialises the last two shards of a message finishing
+    /// at once, so exactly one sees the other done (READ COMMITTED: each statement sees what committed before it).
+    /// Returns the final state of each message finished here, and those finished with deliveries given up
+    /// (Failed, Expired, or Completed with some failed or expired), with their failures by reason.
+    static func finishIfDone(_ c: PGConnection, messages: [Int64]) throws(StoreError)
+        -> (states: [Int64: MessageState], givenUp: [GivenUpMessage]) {
         let keys = Array(Set(messages)).sorted()
-        guard !keys.isEmpty else { return [:] }
+        guard !keys.isEmpty else { return ([:], []) }
         let ids = PGArrayParameter(text: PGArrayLiteral.int64s(keys))
         let locked = try c.query("""
             SELECT id FROM messages WHERE id = ANY($1::bigint[]) AND state IN ('Enqueued', 'Processing') ORDER BY id FOR UPDATE
             """, [ids])
-        guard locked.rowCount > 0 else { return [:] }
+        guard locked.rowCount > 0 else { return ([:], []) }
         var open: [Int64] = []
         for row in locked.rows { open.append(try row.requireInt64(0)) }
         let openIDs = PGArrayParameter(text: PGArrayLiteral.int64s(open))
@@ -610,6 +677,7 @@ public struct FanOutJobs: Sendable {
         var done: [Int64] = []
         var states: [String?] = []
         var out: [Int64: MessageState] = [:]
+        var totalsByMessage: [Int64: DeliveryCounters] = [:]
         for row in totals.rows {
             guard let message = row.int64(0), (row.int64(1) ?? 1) == 0, row.bool(9) == false else { continue }
             let counters = DeliveryCounters(
@@ -620,13 +688,40 @@ public struct FanOutJobs: Sendable {
             done.append(message)
             states.append(state.rawValue)
             out[message] = state
+            totalsByMessage[message] = counters
         }
-        guard !done.isEmpty else { return [:] }
+        guard !done.isEmpty else { return ([:], []) }
         try c.query("""
             UPDATE messages m SET state = v.state, started_at = coalesce(m.started_at, now()), completed_at = now()
             FROM unnest($1::bigint[], $2::text[]) AS v(id, state) WHERE m.id = v.id
             """, [PGArrayParameter(text: PGArrayLiteral.int64s(done)), PGArrayParameter(text: PGArrayLiteral.strings(states))])
-        return out
+        // Only messages with something given up are read further: finishing what delivered everything costs no more
+        // than before.
+        let givenUp = done.filter { totalsByMessage[$0].map { $0.failed + $0.expired > 0 } ?? false }
+        guard !givenUp.isEmpty else { return (out, []) }
+        let givenUpIDs = PGArrayParameter(text: PGArrayLiteral.int64s(givenUp))
+        let facts = try c.query("""
+            SELECT m.id, m.external_id, m.target_kind, a.account_id FROM messages m JOIN accounts a ON a.id = m.account
+            WHERE m.id = ANY($1::bigint[]) ORDER BY m.id
+            """, [givenUpIDs])
+        var reasons: [Int64: [String: Int64]] = [:]
+        let failures = try c.query("""
+            SELECT s.message, f.reason, sum(f.count) FROM shard_failures f JOIN fanout_shards s ON s.id = f.shard
+            WHERE s.message = ANY($1::bigint[]) GROUP BY s.message, f.reason
+            """, [givenUpIDs])
+        for row in failures.rows {
+            guard let message = row.int64(0), let reason = row.string(1) else { continue }
+            reasons[message, default: [:]][reason] = row.int64(2) ?? 0
+        }
+        var report: [GivenUpMessage] = []
+        for row in facts.rows {
+            guard let message = row.int64(0), let external = row.uuid(1), let state = out[message],
+                  let counters = totalsByMessage[message] else { continue }
+            report.append(GivenUpMessage(message: message, externalID: external, accountID: row.string(3) ?? "",
+                                         targetKind: row.string(2) ?? "", state: state, counters: counters,
+                                         failuresByReason: reasons[message] ?? [:]))
+        }
+        return (out, report)
     }
 
     func withDeadlockRetry<T>(_ body: () async throws(StoreError) -> T) async throws(StoreError) -> T {
@@ -686,13 +781,14 @@ public struct FanOutJobs: Sendable {
 
     /// Writes the outcomes of claimed retries of one message: finished retries deleted, rescheduled ones updated
     /// (their `effects.retries` entries), counters and failures added to each retry's shard, side effects as in
-    /// a shard checkpoint; then the message finished if nothing is left.
+    /// a shard checkpoint; then the message finished if nothing is left. Returns its final state when it finished
+    /// here, and what the transaction disabled or gave up on, for the caller to log.
     public func completeRetries(
         message: Int64, owner: String, finished: [Int64], deferred: [DeferredRetry] = [],
         shardCounters: [Int64: DeliveryCounters], shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects
-    ) async throws(StoreError) -> MessageState? {
-        try await withDeadlockRetry { () throws(StoreError) -> MessageState? in
-            try await pool.transaction { (c) throws(StoreError) -> MessageState? in
+    ) async throws(StoreError) -> (state: MessageState?, report: FailureReport) {
+        try await withDeadlockRetry { () throws(StoreError) -> (state: MessageState?, report: FailureReport) in
+            try await pool.transaction { (c) throws(StoreError) -> (state: MessageState?, report: FailureReport) in
                 var commands: [PGCommand] = []
                 if !finished.isEmpty {
                     commands.append(PGCommand("DELETE FROM delivery_retries WHERE id = ANY($1::bigint[]) AND lease_owner = $2",
@@ -721,8 +817,10 @@ public struct FanOutJobs: Sendable {
                 // Rescheduled retries: the upsert in writeEffects updates attempt/not_before and clears the lease.
                 var rest = effects
                 rest.counters = DeliveryCounters()
-                try Self.writeEffects(c, message: message, shardFailures: shardFailures, effects: rest, retryShard: nil)
-                return try Self.finishIfDone(c, message: message)
+                var report = try Self.writeEffects(c, message: message, shardFailures: shardFailures, effects: rest, retryShard: nil)
+                let finished = try Self.finishIfDone(c, messages: [message])
+                report.messages += finished.givenUp
+                return (finished.states[message], report)
             }
         }
     }

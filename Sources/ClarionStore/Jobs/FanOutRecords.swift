@@ -217,12 +217,15 @@ public struct EndpointDisable: Sendable, Hashable {
     public var token: String
     public var reason: String
     public var at: Date
+    /// The provider's HTTP status with the refusal (nil when none came back).
+    public var providerStatus: Int?
 
-    public init(endpoint: Int64, token: String, reason: String, at: Date) {
+    public init(endpoint: Int64, token: String, reason: String, at: Date, providerStatus: Int? = nil) {
         self.endpoint = endpoint
         self.token = token
         self.reason = reason
         self.at = at
+        self.providerStatus = providerStatus
     }
 }
 
@@ -255,16 +258,20 @@ public struct RetrySchedule: Sendable, Hashable {
     }
 }
 
-/// A platform application whose credentials the provider refused.
+/// A platform application whose credentials the provider refused (or that could not be configured to send).
 public struct ApplicationDisable: Sendable, Hashable {
     public var application: Int64
     public var reason: String
     public var at: Date
+    /// The provider's HTTP status with the refusal; nil when none came back (nothing was sent: the application's
+    /// settings could not make a client, or the connection itself was refused).
+    public var providerStatus: Int?
 
-    public init(application: Int64, reason: String, at: Date) {
+    public init(application: Int64, reason: String, at: Date, providerStatus: Int? = nil) {
         self.application = application
         self.reason = reason
         self.at = at
+        self.providerStatus = providerStatus
     }
 }
 
@@ -283,6 +290,112 @@ public struct OutcomeEffects: Sendable, Hashable {
     public var isEmpty: Bool {
         counters.isZero && failures.isEmpty && log.isEmpty && disable.isEmpty && replace.isEmpty
             && retries.isEmpty && disableApplications.isEmpty
+    }
+}
+
+// MARK: - What a write disabled or gave up on
+
+/// An endpoint a checkpoint disabled, read back from its UPDATE: only the transaction that turned `enabled` off
+/// reports it, so each disable is reported once, whichever worker or node wrote it.
+public struct DisabledEndpoint: Sendable, Hashable {
+    public let endpoint: Int64
+    public let externalID: UUID
+    /// The owning account's 12-digit id (with the platform, application name and id: the endpoint's ARN).
+    public let accountID: String
+    public let applicationName: String
+    public let platform: String
+    /// The first characters of the refused token (at most 8, at most half of it), never the whole token
+    /// (style.md rule 7).
+    public let tokenPrefix: String
+    public let reason: String
+    public let providerStatus: Int?
+    public let disabledAt: Date
+    /// The message whose delivery was refused.
+    public let message: Int64
+
+    public init(endpoint: Int64, externalID: UUID, accountID: String, applicationName: String, platform: String,
+                tokenPrefix: String, reason: String, providerStatus: Int?, disabledAt: Date, message: Int64) {
+        self.endpoint = endpoint
+        self.externalID = externalID
+        self.accountID = accountID
+        self.applicationName = applicationName
+        self.platform = platform
+        self.tokenPrefix = tokenPrefix
+        self.reason = reason
+        self.providerStatus = providerStatus
+        self.disabledAt = disabledAt
+        self.message = message
+    }
+}
+
+/// A platform application a checkpoint disabled, read back from its UPDATE (reported once, as endpoints are).
+public struct DisabledApplication: Sendable, Hashable {
+    public let application: Int64
+    public let accountID: String
+    public let name: String
+    public let platform: String
+    public let reason: String
+    public let providerStatus: Int?
+    public let disabledAt: Date
+    /// The message whose delivery found the credentials refused.
+    public let message: Int64
+
+    public init(application: Int64, accountID: String, name: String, platform: String, reason: String,
+                providerStatus: Int?, disabledAt: Date, message: Int64) {
+        self.application = application
+        self.accountID = accountID
+        self.name = name
+        self.platform = platform
+        self.reason = reason
+        self.providerStatus = providerStatus
+        self.disabledAt = disabledAt
+        self.message = message
+    }
+}
+
+/// A message a write finished with deliveries given up: its final state is Failed or Expired, or it is Completed
+/// with some deliveries failed or expired. Read back from the finishing UPDATE, so reported once.
+public struct GivenUpMessage: Sendable, Hashable {
+    public let message: Int64
+    public let externalID: UUID
+    public let accountID: String
+    public let targetKind: String
+    public let state: MessageState
+    public let counters: DeliveryCounters
+    /// Failed deliveries by reason (provider reason codes, cut to 80 characters).
+    public let failuresByReason: [String: Int64]
+
+    public init(message: Int64, externalID: UUID, accountID: String, targetKind: String, state: MessageState,
+                counters: DeliveryCounters, failuresByReason: [String: Int64]) {
+        self.message = message
+        self.externalID = externalID
+        self.accountID = accountID
+        self.targetKind = targetKind
+        self.state = state
+        self.counters = counters
+        self.failuresByReason = failuresByReason
+    }
+}
+
+/// What a committed write disabled or gave up on, for the caller to report (one warning each) once the
+/// transaction is over: never inside it, where a log line could claim what a rollback undid.
+public struct FailureReport: Sendable, Hashable {
+    public var endpoints: [DisabledEndpoint] = []
+    public var applications: [DisabledApplication] = []
+    public var messages: [GivenUpMessage] = []
+
+    public init(endpoints: [DisabledEndpoint] = [], applications: [DisabledApplication] = [], messages: [GivenUpMessage] = []) {
+        self.endpoints = endpoints
+        self.applications = applications
+        self.messages = messages
+    }
+
+    public var isEmpty: Bool { endpoints.isEmpty && applications.isEmpty && messages.isEmpty }
+
+    public static func += (lhs: inout FailureReport, rhs: FailureReport) {
+        lhs.endpoints += rhs.endpoints
+        lhs.applications += rhs.applications
+        lhs.messages += rhs.messages
     }
 }
 

@@ -13,7 +13,35 @@ public struct MobileAppRecord: Sendable, Equatable {
     public let admApplication: Int64?
     public let firebaseProjectID: String?
     public let dryRunValidation: Bool
+    /// Every event to the event collector must carry one of the app's API tokens (docs/security.md).
+    public let eventsRequireAPIToken: Bool
+    /// An event may move a device token bound to one `user_id` to another only with one of the app's API tokens.
+    public let eventsRequireAPITokenForUserChange: Bool
     public let createdAt: Date
+}
+
+/// One line of the account's overview (`clarion apps list`): a platform application of a mobile app, a mobile app
+/// without any, or a platform application that belongs to no mobile app (`mobileAppName` and `mobileAppID` nil).
+public struct MobileAppListingRow: Sendable, Equatable {
+    public let mobileAppName: String?
+    public let mobileAppID: UUID?
+    /// The platform application, nil for a mobile app that has none.
+    public let platform: String?
+    public let applicationName: String?
+    public let enabled: Bool
+    public let disabledReason: String?
+    public let disabledAt: Date?
+
+    public init(mobileAppName: String?, mobileAppID: UUID?, platform: String?, applicationName: String?, enabled: Bool,
+                disabledReason: String?, disabledAt: Date?) {
+        self.mobileAppName = mobileAppName
+        self.mobileAppID = mobileAppID
+        self.platform = platform
+        self.applicationName = applicationName
+        self.enabled = enabled
+        self.disabledReason = disabledReason
+        self.disabledAt = disabledAt
+    }
 }
 
 /// What a new mobile app is made of.
@@ -24,15 +52,33 @@ public struct NewMobileApp: Sendable {
     public var admApplication: Int64?
     public var firebaseProjectID: String?
     public var dryRunValidation: Bool
+    public var eventsRequireAPIToken: Bool
+    public var eventsRequireAPITokenForUserChange: Bool
 
     public init(name: String, apnsApplication: Int64? = nil, fcmApplication: Int64? = nil, admApplication: Int64? = nil,
-                firebaseProjectID: String? = nil, dryRunValidation: Bool = false) {
+                firebaseProjectID: String? = nil, dryRunValidation: Bool = false, eventsRequireAPIToken: Bool = false,
+                eventsRequireAPITokenForUserChange: Bool = true) {
         self.name = name
         self.apnsApplication = apnsApplication
         self.fcmApplication = fcmApplication
         self.admApplication = admApplication
         self.firebaseProjectID = firebaseProjectID
         self.dryRunValidation = dryRunValidation
+        self.eventsRequireAPIToken = eventsRequireAPIToken
+        self.eventsRequireAPITokenForUserChange = eventsRequireAPITokenForUserChange
+    }
+}
+
+/// Settings of an existing mobile app to change; nil leaves a setting as it is.
+public struct MobileAppChanges: Sendable {
+    public var dryRunValidation: Bool?
+    public var eventsRequireAPIToken: Bool?
+    public var eventsRequireAPITokenForUserChange: Bool?
+
+    public init(dryRunValidation: Bool? = nil, eventsRequireAPIToken: Bool? = nil, eventsRequireAPITokenForUserChange: Bool? = nil) {
+        self.dryRunValidation = dryRunValidation
+        self.eventsRequireAPIToken = eventsRequireAPIToken
+        self.eventsRequireAPITokenForUserChange = eventsRequireAPITokenForUserChange
     }
 }
 
@@ -58,7 +104,8 @@ public struct MobileAppRepository: Sendable {
 
     static let columns = """
         m.id, m.external_id, m.account, m.name, m.apns_application, m.fcm_application, m.adm_application,
-        m.firebase_project_id, m.dry_run_validation, m.created_at
+        m.firebase_project_id, m.dry_run_validation, m.created_at, m.events_require_api_token,
+        m.events_require_api_token_for_user_change
         """
 
     /// Creates the app. The platform applications must belong to the same account (`.notFound` otherwise); a
@@ -72,11 +119,13 @@ public struct MobileAppRepository: Sendable {
             guard let row = try c.query("""
                 WITH m AS (
                     INSERT INTO mobile_apps (external_id, account, name, apns_application, fcm_application, adm_application,
-                                             firebase_project_id, dry_run_validation)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *)
+                                             firebase_project_id, dry_run_validation, events_require_api_token,
+                                             events_require_api_token_for_user_change)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *)
                 SELECT \(Self.columns) FROM m
                 """, [externalID, accountKey, app.name, app.apnsApplication, app.fcmApplication, app.admApplication,
-                      app.firebaseProjectID, app.dryRunValidation]).first else {
+                      app.firebaseProjectID, app.dryRunValidation, app.eventsRequireAPIToken,
+                      app.eventsRequireAPITokenForUserChange]).first else {
                 throw StoreError(.invalidData, "INSERT returned no row")
             }
             return try Self.record(row)
@@ -94,6 +143,24 @@ public struct MobileAppRepository: Sendable {
         }
     }
 
+    /// Changes the account's app's settings and returns it; `.notFound` when missing.
+    public func update(externalID: UUID, accountKey: Int64, _ changes: MobileAppChanges) async throws(StoreError) -> MobileAppRecord {
+        try await pool.withConnection { (c) throws(StoreError) -> MobileAppRecord in
+            guard let row = try c.query("""
+                WITH m AS (
+                    UPDATE mobile_apps SET dry_run_validation = coalesce($3, dry_run_validation),
+                        events_require_api_token = coalesce($4, events_require_api_token),
+                        events_require_api_token_for_user_change = coalesce($5, events_require_api_token_for_user_change)
+                    WHERE external_id = $1 AND account = $2 RETURNING *)
+                SELECT \(Self.columns) FROM m
+                """, [externalID, accountKey, changes.dryRunValidation, changes.eventsRequireAPIToken,
+                      changes.eventsRequireAPITokenForUserChange]).first else {
+                throw StoreError(.notFound, "no mobile app \(externalID)")
+            }
+            return try Self.record(row)
+        }
+    }
+
     /// Apps whose Firebase project id is `projectID`, oldest first.
     public func find(firebaseProjectID projectID: String) async throws(StoreError) -> [MobileAppRecord] {
         try await pool.withConnection { (c) throws(StoreError) -> [MobileAppRecord] in
@@ -103,6 +170,36 @@ public struct MobileAppRepository: Sendable {
                 out.append(try Self.record(row))
             }
             return out
+        }
+    }
+
+    /// The account's mobile apps with their platform applications (APNs, FCM, ADM order), then the platform
+    /// applications no mobile app uses, each with its enabled state and why it is disabled. Mobile apps by name,
+    /// loose applications by platform and name.
+    public func listing(accountKey: Int64) async throws(StoreError) -> [MobileAppListingRow] {
+        try await pool.withConnection { (c) throws(StoreError) -> [MobileAppListingRow] in
+            let result = try c.query("""
+                SELECT m.name, m.external_id, a.platform, a.name, coalesce(a.enabled, true), a.disabled_reason, a.disabled_at, 0, s.n
+                FROM mobile_apps m
+                CROSS JOIN LATERAL (VALUES (1, m.apns_application), (2, m.fcm_application), (3, m.adm_application)) AS s(n, app)
+                LEFT JOIN platform_applications a ON a.id = s.app
+                WHERE m.account = $1
+                  AND (s.app IS NOT NULL OR (s.n = 1 AND num_nonnulls(m.apns_application, m.fcm_application, m.adm_application) = 0))
+                UNION ALL
+                SELECT NULL, NULL, a.platform, a.name, a.enabled, a.disabled_reason, a.disabled_at, 1, 0
+                FROM platform_applications a
+                WHERE a.account = $1 AND NOT EXISTS (
+                    SELECT 1 FROM mobile_apps m WHERE m.account = a.account
+                      AND a.id IN (m.apns_application, m.fcm_application, m.adm_application))
+                ORDER BY 8, 1, 9, 3, 4
+                """, [accountKey])
+            var rows: [MobileAppListingRow] = []
+            for row in result.rows {
+                rows.append(MobileAppListingRow(
+                    mobileAppName: row.string(0), mobileAppID: row.uuid(1), platform: row.string(2), applicationName: row.string(3),
+                    enabled: row.bool(4) ?? true, disabledReason: row.string(5), disabledAt: row.date(6)))
+            }
+            return rows
         }
     }
 
@@ -145,6 +242,7 @@ public struct MobileAppRepository: Sendable {
         return MobileAppRecord(key: try row.requireInt64(0), externalID: id, accountKey: try row.requireInt64(2),
                                name: try row.requireString(3), apnsApplication: row.int64(4), fcmApplication: row.int64(5),
                                admApplication: row.int64(6), firebaseProjectID: row.string(7),
-                               dryRunValidation: row.bool(8) ?? false, createdAt: try row.requireDate(9))
+                               dryRunValidation: row.bool(8) ?? false, eventsRequireAPIToken: row.bool(10) ?? false,
+                               eventsRequireAPITokenForUserChange: row.bool(11) ?? true, createdAt: try row.requireDate(9))
     }
 }

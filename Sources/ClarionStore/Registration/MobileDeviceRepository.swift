@@ -31,14 +31,19 @@ public struct MobileDeviceReport: Sendable, Equatable {
 public enum MobileDeviceChange: Sendable, Equatable {
     /// A new endpoint.
     case created(endpointKey: Int64)
-    /// The endpoint with this token was updated (its user, details and refresh time).
+    /// The endpoint with this token was updated (its details and refresh time; its user was this one or none).
     case updated(endpointKey: Int64)
     /// The user's endpoint got the new token in place of its old one: same endpoint, same subscriptions.
     case tokenReplaced(endpointKey: Int64)
+    /// The endpoint with this token belonged to `previousUserID` and now belongs to the report's user.
+    case reassigned(endpointKey: Int64, previousUserID: String)
+    /// The endpoint with this token belongs to `currentUserID`, and the report's user could not take it (the caller
+    /// was not allowed to move tokens between users): nothing was written.
+    case reassignmentRefused(endpointKey: Int64, currentUserID: String)
 
     public var endpointKey: Int64 {
         switch self {
-        case .created(let k), .updated(let k), .tokenReplaced(let k): k
+        case .created(let k), .updated(let k), .tokenReplaced(let k), .reassigned(let k, _), .reassignmentRefused(let k, _): k
         }
     }
 }
@@ -56,17 +61,22 @@ public struct MobileDeviceRepository: Sendable {
     }
 
     /// Records a registration or refresh of `report.token` for `report.userID` in the FCM application:
-    /// - the application already has the token: that endpoint is updated (and enabled: the device says it works);
+    /// - the application already has the token: that endpoint is updated (and enabled: the device says it works).
+    ///   When it belongs to another `user_id`, it moves to this one only if `allowUserChange`
+    ///   (`.reassigned`); otherwise nothing is written (`.reassignmentRefused`). An endpoint with no user is not
+    ///   another user's;
     /// - otherwise, the user's endpoint for the same device (same manufacturer and model, when the report names
     ///   them; the most recently refreshed one otherwise) takes the new token in place of the old one, so its
     ///   subscriptions stay;
     /// - otherwise a new endpoint is created.
-    public func record(applicationKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) -> MobileDeviceChange {
+    public func record(applicationKey: Int64, _ report: MobileDeviceReport,
+                       allowUserChange: Bool) async throws(StoreError) -> MobileDeviceChange {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                let change = try await apply(applicationKey: applicationKey, report)
+                let change = try await apply(applicationKey: applicationKey, report, allowUserChange: allowUserChange)
+                if case .reassignmentRefused = change { return change }
                 try await writeDetails(change.endpointKey, report)
                 return change
             } catch where (error.code == .uniqueViolation || error.code == .notFound) && attempt < 3 {
@@ -76,11 +86,16 @@ public struct MobileDeviceRepository: Sendable {
         }
     }
 
-    private func apply(applicationKey: Int64, _ report: MobileDeviceReport) async throws(StoreError) -> MobileDeviceChange {
+    private func apply(applicationKey: Int64, _ report: MobileDeviceReport,
+                       allowUserChange: Bool) async throws(StoreError) -> MobileDeviceChange {
         if let existing = try await endpoints.find(applicationKey: applicationKey, token: report.token) {
-            _ = try await endpoints.update(externalID: existing.externalID,
-                                           EndpointChanges(enabled: true, userID: .some(report.userID)))
-            return .updated(endpointKey: existing.key)
+            let previous = existing.userID
+            let moves = previous != nil && previous != report.userID
+            if moves, !allowUserChange {
+                return .reassignmentRefused(endpointKey: existing.key, currentUserID: previous ?? "")
+            }
+            try await takeEndpoint(existing.key, user: report.userID, expectedUser: previous)
+            return moves ? .reassigned(endpointKey: existing.key, previousUserID: previous ?? "") : .updated(endpointKey: existing.key)
         }
         if let previous = try await previousDevice(applicationKey: applicationKey, report) {
             let updated = try await endpoints.update(externalID: previous, EndpointChanges(token: report.token, enabled: true))
@@ -94,6 +109,18 @@ public struct MobileDeviceRepository: Sendable {
         case .conflict:
             // Created a moment ago for another user: the next round updates it.
             throw StoreError(.uniqueViolation, "the token was registered concurrently", constraint: "endpoints_application_token_key")
+        }
+    }
+
+    /// Gives the endpoint to `user` and enables it, provided its user is still `expectedUser` (what the decision to
+    /// move it or not was based on); `.notFound` otherwise, so `record` looks again.
+    private func takeEndpoint(_ endpointKey: Int64, user: String, expectedUser: String?) async throws(StoreError) {
+        try await pool.withConnection { (c) throws(StoreError) in
+            let result = try c.query("""
+                UPDATE endpoints SET user_id = $2, enabled = true, disabled_reason = NULL, disabled_at = NULL, updated_at = now()
+                WHERE id = $1 AND user_id IS NOT DISTINCT FROM $3
+                """, [endpointKey, user, expectedUser])
+            if result.affectedRows == 0 { throw StoreError(.notFound, "the endpoint changed user or was deleted meanwhile") }
         }
     }
 

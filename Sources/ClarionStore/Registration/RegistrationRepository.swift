@@ -74,6 +74,8 @@ public struct ClaimedRegistration: Sendable {
     public let tokenValid: Bool
     /// The API token in clear, when it can be opened (the webhook's HMAC key). Never logged.
     public let apiToken: String?
+    /// The token's row, nil when it was deleted: the webhook's `x-clarion-signature` is keyed by it at send time.
+    public let tokenID: Int64?
     public let callbackURL: String?
     public let callbackHeaders: [String: String]
     public let attempts: Int
@@ -84,11 +86,14 @@ public struct WebhookEnvelope: Sendable, Equatable {
     public var url: String
     public var headers: [String: String]
     public var body: String
+    /// The API token (`mobile_app_tokens.id`) whose sealed copy keys the signature header of each attempt.
+    public var signingTokenID: Int64?
 
-    public init(url: String, headers: [String: String], body: String) {
+    public init(url: String, headers: [String: String], body: String, signingTokenID: Int64? = nil) {
         self.url = url
         self.headers = headers
         self.body = body
+        self.signingTokenID = signingTokenID
     }
 }
 
@@ -106,14 +111,24 @@ public struct RegistrationRepository: Sendable {
     /// The app and token when `apiToken` is a live token of the app `appExternalID` of account `accountID`; nil
     /// otherwise (unknown account, app or token, or a revoked token). Compares hashes only.
     public func authenticate(accountID: String, appExternalID: UUID, apiToken: String) async throws(StoreError) -> RegistrationCaller? {
+        try await caller(apiToken: apiToken, where: "m.external_id = $2 AND a.account_id = $3", [appExternalID, accountID])
+    }
+
+    /// The same check for an app already found by its key (the event collector finds it by Firebase project).
+    public func authenticate(appKey: Int64, apiToken: String) async throws(StoreError) -> RegistrationCaller? {
+        try await caller(apiToken: apiToken, where: "m.id = $2", [appKey])
+    }
+
+    /// A live (not revoked) token of the app the condition selects, compared by hash; `$1` is the hash.
+    private func caller(apiToken: String, where condition: String, _ parameters: [any PGEncodable]) async throws(StoreError) -> RegistrationCaller? {
         let hash = PGBytes(Digest.sha256(apiToken))
         return try await pool.withConnection { (c) throws(StoreError) -> RegistrationCaller? in
             guard let row = try c.query("""
-                SELECT m.id, t.id FROM mobile_app_tokens t
+                SELECT m.id, m.external_id, t.id FROM mobile_app_tokens t
                 JOIN mobile_apps m ON m.id = t.mobile_app JOIN accounts a ON a.id = m.account
-                WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND m.external_id = $2 AND a.account_id = $3
-                """, [hash, appExternalID, accountID]).first else { return nil }
-            return RegistrationCaller(appKey: try row.requireInt64(0), appExternalID: appExternalID, tokenID: try row.requireInt64(1))
+                WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND \(condition)
+                """, [hash] + parameters).first, let external = row.uuid(1) else { return nil }
+            return RegistrationCaller(appKey: try row.requireInt64(0), appExternalID: external, tokenID: try row.requireInt64(2))
         }
     }
 
@@ -179,7 +194,7 @@ public struct RegistrationRepository: Sendable {
                 SELECT r.id, m.id, m.account, m.apns_application, m.fcm_application, m.dry_run_validation,
                        r.request->>'userId', r.request->>'platform', r.request->>'token',
                        t.id IS NOT NULL AND t.revoked_at IS NULL, t.token_hash, t.token_sealed,
-                       r.callback_url, r.callback_headers::text, r.attempts
+                       r.callback_url, r.callback_headers::text, r.attempts, t.id
                 FROM registration_requests r JOIN mobile_apps m ON m.id = r.mobile_app
                 LEFT JOIN mobile_app_tokens t ON t.id = r.token_id
                 WHERE r.id = ANY($1::uuid[]) ORDER BY r.created_at
@@ -190,7 +205,7 @@ public struct RegistrationRepository: Sendable {
                     fcm: row.int64(4), dryRun: row.bool(5) ?? false, userID: row.string(6) ?? "",
                     platform: RegistrationPlatform(rawValue: row.string(7) ?? ""), token: row.string(8) ?? "",
                     tokenValid: row.bool(9) ?? false, hash: row.bytes(10), sealed: row.bytes(11), url: row.string(12),
-                    headers: RepositoryJSON.decode(row.string(13)), attempts: row.int(14) ?? 1))
+                    headers: RepositoryJSON.decode(row.string(13)), attempts: row.int(14) ?? 1, tokenID: row.int64(15)))
             }
             return out
         }
@@ -200,7 +215,7 @@ public struct RegistrationRepository: Sendable {
             return ClaimedRegistration(
                 id: row.id, appKey: row.appKey, accountKey: row.accountKey, apnsApplication: row.apns, fcmApplication: row.fcm,
                 dryRunValidation: row.dryRun, userID: row.userID, platform: row.platform, deviceToken: row.token,
-                tokenValid: row.tokenValid, apiToken: apiToken, callbackURL: row.url, callbackHeaders: row.headers,
+                tokenValid: row.tokenValid, apiToken: apiToken, tokenID: row.tokenID, callbackURL: row.url, callbackHeaders: row.headers,
                 attempts: row.attempts)
         }
     }
@@ -221,6 +236,7 @@ public struct RegistrationRepository: Sendable {
         let url: String?
         let headers: [String: String]
         let attempts: Int
+        let tokenID: Int64?
     }
 
     /// Records the final state and queues the webhook, in one transaction. Returns false when the request was no
@@ -235,8 +251,8 @@ public struct RegistrationRepository: Sendable {
                 """, [id, status.rawValue, failure?.rawValue])
             guard updated.affectedRows == 1 else { return false }
             if let webhook {
-                try c.query("INSERT INTO webhook_outbox (url, headers, body) VALUES ($1, $2, $3)",
-                            [webhook.url, PGJSON(webhook.headers), webhook.body])
+                try c.query("INSERT INTO webhook_outbox (url, headers, body, signing_token) VALUES ($1, $2, $3, $4)",
+                            [webhook.url, PGJSON(webhook.headers), webhook.body, webhook.signingTokenID])
                 try c.query("SELECT pg_notify($1, '')", [WebhookOutbox.channel])
             }
             return true

@@ -1,3 +1,4 @@
+import ClarionCrypto
 import Foundation
 
 /// A queued webhook, claimed for its one attempt.
@@ -6,6 +7,17 @@ public struct OutboxWebhook: Sendable, Equatable {
     public let url: String
     public let headers: [String: String]
     public let body: String
+    /// The key of the attempt's `x-clarion-signature` (the mobile app's API token, opened from its sealed copy);
+    /// nil when the token row is gone or the outbox was made without the master key. Never logged.
+    public let signingKey: String?
+
+    public init(id: Int64, url: String, headers: [String: String], body: String, signingKey: String? = nil) {
+        self.id = id
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.signingKey = signingKey
+    }
 }
 
 /// Outbound webhooks (`webhook_outbox`): written in the transaction that decides them, sent by a background
@@ -17,12 +29,24 @@ public struct WebhookOutbox: Sendable {
     public static let channel = "clarion_webhooks"
 
     public let pool: PGPool
+    /// Opens signing keys; without it (readers of rows only) claims carry none.
+    private let tokens: MobileAppRepository?
 
-    public init(pool: PGPool) { self.pool = pool }
+    public init(pool: PGPool, masterKey: AESGCMKey? = nil) {
+        self.pool = pool
+        self.tokens = masterKey.map { MobileAppRepository(pool: pool, masterKey: $0) }
+    }
 
     /// Blocking form for the sender's own thread (never the cooperative pool).
     public func claimBlocking(limit: Int, leaseSeconds: Double) throws(StoreError) -> [OutboxWebhook] {
-        try pool.withConnectionBlocking { (c) throws(StoreError) -> [OutboxWebhook] in try Self.claim(c, limit: limit, leaseSeconds: leaseSeconds) }
+        let rows = try pool.withConnectionBlocking { (c) throws(StoreError) -> [ClaimedRow] in
+            try Self.claim(c, limit: limit, leaseSeconds: leaseSeconds)
+        }
+        return rows.map { row in
+            var key: String?
+            if let tokens, let sealed = row.sealed, let hash = row.hash { key = tokens.openToken(sealed: sealed, hash: hash) }
+            return OutboxWebhook(id: row.id, url: row.url, headers: row.headers, body: row.body, signingKey: key)
+        }
     }
 
     /// Blocking form: records the attempt's result.
@@ -36,7 +60,16 @@ public struct WebhookOutbox: Sendable {
         }
     }
 
-    static func claim(_ c: PGConnection, limit: Int, leaseSeconds: Double) throws(StoreError) -> [OutboxWebhook] {
+    struct ClaimedRow: Sendable {
+        let id: Int64
+        let url: String
+        let headers: [String: String]
+        let body: String
+        let hash: [UInt8]?
+        let sealed: [UInt8]?
+    }
+
+    static func claim(_ c: PGConnection, limit: Int, leaseSeconds: Double) throws(StoreError) -> [ClaimedRow] {
         let result = try c.query("""
             WITH c AS (
                 SELECT id FROM webhook_outbox
@@ -44,12 +77,15 @@ public struct WebhookOutbox: Sendable {
                 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
             UPDATE webhook_outbox w SET lease_expires_at = now() + make_interval(secs => $2)
             FROM c WHERE w.id = c.id
-            RETURNING w.id, w.url, w.headers::text, w.body
+            RETURNING w.id, w.url, w.headers::text, w.body,
+                (SELECT t.token_hash FROM mobile_app_tokens t WHERE t.id = w.signing_token),
+                (SELECT t.token_sealed FROM mobile_app_tokens t WHERE t.id = w.signing_token)
             """, [limit, leaseSeconds])
-        var out: [OutboxWebhook] = []
+        var out: [ClaimedRow] = []
         for row in result.rows {
-            out.append(OutboxWebhook(id: try row.requireInt64(0), url: try row.requireString(1),
-                                     headers: RepositoryJSON.decode(row.string(2)), body: try row.requireString(3)))
+            out.append(ClaimedRow(id: try row.requireInt64(0), url: try row.requireString(1),
+                                  headers: RepositoryJSON.decode(row.string(2)), body: try row.requireString(3),
+                                  hash: row.bytes(4), sealed: row.bytes(5)))
         }
         return out.sorted { $0.id < $1.id }
     }

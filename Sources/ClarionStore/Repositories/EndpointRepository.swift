@@ -16,6 +16,8 @@ public struct EndpointRecord: Sendable, Equatable {
     public let customUserData: String?
     public let enabled: Bool
     public let disabledReason: String?
+    /// When the endpoint was disabled (nil while enabled: re-enabling clears it with the reason).
+    public let disabledAt: Date?
     /// Attributes without a column of their own.
     public let attributes: [String: String]
     public let createdAt: Date
@@ -90,7 +92,7 @@ public struct EndpointRepository: Sendable {
 
     static let select = """
         SELECT e.id, e.external_id, e.application, a.name, a.platform, a.enabled, e.token, e.user_id, e.custom_user_data,
-               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at, a.account
+               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at, a.account, e.disabled_at
         FROM endpoints e JOIN platform_applications a ON a.id = e.application
         """
 
@@ -208,7 +210,7 @@ public struct EndpointRepository: Sendable {
                               applicationName: try row.requireString(3), platform: try row.requireString(4),
                               applicationEnabled: row.bool(5) ?? true, token: try row.requireString(6), userID: row.string(7),
                               customUserData: row.string(8), enabled: row.bool(9) ?? true, disabledReason: row.string(10),
-                              attributes: RepositoryJSON.decode(row.string(11)), createdAt: try row.requireDate(12),
+                              disabledAt: row.date(15), attributes: RepositoryJSON.decode(row.string(11)), createdAt: try row.requireDate(12),
                               updatedAt: try row.requireDate(13))
     }
 }

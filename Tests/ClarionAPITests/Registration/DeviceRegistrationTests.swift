@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCore
 import ClarionStore
 import Foundation

@@ -29,7 +29,8 @@ struct RegistrationFixture {
     var devices: String { base + "/api/v1.0/orgs/\(Self.accountID)/pushdeviceregistration/devices" }
 
     static func with<R>(policy: OutboundAddressPolicy = OutboundAddressPolicy(allowPrivateNetworks: true), dryRun: Bool = false,
-                        leaseSeconds: Double = 30, _ body: (RegistrationFixture) async throws -> R) async throws -> R {
+                        leaseSeconds: Double = 30, clock: @escaping @Sendable () -> Date = { Date() },
+                        _ body: (RegistrationFixture) async throws -> R) async throws -> R {
         let url = try TestPostgres.migratedDatabase(prefix: "reg")
         let pool = PGPool(conninfo: url, size: 3)
         defer { pool.shutdown() }
@@ -48,7 +49,8 @@ struct RegistrationFixture {
         let processor = RegistrationProcessor(
             pool: pool, masterKey: masterKey, validator: validator,
             configuration: RegistrationProcessorConfiguration(pollInterval: 0.05, leaseSeconds: leaseSeconds, webhookTimeout: 2,
-                                                              outboundPolicy: policy))
+                                                              outboundPolicy: policy),
+            clock: clock)
         var router = Router()
         registerDeviceRegistrationAPI(on: &router, context: context)
         return try await withServer(router) { server in
@@ -57,6 +59,13 @@ struct RegistrationFixture {
                 apiToken: token, apiKey: apiKey, apnsApplication: apns.key, fcmApplication: fcm.key, validator: validator,
                 processor: processor))
         }
+    }
+
+    /// A native-API call with the account's key (`/v1/mobile-apps`).
+    func native(_ method: String, _ path: String, _ body: String? = nil) async throws -> ClientResult {
+        var headers = ["Authorization": "Bearer \(apiKey)"]
+        if body != nil { headers["Content-Type"] = "application/json" }
+        return try await curl(base + path, method: method, headers: headers, body: body.map { Array($0.utf8) })
     }
 
     func post(_ url: String, _ body: String, headers: [String: String] = [:]) async throws -> ClientResult {
@@ -151,7 +160,8 @@ final class WebhookReceiver: @unchecked Sendable {
                 n = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(n).decode()
                 with open(out, 'a') as f:
-                    f.write(json.dumps({'path': self.path, 'headers': {k.lower(): v for k, v in self.headers.items()}, 'body': body}) + '\\n')
+                    f.write(json.dumps({'path': self.path, 'headers': {k.lower(): v for k, v in self.headers.items()},
+                                        'header_list': [[k, v] for k, v in self.headers.items()], 'body': body}) + '\\n')
                 self.send_response(204)
                 self.end_headers()
             def log_message(self, *a):

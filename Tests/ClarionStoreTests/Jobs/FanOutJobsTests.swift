@@ -99,7 +99,7 @@ struct FanOutJobsTests {
         effects.counters.accepted = 5
         let refused = try await seed.jobs.checkpoint(old, message: message, checkpoint: old.lo + 5, effects: effects,
                                                      lease: .renew(seconds: 30))
-        #expect(refused == .leaseLost)
+        #expect(refused.result == .leaseLost && refused.report.isEmpty)
         let row = try PGConnection(conninfo: seed.url).query(
             "SELECT accepted, checkpoint, lease_owner FROM fanout_shards WHERE id = $1", [old.shard]).first!
         #expect(row.int64(0) == 0)
@@ -117,13 +117,13 @@ struct FanOutJobsTests {
         var first = OutcomeEffects()
         first.counters = DeliveryCounters(targeted: 10, sent: 10, accepted: 10)
         #expect(try await seed.jobs.checkpoint(claims[0], message: message, checkpoint: claims[0].hi, effects: first,
-                                               lease: .finish) == .applied(finishedMessage: nil))
+                                               lease: .finish).result == .applied(finishedMessage: nil))
         let endpoint = try PGConnection(conninfo: seed.url).query("SELECT min(id) FROM endpoints").first!.int64(0)!
         var second = OutcomeEffects()
         second.counters = DeliveryCounters(targeted: 10, sent: 10, accepted: 9, retried: 1)
         second.retries = [RetrySchedule(endpoint: endpoint, attempt: 1, notBefore: Date(), reason: "Unavailable")]
         #expect(try await seed.jobs.checkpoint(claims[1], message: message, checkpoint: claims[1].hi, effects: second,
-                                               lease: .finish) == .applied(finishedMessage: nil))
+                                               lease: .finish).result == .applied(finishedMessage: nil))
         #expect(try await seed.jobs.messageStatus(key: message)?.state == .processing)
 
         // Handed back unsent (over the send rate): due later, unleased, the same attempt, the message still open.
@@ -132,7 +132,7 @@ struct FanOutJobsTests {
         let later = Date().addingTimeInterval(0.3)
         #expect(try await seed.jobs.completeRetries(
             message: message, owner: "r", finished: [], deferred: [.init(id: held[0].id, notBefore: later)],
-            shardCounters: [:], shardFailures: [:], effects: OutcomeEffects()) == nil, "not finished: the retry is pending")
+            shardCounters: [:], shardFailures: [:], effects: OutcomeEffects()).state == nil, "not finished: the retry is pending")
         #expect(try await seed.jobs.claimDueRetries(owner: "r", limit: 10, leaseSeconds: 30).isEmpty)
         let row = try PGConnection(conninfo: seed.url).query(
             "SELECT attempt, lease_owner IS NULL, abs(extract(epoch FROM not_before) - $2) < 0.01 FROM delivery_retries WHERE id = $1",
@@ -146,13 +146,62 @@ struct FanOutJobsTests {
         let state = try await seed.jobs.completeRetries(
             message: message, owner: "r", finished: [due[0].id],
             shardCounters: [claims[1].shard: DeliveryCounters(sent: 1, accepted: 1)], shardFailures: [:],
-            effects: OutcomeEffects())
+            effects: OutcomeEffects()).state
         #expect(state == .completed)
         let status = try await seed.jobs.messageStatus(key: message)!
         #expect(status.counters == DeliveryCounters(targeted: 20, sent: 21, accepted: 20, retried: 1))
         #expect(status.pendingRetries == 0)
         #expect(status.completedAt != nil)
         #expect(status.progress == 1)
+    }
+
+    // Rule (no silent failure): a checkpoint reports what its own transaction disabled or gave up on, read back
+    // from its UPDATEs: an endpoint or application already disabled is not reported again, a lost lease reports
+    // nothing, and the report carries a token prefix, never the token.
+    @Test("a checkpoint reports the endpoints and applications it disabled and the message it gave up on, once")
+    func checkpointReportsWhatItDisabled() async throws {
+        let seed = try Seed(subscriptions: 4)
+        let message = try seed.publish()
+        try await seed.jobs.planPending(shardSize: 2)
+        let claims = try await seed.jobs.claim(owner: "a", limit: 2, leaseSeconds: 30).sorted { $0.lo < $1.lo }
+        #expect(claims.count == 2)
+        let endpoints = try seed.endpoints()
+        let application = try PGConnection(conninfo: seed.url).query("SELECT id FROM platform_applications").first!.int64(0)!
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        var effects = OutcomeEffects()
+        effects.counters = DeliveryCounters(targeted: 2, sent: 2, failed: 2)
+        effects.failures = ["Unregistered": 1, "THIRD_PARTY_AUTH_ERROR": 1]
+        effects.disable = [EndpointDisable(endpoint: endpoints[0], token: "k1", reason: "Unregistered", at: at, providerStatus: 404)]
+        effects.disableApplications = [ApplicationDisable(application: application, reason: "THIRD_PARTY_AUTH_ERROR", at: at,
+                                                          providerStatus: 401)]
+        let first = try await seed.jobs.checkpoint(claims[0], message: message, checkpoint: claims[0].hi, effects: effects, lease: .finish)
+        #expect(first.result == .applied(finishedMessage: nil))
+        let endpoint = try #require(first.report.endpoints.first)
+        #expect(first.report.endpoints.count == 1)
+        #expect(endpoint.endpoint == endpoints[0] && endpoint.accountID == "123456789012" && endpoint.applicationName == "a")
+        #expect(endpoint.platform == "GCM" && endpoint.reason == "Unregistered" && endpoint.providerStatus == 404)
+        #expect(endpoint.tokenPrefix == "k" && endpoint.disabledAt == at && endpoint.message == message)
+        #expect(first.report.applications == [DisabledApplication(
+            application: application, accountID: "123456789012", name: "a", platform: "GCM", reason: "THIRD_PARTY_AUTH_ERROR",
+            providerStatus: 401, disabledAt: at, message: message)])
+        #expect(first.report.messages.isEmpty, "the other shard is still open")
+
+        // The same disables again (another worker saw the same refusals): already done, nothing reported.
+        var again = effects
+        again.counters = DeliveryCounters(targeted: 2, sent: 2, failed: 2)
+        let second = try await seed.jobs.checkpoint(claims[1], message: message, checkpoint: claims[1].hi, effects: again, lease: .finish)
+        #expect(second.result == .applied(finishedMessage: .failed))
+        #expect(second.report.endpoints.isEmpty && second.report.applications.isEmpty)
+        let given = try #require(second.report.messages.first)
+        #expect(second.report.messages.count == 1)
+        #expect(given.message == message && given.state == .failed && given.accountID == "123456789012" && given.targetKind == "topic")
+        #expect(given.counters.failed == 4 && given.failuresByReason == ["Unregistered": 2, "THIRD_PARTY_AUTH_ERROR": 2])
+        let events = try PGConnection(conninfo: seed.url).query("""
+            SELECT count(*) FILTER (WHERE kind = 'EndpointDisabled'), count(*) FILTER (WHERE kind = 'PlatformApplicationDisabled'),
+                max(detail->>'providerStatus') FILTER (WHERE kind = 'EndpointDisabled')
+            FROM events
+            """).first!
+        #expect(events.int64(0) == 1 && events.int64(1) == 1 && events.string(2) == "404")
     }
 
     @Test("a direct publish has no shard and stays unplanned until claimed; the claim inserts its shard leased, as publish + claim used to leave it")
@@ -189,7 +238,7 @@ struct FanOutJobsTests {
         var effects = OutcomeEffects()
         effects.counters = DeliveryCounters(targeted: 1, sent: 1, accepted: 1)
         #expect(try await seed.jobs.checkpoint(claim, message: message, checkpoint: claim.hi, effects: effects,
-                                               lease: .finish) == .applied(finishedMessage: .completed))
+                                               lease: .finish).result == .applied(finishedMessage: .completed))
     }
 
     @Test("two claimers on their own connections never claim the same direct message, and together claim them all")
@@ -278,7 +327,7 @@ struct FanOutJobsTests {
         #expect(again.first?.claim == 2 && again.first?.owner == "b" && again.first?.checkpoint == first.checkpoint)
         #expect(try seed.shardCount(message) == 1)
         #expect(try await seed.jobs.checkpoint(first, message: message, checkpoint: first.hi, effects: OutcomeEffects(),
-                                               lease: .finish) == .leaseLost)
+                                               lease: .finish).result == .leaseLost)
     }
 
     @Test("a direct batch claim takes many direct messages oldest first with their message and endpoint; one batched checkpoint finishes them")
@@ -338,7 +387,7 @@ struct FanOutJobsTests {
             let lease: LeaseDisposition = i == 4 ? .renew(seconds: 60) : .finish
             progress.append(ShardProgress(claim: claim.shard, checkpoint: claim.shard.checkpoint, effects: effects, lease: lease))
         }
-        let results = try await seed.jobs.checkpoint(batch: progress)
+        let results = try await seed.jobs.checkpoint(batch: progress).results
         #expect(results[stolen.shard] == .leaseLost)
         #expect(results[first[0].shard.shard] == .applied(finishedMessage: .completed))
         #expect(results[first[1].shard.shard] == .applied(finishedMessage: .completed), "nothing to send: Completed")
@@ -414,12 +463,12 @@ struct FanOutJobsTests {
         #expect(again.map(\.shard.shard) == first.map(\.shard.shard))
         #expect(again.allSatisfy { $0.shard.claim == 2 && $0.shard.owner == "b" && $0.target != nil })
         let stale = try await seed.jobs.checkpoint(batch: first.map {
-            ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: OutcomeEffects(), lease: .finish) })
+            ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: OutcomeEffects(), lease: .finish) }).results
         #expect(stale.values.allSatisfy { $0 == .leaseLost } && stale.count == 5)
         let done = try await seed.jobs.checkpoint(batch: again.map {
             var effects = OutcomeEffects()
             effects.counters = DeliveryCounters(targeted: 1, sent: 1, accepted: 1)
-            return ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: effects, lease: .finish) })
+            return ShardProgress(claim: $0.shard, checkpoint: $0.shard.hi, effects: effects, lease: .finish) }).results
         #expect(done.values.allSatisfy { $0 == .applied(finishedMessage: .completed) } && done.count == 5)
         for message in messages { #expect(try await seed.jobs.messageStatus(key: message)?.counters.accepted == 1) }
     }

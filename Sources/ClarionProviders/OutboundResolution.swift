@@ -1,0 +1,63 @@
+import ClarionCore
+import Foundation
+
+/// An absolute http(s) URL split into what the webhook sender needs.
+package struct OutboundURL: Sendable, Equatable {
+    package let scheme: String
+    /// Without IPv6 brackets.
+    package let host: String
+    package let port: Int
+    package let text: String
+
+    package init?(_ text: String) {
+        guard text.utf8.count <= 2048, let components = URLComponents(string: text),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              var host = components.host, !host.isEmpty, components.user == nil, components.password == nil else { return nil }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else { return nil }
+        self.scheme = scheme
+        self.host = host
+        self.port = components.port ?? (scheme == "https" ? 443 : 80)
+        self.text = text
+    }
+}
+
+extension OutboundAddressPolicy {
+    /// Resolves `host` (blocking: call it on the sender's own thread) and returns the address to connect to, or
+    /// why the host is refused.
+    package func resolve(_ url: OutboundURL) -> Result<String, OutboundRefusal> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(url.host, String(url.port), &hints, &list)
+        guard status == 0, let first = list else { return .failure(.unresolvable) }
+        defer { freeaddrinfo(list) }
+        var addresses: [String] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+            if entry.pointee.ai_family == AF_INET, let raw = entry.pointee.ai_addr {
+                var address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                if inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil {
+                    addresses.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                }
+            } else if entry.pointee.ai_family == AF_INET6, let raw = entry.pointee.ai_addr {
+                var address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                if inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil {
+                    addresses.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                }
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard let chosen = addresses.first else { return .failure(.unresolvable) }
+        if allowsHost(url.host) { return .success(chosen) }
+        guard addresses.allSatisfy(allows(address:)) else { return .failure(.refusedAddress) }
+        return .success(chosen)
+    }
+}
+
+package enum OutboundRefusal: String, Error, Sendable {
+    case unresolvable = "the host does not resolve"
+    case refusedAddress = "the host resolves to an address the outbound policy refuses"
+}

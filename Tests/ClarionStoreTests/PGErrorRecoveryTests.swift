@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import ClarionStore
+import ClarionTestSupport
+
+/// A command that fails part-way (a pipeline, a COPY) must leave its connection ready for the next caller, or
+/// have it dropped from the pool: never in a state where every later command on it fails.
+@Suite("PostgreSQL: failed pipelines and COPYs leave no broken connection behind")
+struct PGErrorRecoveryTests {
+    /// libpq refuses to send a command with more than 65,535 parameters: a send that fails on the client after
+    /// other commands of the pipeline were queued.
+    static let unsendable = PGCommand("SELECT 1", [any PGEncodable](repeating: 1, count: 65_536))
+
+    /// Rule: libpq leaves pipeline mode only when nothing is queued and every result was read up to its sync
+    /// point; a connection left in pipeline mode refuses every synchronous call ("synchronous command execution
+    /// functions are not allowed in pipeline mode"). A send failing half-way must not leave it so in the pool.
+    @Test("a pipeline whose second command cannot be sent: nothing committed, the pool's next caller is served")
+    func pipelineFailingToSend() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in try c.execute("CREATE TABLE p (id int PRIMARY KEY)") }
+        for _ in 0..<2 {
+            await #expect(throws: StoreError.self) {
+                try await pool.withConnection { c throws(StoreError) in
+                    try c.pipeline([PGCommand("INSERT INTO p VALUES (1)"), Self.unsendable,
+                                    PGCommand("INSERT INTO p VALUES (2)")]).count
+                }
+            }
+            // Synchronous, pipelined and streamed commands all work on the pool's (only) connection.
+            let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM p").first?.int(0) }
+            #expect(count == 0, "the commands queued before the failed send were not committed")
+            let piped = try await pool.withConnection { c throws(StoreError) in try c.pipeline([PGCommand("SELECT 1")]).count }
+            #expect(piped == 1)
+            let streamed = try await pool.withConnection { c throws(StoreError) in try c.stream("SELECT 1") { _ in true } }
+            #expect(streamed == 1)
+        }
+    }
+
+    /// Rule: libpq leaves pipeline mode only with every result read. A server error in a pipeline (a unique
+    /// violation in the second command) is drained to the sync point: the same session goes on.
+    @Test("a pipeline whose second command fails on the server: the same pooled session goes on")
+    func pipelineFailingOnTheServer() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in try c.execute("CREATE TABLE p (id int PRIMARY KEY)") }
+        let pid = try await pool.withConnection { c throws(StoreError) in c.backendPID }
+        do {
+            _ = try await pool.withConnection { c throws(StoreError) in
+                try c.pipeline([PGCommand("INSERT INTO p VALUES (1)"), PGCommand("INSERT INTO p VALUES (1)")]).count
+            }
+            Issue.record("expected a unique violation")
+        } catch {
+            #expect(error.code == .uniqueViolation)
+        }
+        let streamed = try await pool.withConnection { c throws(StoreError) in try c.stream("SELECT 1") { _ in true } }
+        #expect(streamed == 1)
+        let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM p").first?.int(0) }
+        #expect(count == 0)
+        #expect(try await pool.withConnection { c throws(StoreError) in c.backendPID } == pid)
+    }
+
+    /// What must work after a failed COPY, each tried first on its own (the synchronous `query` would have
+    /// swallowed leftover results itself; `stream` and `pipeline` do not).
+    enum FollowUp: String, CaseIterable, Sendable {
+        case stream, pipeline, query
+    }
+
+    static func run(_ followUp: FollowUp, on c: PGConnection) throws(StoreError) -> Int? {
+        switch followUp {
+        case .stream:
+            var value: Int?
+            _ = try c.stream("SELECT 42") { row in value = row.int(0); return true }
+            return value
+        case .pipeline:
+            return try c.pipeline([PGCommand("SELECT 42")]).first?.first?.int(0)
+        case .query:
+            return try c.query("SELECT 42").first?.int(0)
+        }
+    }
+
+    /// Rule: after an error, libpq's results must be read until PQgetResult returns NULL before the connection
+    /// takes the next asynchronous command ("another command is already in progress").
+    @Test("a COPY IN with a bad row fails, and the same pooled session takes the next command",
+          arguments: FollowUp.allCases)
+    func copyInWithABadRow(followUp: FollowUp) async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in try c.execute("CREATE TABLE c (id int PRIMARY KEY, token text)") }
+        let pid = try await pool.withConnection { c throws(StoreError) in c.backendPID }
+        do {
+            _ = try await pool.withConnection { c throws(StoreError) in
+                var sent = false
+                return try c.copyIn("COPY c (id, token) FROM STDIN") {
+                    defer { sent = true }
+                    return sent ? nil : Array("1\tfine\nnot-a-number\tbad\n".utf8)
+                }
+            }
+            Issue.record("expected the bad row to fail the COPY")
+        } catch {
+            #expect(error.sqlState == "22P02")
+        }
+        let value = try await pool.withConnection { c throws(StoreError) in try Self.run(followUp, on: c) }
+        #expect(value == 42)
+        #expect(try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM c").first?.int(0) } == 0)
+        #expect(try await pool.withConnection { c throws(StoreError) in c.backendPID } == pid)
+    }
+
+    /// Rule: after an error, libpq's results must be read until PQgetResult returns NULL. A COPY OUT whose query
+    /// fails after some rows went out.
+    @Test("a COPY OUT failing half-way fails, and the same pooled session takes the next command",
+          arguments: FollowUp.allCases)
+    func copyOutFailingHalfWay(followUp: FollowUp) async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        let pid = try await pool.withConnection { c throws(StoreError) in c.backendPID }
+        do {
+            _ = try await pool.withConnection { c throws(StoreError) in
+                try c.copyOut("COPY (SELECT 10 / (5000 - g) FROM generate_series(1, 10000) g) TO STDOUT") { _ in }
+            }
+            Issue.record("expected division by zero")
+        } catch {
+            #expect(error.sqlState == "22012")
+        }
+        let value = try await pool.withConnection { c throws(StoreError) in try Self.run(followUp, on: c) }
+        #expect(value == 42)
+        #expect(try await pool.withConnection { c throws(StoreError) in c.backendPID } == pid)
+    }
+}
