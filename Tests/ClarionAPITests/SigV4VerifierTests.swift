@@ -216,6 +216,21 @@ print(json.dumps(out))
         await expectFailure(Self.verifier(resolver: Failing()), request, .resolverFailed)
     }
 
+    /// Found by the sigv4 fuzz target (Tests/fuzz/corpus/sigv4/crash-date-year-overflow): the day count of a `Date`
+    /// header's year overflowed `Int64` and trapped, before any key lookup, so one unsigned request stopped the server.
+    @Test("a Date header with a year beyond four digits is refused, not a crash")
+    func hugeYearInDateHeader() async {
+        let date = "Sun, 30 Aug 288888888888888015 12:36:00 GMT"
+        #expect(AWSTimestamp.parseHTTPDate(date) == nil)
+        #expect(AWSTimestamp.parseHTTPDate("Fri, 31 Dec 9999 23:59:59 GMT") == AWSTimestamp.parseBasic("99991231T235959Z"))
+        let request = HTTPRequest(method: .get, rawPath: "/", headers: HTTPHeaders([
+            ("Host", "localhost"), ("Date", date),
+            ("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/sns/aws4_request, SignedHeaders=host, Signature=00"),
+        ]), requestID: "t")
+        await expectFailure(Self.verifier(), request, .incompleteSignature,
+                            message: "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
+    }
+
     @Test("AWS's published get-vanilla vector")
     func awsTestSuiteVector() async throws {
         let credentials = AccessKeyCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: Self.secret, accountID: "1")

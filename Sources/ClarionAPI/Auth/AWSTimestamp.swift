@@ -48,9 +48,11 @@ package enum AWSTimestamp {
         return value
     }
 
+    /// Years are four digits, as both formats write them: a longer one (a `Date` header can hold any number) would
+    /// overflow the day count.
     private static func epochSeconds(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Int64? {
-        guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
-              (0...60).contains(second) else { return nil }
+        guard (0...9999).contains(year), (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour),
+              (0...59).contains(minute), (0...60).contains(second) else { return nil }
         return days(year: Int64(year), month: Int64(month), day: Int64(day)) * 86_400
             + Int64(hour * 3600 + minute * 60 + second)
     }
