@@ -18,11 +18,16 @@ public struct TimeToLive: Sendable, Hashable {
     /// SNS's default TTL: four weeks, which is also FCM's maximum (B.3).
     public static let snsDefaultSeconds = 2_419_200
 
+    /// The longest TTL kept: a year. Longer ones (publishers may give any whole number) are kept as this. Nothing is
+    /// lost, since every provider stores a push for about a month at most (APNs 30 days, FCM 28, ADM 31), and the
+    /// expiry arithmetic stays in range: a TTL near `Int.max` overflows whole seconds after publish time.
+    public static let maximumSeconds = 31_536_000
+
     public let seconds: Int
     public let source: Source
 
     public init(seconds: Int, source: Source) {
-        self.seconds = seconds
+        self.seconds = min(seconds, Self.maximumSeconds)
         self.source = source
     }
 

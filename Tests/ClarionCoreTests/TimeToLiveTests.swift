@@ -72,6 +72,35 @@ struct TimeToLiveTests {
         #expect(push.expiresAt == t0)
     }
 
+    /// A TTL close to `Int.max` trapped where the seconds left, or the absolute expiry, went back to `Int`: the
+    /// dispatcher stopped at render time, and a publisher chooses the TTL attribute and payload TTLs freely.
+    /// Tests/fuzz/corpus/render/crash-ttl-int-max.
+    @Test("a TTL near Int.max is kept as a year, from the attribute or from the payload, for every platform")
+    func hugeTTL() throws {
+        #expect(TimeToLive(seconds: .max, source: .attribute).seconds == TimeToLive.maximumSeconds)
+        #expect(TimeToLive(seconds: 3600, source: .payload).seconds == 3600)
+        let attributes = try MobilePushAttributes.parse(Dictionary(uniqueKeysWithValues: Platform.allCases.map {
+            ($0.ttlAttributeNames[0], MessageAttributeValue.number("9223372036854775807"))
+        }))
+        for platform in Platform.allCases {
+            let push = try renderOrFail(SNSMessage(defaultText: "x"), platform, attributes: attributes, now: t0.addingTimeInterval(5))
+            #expect(push.expiresAt == t0.addingTimeInterval(TimeInterval(TimeToLive.maximumSeconds)))
+            if platform.provider == .apns {
+                #expect(try apnsHeaders(push).expiration == Int(t0.timeIntervalSince1970) + TimeToLive.maximumSeconds)
+            }
+        }
+        let huge = "9223372036854775807"
+        let payloads: [(Platform, String)] = [
+            (.gcm, #"{"time_to_live":\#(huge)}"#), (.gcm, #"{"fcmV1Message":{"message":{"android":{"ttl":"\#(huge)s"}}}}"#),
+            (.adm, #"{"data":{},"expiresAfter":\#(huge)}"#),
+        ]
+        for (platform, payload) in payloads {
+            let message = SNSMessage(defaultText: nil, payloads: [platform.messageKey: object(payload)])
+            let push = try renderOrFail(message, platform, now: t0.addingTimeInterval(5))
+            #expect(push.expiresAt == t0.addingTimeInterval(TimeInterval(TimeToLive.maximumSeconds)), "\(payload)")
+        }
+    }
+
     @Test("SNS C.5: no TTL anywhere: no apns-expiration header, four weeks of bookkeeping")
     func apnsNoTTL() throws {
         let push = try renderOrFail(SNSMessage(defaultText: "x"), .apns)
