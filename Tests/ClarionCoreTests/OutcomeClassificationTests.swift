@@ -225,6 +225,17 @@ struct OutcomeClassificationTests {
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
     }
 
+    /// The day count overflowed `Int` and trapped, taking the dispatcher down with the answer of one provider (or of
+    /// whatever answers at a configured ProviderEndpoint). Tests/fuzz/corpus/provider-responses/crash-retry-after-year-overflow.
+    @Test("Retry-After: an HTTP date with a year beyond four digits is unreadable, not a crash")
+    func retryAfterHugeYear() {
+        let response = ProviderResponse(status: 503, headers: [("Retry-After", "Sun, 06 Nov 99999999999999999 08:49:37 GMT")])
+        #expect(response.retryAfter(now: t0) == nil)
+        #expect(HTTPDate.parse("Fri, 31 Dec 9999 23:59:59 GMT") != nil)
+        #expect(HTTPDate.parse("Mon, 01 Jan 10000 00:00:00 GMT") == nil)
+        #expect(APNsResponseClassifier.classify(response, tokenUpdatedAt: nil, now: t0) == .retryable(reason: "HTTP 503", retryAfter: nil))
+    }
+
     @Test("Outcome effects: what happens to the endpoint, the application, and retries")
     func effects() {
         let at = Date(timeIntervalSince1970: 1)

@@ -43,12 +43,12 @@ enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     static func parse(_ text: String) -> Date? {
-        // "Sun, 06 Nov 1994 08:49:37 GMT"
+        // "Sun, 06 Nov 1994 08:49:37 GMT". Four-digit years only: a longer one would overflow the day count.
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT",
             let day = Int(parts[1]), (1...31).contains(day),
             let monthIndex = months.firstIndex(of: String(parts[2])),
-            let year = Int(parts[3]), year >= 1970
+            let year = Int(parts[3]), (1970...9999).contains(year)
         else { return nil }
         let time = parts[4].split(separator: ":")
         guard time.count == 3, let h = Int(time[0]), let m = Int(time[1]), let s = Int(time[2]),
