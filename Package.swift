@@ -64,11 +64,37 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
     return .testTarget(name: name, dependencies: testDependencies[name]!, swiftSettings: swiftSettings)
 }
 
+// MARK: - Fuzz targets (only when CLARION_FUZZ is set: `scripts/fuzz` builds them, a normal build never sees them)
+//
+// libFuzzer brings its own `main`, so these executables cannot link in a normal build; and `clarion`'s own
+// `main` cannot link beside libFuzzer's. With CLARION_FUZZ set the package is the libraries and the fuzz targets.
+// Each target is Tests/fuzz/<Name>/ with an `LLVMFuzzerTestOneInput`; they reach the parsers through `package`
+// access (one package, so no `@testable`).
+
+let fuzzDependencies: [String: [Target.Dependency]] = [
+    "FuzzHTTP1": ["ClarionAPI"],
+    "FuzzSNSQuery": ["ClarionAPI", "ClarionCore"],
+    "FuzzSigV4": ["ClarionAPI"],
+    "FuzzJSON": ["ClarionCore", "ClarionCrypto"],
+    "FuzzRender": ["ClarionCore"],
+    "FuzzNativeAPI": ["ClarionAPI", "ClarionCore", "ClarionCrypto"],
+    "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],
+    "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCore"],
+    "FuzzProviderResponses": ["ClarionCore"],
+]
+let fuzzing = Context.environment["CLARION_FUZZ"] != nil
+let fuzzTargets: [Target] = fuzzDependencies.keys.sorted().map { name in
+    .executableTarget(name: name, dependencies: ["FuzzSupport"] + fuzzDependencies[name]!, path: "Tests/fuzz/\(name)",
+                      swiftSettings: swiftSettings)
+} + [.target(name: "FuzzSupport", path: "Tests/fuzz/FuzzSupport", swiftSettings: swiftSettings)]
+let notFuzzed: Set<String> = ["clarion", "ClarionApp", "ClarionTestSupport"]
+
 let package = Package(
     name: "Clarion",
     platforms: [.macOS(.v14)],
-    products: [
+    products: fuzzing ? [] : [
         .executable(name: "clarion", targets: ["clarion"]),
     ],
-    targets: systemLibraries + modules + tests
+    targets: fuzzing ? systemLibraries + modules.filter { !notFuzzed.contains($0.name) } + fuzzTargets
+                     : systemLibraries + modules + tests
 )

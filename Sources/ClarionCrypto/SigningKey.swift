@@ -54,6 +54,7 @@ public final class SigningKey: @unchecked Sendable {
             throw CryptoError(.invalidKey, "the \(block.label) block is not a readable key: \(OpenSSLErrors.drain())")
         }
         try self.init(taking: key)
+        try KeyKind.checkPair(pkey, label: block.label)
     }
 
     /// Takes ownership of `pkey` (freed on failure too).
@@ -271,6 +272,20 @@ enum KeyKind {
             return .rs256
         default:
             throw CryptoError(.invalidKey, "only P-256 EC and RSA keys are supported")
+        }
+    }
+
+    /// Refuses a private key whose parts disagree. The d2i readers take a key's fields as written, so a damaged key
+    /// (an RSA modulus that is not p·q, an EC public point that is not the private scalar's) loads, then signs what
+    /// its own public half rejects: the provider would refuse every token it signs. OpenSSL's pairwise check (RSA:
+    /// n = p·q and the exponents agree, no primality tests; EC: one point multiplication) catches it at load time.
+    static func checkPair(_ pkey: OpaquePointer, label: String) throws(CryptoError) {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+            throw CryptoError(.invalidKey, "EVP_PKEY_CTX_new_from_pkey: \(OpenSSLErrors.drain())")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_pairwise_check(context) == 1 else {
+            throw CryptoError(.invalidKey, "the \(label) block is damaged: its public and private parts do not match (\(OpenSSLErrors.drain()))")
         }
     }
 

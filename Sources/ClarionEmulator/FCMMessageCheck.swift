@@ -3,21 +3,21 @@
 ///
 /// Runs on every FCM send, so it works on a `JSONTape` (byte ranges, no dictionaries) and builds
 /// strings only for the target and for error messages.
-enum FCMMessageCheck {
-    struct Target: Equatable {
+package enum FCMMessageCheck {
+    package struct Target: Equatable {
         /// `token`, `topic`, `condition` or `fid`.
-        var kind: String
-        var value: String
+        package var kind: String
+        package var value: String
     }
 
-    struct Result: Equatable {
-        var target: Target
-        var validateOnly: Bool
+    package struct Result: Equatable {
+        package var target: Target
+        package var validateOnly: Bool
         /// UTF-8 bytes of every key and scalar value under `message`, the target field excluded.
-        var payloadSize: Int
+        package var payloadSize: Int
     }
 
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         case valid(Result)
         /// A field path (`message.android.ttl`) and Google-style description.
         case invalid(field: String, description: String)
@@ -85,7 +85,7 @@ enum FCMMessageCheck {
         return out
     }
 
-    static func check(body: [UInt8]) -> Outcome {
+    package static func check(body: [UInt8]) -> Outcome {
         guard let tape = JSONTape(body), tape.kind(tape.root) == .object else {
             return .invalid(field: "", description: "Invalid JSON payload received. Expected a JSON object.")
         }

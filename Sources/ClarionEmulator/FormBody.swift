@@ -1,10 +1,10 @@
 import Foundation
 
 /// `application/x-www-form-urlencoded` bodies (the OAuth token requests of FCM and ADM).
-enum FormBody {
+package enum FormBody {
     /// Name/value pairs, percent- and `+`-decoded; nil when an escape is malformed or a part is not
     /// UTF-8. A repeated name keeps its first value (OAuth forbids repeats; the emulator refuses them).
-    static func parse(_ body: [UInt8]) -> (fields: [String: String], repeated: Bool)? {
+    package static func parse(_ body: [UInt8]) -> (fields: [String: String], repeated: Bool)? {
         var fields: [String: String] = [:]
         var repeated = false
         for part in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
@@ -42,7 +42,7 @@ enum FormBody {
     }
 
     /// Percent-encodes for a form value (unreserved characters stay).
-    static func encode(_ text: String) -> String {
+    package static func encode(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {
             switch byte {

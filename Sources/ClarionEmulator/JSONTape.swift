@@ -5,8 +5,8 @@
 /// Validates the full RFC 8259 grammar, UTF-8 in strings and escape syntax; nesting is limited to 64.
 /// Why not `JWTValue` (ClarionCrypto's tree): building dictionaries and strings for every member cost
 /// about 3 us for a 250-byte message, more than the rest of the request.
-struct JSONTape {
-    enum Kind: UInt8 {
+package struct JSONTape {
+    package enum Kind: UInt8 {
         case object, array, string, number, `true`, `false`, null
     }
 
@@ -26,10 +26,10 @@ struct JSONTape {
 
     let bytes: [UInt8]
     private(set) var entries: [Entry] = []
-    static let maximumDepth = 64
+    package static let maximumDepth = 64
 
     /// nil when `bytes` is not exactly one valid JSON document.
-    init?(_ bytes: [UInt8]) {
+    package init?(_ bytes: [UInt8]) {
         self.bytes = bytes
         entries.reserveCapacity(32)
         var parser = Parser(bytes: bytes)
@@ -38,21 +38,21 @@ struct JSONTape {
         guard parser.index == bytes.count, root == 0 else { return nil }
     }
 
-    var root: Int { 0 }
+    package var root: Int { 0 }
 
-    func kind(_ index: Int) -> Kind { entries[index].kind }
+    package func kind(_ index: Int) -> Kind { entries[index].kind }
 
     /// Children of a container, in document order.
-    func children(_ index: Int) -> ChildSequence { ChildSequence(entries: entries, first: entries[index].firstChild) }
+    package func children(_ index: Int) -> ChildSequence { ChildSequence(entries: entries, first: entries[index].firstChild) }
 
-    struct ChildSequence: Sequence, IteratorProtocol {
+    package struct ChildSequence: Sequence, IteratorProtocol {
         let entries: [Entry]
         var current: Int32
         init(entries: [Entry], first: Int32) {
             self.entries = entries
             self.current = first
         }
-        mutating func next() -> Int? {
+        package mutating func next() -> Int? {
             guard current >= 0 else { return nil }
             defer { current = entries[Int(current)].next }
             return Int(current)
@@ -85,26 +85,26 @@ struct JSONTape {
     }
 
     /// The member's key, unescaped.
-    func key(_ index: Int) -> String {
+    package func key(_ index: Int) -> String {
         let entry = entries[index]
         return Self.decode(bytes[Int(entry.keyStart)..<Int(entry.keyEnd)], escaped: entry.keyEscaped)
     }
 
     /// A string value, unescaped (nil when the entry is not a string).
-    func string(_ index: Int) -> String? {
+    package func string(_ index: Int) -> String? {
         let entry = entries[index]
         guard entry.kind == .string else { return nil }
         return Self.decode(bytes[Int(entry.start)..<Int(entry.end)], escaped: entry.escaped)
     }
 
     /// UTF-8 length of a string value once unescaped.
-    func stringLength(_ index: Int) -> Int {
+    package func stringLength(_ index: Int) -> Int {
         let entry = entries[index]
         return entry.escaped ? string(index)!.utf8.count : Int(entry.end - entry.start)
     }
 
     /// The value as written in the body (strings with their quotes), for error messages.
-    func literal(_ index: Int) -> String {
+    package func literal(_ index: Int) -> String {
         let entry = entries[index]
         let range = entry.kind == .string ? Int(entry.start) - 1..<Int(entry.end) + 1 : Int(entry.start)..<Int(entry.end)
         return String(decoding: bytes[range], as: UTF8.self)

@@ -113,6 +113,60 @@ enum RFC7515A3 {
         #expect(key.verifyingKey.subjectPublicKeyInfoDER == RFC7515A3.subjectPublicKeyInfo)
     }
 
+    /// Found by the credentials fuzz target (Tests/fuzz/corpus/credentials/crash-rsa-modulus-damaged): a PKCS#1 key
+    /// with six characters of its modulus moved. OpenSSL read it and signed with it, and the key's own public half
+    /// refused the signature; as a service account it would have failed every token exchange at Google.
+    static let rsaKeyWithDamagedModulus = """
+        -----BEGIN RSA PRIVATE KEY-----
+        MIIEowIBAAKCAQEAtPO7CB+OBHY7bH88jrZFJJ01a93iYRRYZWsyZ86Gg13oX6uk
+        77S23M8rgp6FJBTHtlBMwbNmQRaejZPjfXRlqSjo/i6rl5nEP3nUrAJWaeFb81T+
+        W9XRBMf7VSMdXEs2l0tZhMhzpdBb7x7W7+tSno4QitM15HYl68zubRTv/TTGWVV1
+        dYZeV3QVJFwSLaqQB+xqdQ5XEFyDjh6d2PlDXyJyyUbzmboqY9sqPV5ODnobyBRz
+        uJNDDgTk2mZJRWX8gP9I8VOrMWQNO7OLfSX1FIma0X2hLyvzWhhRhxgnaGEysAuf
+        5f9UGvloUez3qEDHKiTPLJSK9JnrqwZ62XHYHwIDAQABAoIBABK/ZdNToZ0ousNk
+        81s92zAN8aj5VikEuJvZXWGP7jPSGO9Ak1gaew+pjzJ7RgQU+xQSgcFX2vJHa6nz
+        dpBa7OV3zZv4LeMJFWIWN0iS/Wz+4k31slzFbGB4b7vEZZhYWpGWRvIQ6pp1WfEO
+        WuJcLeVFthSMCXtgGlGx68n1b1/mWUVHTmJgphY1KYA1DTPphNfONIk8hsQAgOQG
+        T3NbbyokawOpAI1L4DfjFdRF7KhuAnrYbQs6Xe4mV3cLvTKr4kLL5ArCMsIP9I8u
+        12bZRwgi+S/cTj9nWxPjKhJcEzzqGQR0R9sGmpqLLfXMmxLyz1I4WKhL7mPWBR83
+        JmiSPzECgYEA15tEB9RzlV/g2es2OA0187CznoRR2QUx3CvmKl3LzZTx9eGx4BbK
+        CHAU9DJ6P+xAK5yF4vRog1TDgn8U7dN912lZ6tJa9nSH/EhoJeCtqLBDAzHa/yL/
+        ZNWJNL91yJVYmB2RIXtDOlbGETvTAeympJ+JVWquRZOCdJ/A15TmfeUCgYEA1tpm
+        C51W7wOrEgAe7+Hq5Iddu3KeeyiG1yuoS+f0IfSVL3XyRNCqGYQM4FTMCpOI7aZI
+        N3/ymprbYDFsMTPiE8yJb6p2MrrL+0QmumDMh8HttxyGbW0CT88za+XKbPaTDMo6
+        sIMSwUXnw+8rzEbhKAHVzlZs19MWrMLfemijfbMCgYA9aIGl4ULSZq56It4cdNbL
+        A6cFHRbawvoChZZWtsRXV3ba2194PcVpRdMSAlaDYlycj0Yq8AXccgYFYwCpBDWx
+        ZtYvZZ5215XrqwvOzgFoLFvJyydex68KHy+nEGkRqkfDe5hceukY8qITQoDE6YxF
+        ExNgerQMKQldAitAu64yaQKBgQC25iikjoZo5eiFZFDxyJJbhNjIL6S2FyPinCmi
+        pIzxMvKk+nUJG9ER85W6irU/86RHGpyzkloGPvmtg6UkpZQ5Yo9E3gnM2bO37KZD
+        VxAGKZKhpMjS8k9bfXm6yl1uMOGxq54WkR4wJcBMzZetSFF360gFZRE3EV1mKGZy
+        IA29fQKBgE31N+4mahtwu4JNcwEQ6wqZ8JVwKPZFUZ5Wn3oPQATdZy2IUjtvu9rM
+        ZwJvfAdu1OkdRHchzaiPGbwExSxvAFJJ+pTYl4sKn/vgvvhJEoAeOjN1uSf+3RIH
+        hOebcsaN3hfY27gvLcbHBajKp1pAiAeAbu/AP9EpqCLbLKPaHyxi
+        -----END RSA PRIVATE KEY-----
+        """
+
+    @Test("a key whose public and private parts disagree is refused at load: a damaged RSA modulus, another key's EC point")
+    func mismatchedKeyParts() throws {
+        func expectDamaged(_ load: () throws(CryptoError) -> SigningKey) {
+            do {
+                _ = try load()
+                Issue.record("a damaged key loaded")
+            } catch {
+                #expect(error.code == .invalidKey)
+                #expect(error.message.contains("do not match"), "\(error.message)")
+            }
+        }
+        expectDamaged { () throws(CryptoError) in try SigningKey(pem: Self.rsaKeyWithDamagedModulus) }
+        // SEC 1 with the RFC's private scalar and the public point of another key.
+        let otherPoint = SigningKey.generateP256().verifyingKey.subjectPublicKeyInfoDER.suffix(65)
+        let mismatched = [0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20] + RFC7515A3.d
+            + [UInt8](hexString: "a00a06082a8648ce3d030107a144034200")! + otherPoint
+        expectDamaged { () throws(CryptoError) in try SigningKey(block: PEMBlock(label: "EC PRIVATE KEY", der: mismatched)) }
+        // The same layout with the matching point still loads.
+        _ = try SigningKey(block: PEMBlock(label: "EC PRIVATE KEY", der: RFC7515A3.sec1PrivateKey))
+    }
+
     @Test("PEM problems are reported, not crashed on", arguments: [
         "",
         "no pem here",

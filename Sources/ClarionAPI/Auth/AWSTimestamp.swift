@@ -1,9 +1,9 @@
 /// The ISO 8601 basic timestamps SigV4 uses (`20150830T123600Z`), and RFC 1123 `Date` headers, to and from
 /// seconds since 1970 in UTC. Hand-written because it is on every signed request and must not depend on the
 /// locale or on DateFormatter's cost.
-enum AWSTimestamp {
+package enum AWSTimestamp {
     /// Parses `YYYYMMDDTHHMMSSZ`.
-    static func parseBasic(_ text: String) -> Int64? {
+    package static func parseBasic(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count == 16, b[8] == UInt8(ascii: "T"), b[15] == UInt8(ascii: "Z") else { return nil }
         guard let year = number(b[0..<4]), let month = number(b[4..<6]), let day = number(b[6..<8]),
@@ -13,7 +13,7 @@ enum AWSTimestamp {
     }
 
     /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form HTTP clients send in `Date`.
-    static func parseHTTPDate(_ text: String) -> Int64? {
+    package static func parseHTTPDate(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT" else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -27,7 +27,7 @@ enum AWSTimestamp {
     }
 
     /// Formats seconds since 1970 as `YYYYMMDDTHHMMSSZ`.
-    static func formatBasic(_ seconds: Int64) -> String {
+    package static func formatBasic(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)

@@ -61,6 +61,35 @@ public struct SigV4Verifier: Sendable {
     }
 
     public func verify(_ request: HTTPRequest) async throws(SigV4Error) -> SigV4Caller {
+        let parsed = try parse(request)
+        let secret: AccessKeyCredentials
+        do {
+            guard let found = try await resolver.credentials(forAccessKeyID: parsed.credential.accessKeyID) else {
+                throw SigV4Error(code: .unknownAccessKey, message: "The security token included in the request is invalid.")
+            }
+            secret = found
+        } catch let error as SigV4Error {
+            throw error
+        } catch {
+            throw SigV4Error(code: .resolverFailed, message: "The access key could not be looked up.")
+        }
+        return try check(parsed, request: request, secret: secret)
+    }
+
+    /// What a request presents, read and held against the credential scope: everything before the key lookup.
+    package struct ParsedRequest {
+        let query: [(name: String, value: String)]
+        let presented: Presented
+        package let credential: Credential
+        let requestTime: Int64
+        /// The request time as `YYYYMMDDTHHMMSSZ`.
+        let amzDate: String
+        let signedHeaders: [String]
+    }
+
+    /// Reads the signature, credential and time a request presents (header or presigned query) and checks the scope
+    /// (date, region, service, terminator) and that `host` is signed. Pure: no lookup, no clock.
+    package func parse(_ request: HTTPRequest) throws(SigV4Error) -> ParsedRequest {
         let query: [(name: String, value: String)]
         do {
             query = try Self.decodeQuery(request.rawQuery)
@@ -90,31 +119,26 @@ public struct SigV4Verifier: Sendable {
         guard signedHeaders.contains("host") else {
             throw mismatch("'Host' must be a 'SignedHeader' in the AWS Authorization.")
         }
+        return ParsedRequest(query: query, presented: presented, credential: credential, requestTime: requestTime,
+                             amzDate: amzDate, signedHeaders: signedHeaders)
+    }
 
-        let secret: AccessKeyCredentials
-        do {
-            guard let found = try await resolver.credentials(forAccessKeyID: credential.accessKeyID) else {
-                throw SigV4Error(code: .unknownAccessKey, message: "The security token included in the request is invalid.")
-            }
-            secret = found
-        } catch let error as SigV4Error {
-            throw error
-        } catch {
-            throw SigV4Error(code: .resolverFailed, message: "The access key could not be looked up.")
-        }
-
-        try checkTime(requestTime, presented: presented)
+    /// Checks a parsed request against its key's secret: the time window on the injected clock, the payload hash,
+    /// then the signature over the canonical request.
+    package func check(_ parsed: ParsedRequest, request: HTTPRequest, secret: AccessKeyCredentials) throws(SigV4Error) -> SigV4Caller {
+        let (presented, credential) = (parsed.presented, parsed.credential)
+        try checkTime(parsed.requestTime, presented: presented)
 
         let payloadHash = try payloadHash(request)
-        let canonical = Self.canonicalRequestBytes(method: request.method.rawValue, rawPath: request.rawPath, query: query,
+        let canonical = Self.canonicalRequestBytes(method: request.method.rawValue, rawPath: request.rawPath, query: parsed.query,
                                                    excludeSignature: presented.inQuery, headers: request.headers,
-                                                   signedHeaders: signedHeaders, signedHeaderList: presented.signedHeaders,
+                                                   signedHeaders: parsed.signedHeaders, signedHeaderList: presented.signedHeaders,
                                                    payloadHash: payloadHash)
         // The string to sign, as bytes: "AWS4-HMAC-SHA256\n<amzDate>\n<date>/<region>/<service>/aws4_request\n<hex>".
         var stringToSign: [UInt8] = []
         stringToSign.reserveCapacity(192)
         stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
-        stringToSign.append(contentsOf: amzDate.utf8)
+        stringToSign.append(contentsOf: parsed.amzDate.utf8)
         stringToSign.append(UInt8(ascii: "\n"))
         stringToSign.append(contentsOf: credential.date.utf8)
         stringToSign.append(UInt8(ascii: "/"))
@@ -151,8 +175,8 @@ public struct SigV4Verifier: Sendable {
         var inQuery: Bool
     }
 
-    struct Credential {
-        var accessKeyID: String
+    package struct Credential {
+        package var accessKeyID: String
         var date: String
         var region: String
         var service: String

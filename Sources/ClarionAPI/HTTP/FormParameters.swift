@@ -151,8 +151,8 @@ public struct FormParameters: Sendable, Sequence {
 
 /// Percent-encoding as AWS defines it for SigV4 (RFC 3986 unreserved characters stay, everything else is
 /// `%XX` with upper-case hex; a space is `%20`, never `+`).
-enum AWSPercentEncoding {
-    static func encode(_ string: String, keepSlash: Bool = false) -> String {
+package enum AWSPercentEncoding {
+    package static func encode(_ string: String, keepSlash: Bool = false) -> String {
         let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
         out.reserveCapacity(string.utf8.count)

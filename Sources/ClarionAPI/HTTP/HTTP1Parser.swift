@@ -7,23 +7,42 @@
 /// decode none) with 501 rather than handed on still encoded. It accepts a bare LF as a line end and skips empty
 /// lines before the request line, as RFC 9112 lets a server do, but counts them toward the head's size limit so a
 /// stream of empty lines ends in 431 rather than being read for ever.
-struct RequestHead {
-    var method: String
+package struct RequestHead {
+    package var method: String
     /// The request-target as sent (origin form, or absolute form).
-    var target: String
+    package var target: String
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    var minorVersion: Int
-    var headers: HTTPHeaders
+    package var minorVersion: Int
+    package var headers: HTTPHeaders
     /// The body's length when framed by `Content-Length` (nil when chunked or absent).
-    var contentLength: Int?
-    var chunked: Bool
+    package var contentLength: Int?
+    package var chunked: Bool
     /// Whether the client lets the connection stay open after the response.
-    var keepAlive: Bool
+    package var keepAlive: Bool
     /// `Expect: 100-continue`: the client waits for an interim `100 Continue` before it sends the body.
-    var expectsContinue: Bool
+    package var expectsContinue: Bool
+
+    /// The request-target split into the path (still percent-encoded) and the query after the first `?` ("" when
+    /// there is none). The absolute form (`GET http://host/path`) keeps only its path.
+    package var pathAndQuery: (path: String, query: String) {
+        var path: String
+        let query: String
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            path = String(target[..<q])
+            query = String(target[target.index(after: q)...])
+        } else {
+            path = target
+            query = ""
+        }
+        if !path.hasPrefix("/"), let scheme = path.range(of: "://") {
+            let afterHost = path[scheme.upperBound...].firstIndex(of: "/")
+            path = afterHost.map { String(path[$0...]) } ?? "/"
+        }
+        return (path, query)
+    }
 }
 
-enum HeadParse {
+package enum HeadParse {
     /// No complete head yet.
     case incomplete
     /// The head, and how many bytes of the input it took.
@@ -32,13 +51,13 @@ enum HeadParse {
     case invalid(status: Int, message: String)
 }
 
-enum HTTP1Parser {
+package enum HTTP1Parser {
     /// The largest request head (request line and header fields) read: beyond it the answer is 431.
-    static let maxHeadBytes = 16 * 1024
+    package static let maxHeadBytes = 16 * 1024
     /// Header fields per request at most (431 beyond).
-    static let maxHeaderFields = 100
+    package static let maxHeaderFields = 100
 
-    static func parseHead(_ input: UnsafeRawBufferPointer) -> HeadParse {
+    package static func parseHead(_ input: UnsafeRawBufferPointer) -> HeadParse {
         let count = input.count
         var position = 0
         // Empty lines before the request line are skipped (RFC 9112 2.2), but they count toward the head's size:
@@ -275,8 +294,8 @@ private func lineEnd(_ input: UnsafeRawBufferPointer, from: Int) -> (contentEnd:
 /// are checked against their grammar (7.1.1), then ignored; anything else after a chunk size is refused, as a
 /// parser that reads `5 junk` as 5 and one that refuses it disagree about the message. Trailer fields are dropped.
 /// A size line that is not complete yet is left in the input.
-struct ChunkedDecoder {
-    enum Outcome: Equatable {
+package struct ChunkedDecoder {
+    package enum Outcome: Equatable {
         /// Took `consumed` bytes; more input is needed.
         case needMore(consumed: Int)
         /// The body is complete; the request took `consumed` bytes of this input.
@@ -297,7 +316,9 @@ struct ChunkedDecoder {
     /// A size or trailer line longer than this is refused.
     static let maxLineBytes = 4096
 
-    mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], limit: Int) -> Outcome {
+    package init() {}
+
+    package mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], limit: Int) -> Outcome {
         var position = 0
         while true {
             switch state {

@@ -139,21 +139,7 @@ final class RequestContext {
         minorVersion = head.minorVersion
         contentLength = head.contentLength
         chunked = head.chunked ? ChunkedDecoder() : nil
-        let target = head.target
-        var path: String
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            path = String(target[..<q])
-            rawQuery = String(target[target.index(after: q)...])
-        } else {
-            path = target
-            rawQuery = ""
-        }
-        // absolute-form (`GET http://host/path`): keep the path only.
-        if !path.hasPrefix("/"), let scheme = path.range(of: "://") {
-            let afterHost = path[scheme.upperBound...].firstIndex(of: "/")
-            path = afterHost.map { String(path[$0...]) } ?? "/"
-        }
-        rawPath = path
+        (rawPath, rawQuery) = head.pathAndQuery
     }
 
     var isHead: Bool { method == "HEAD" }

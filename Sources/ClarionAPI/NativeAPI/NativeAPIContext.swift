@@ -88,10 +88,16 @@ public struct NativeAPIContext: Sendable {
 }
 
 /// The authenticated account of one request.
-struct NativeCaller: Sendable {
+package struct NativeCaller: Sendable {
     let accountID: String
     let accountKey: Int64
     let region: String
+
+    package init(accountID: String, accountKey: Int64, region: String) {
+        self.accountID = accountID
+        self.accountKey = accountKey
+        self.region = region
+    }
 }
 
 final class NativeAccountKeys: Sendable {

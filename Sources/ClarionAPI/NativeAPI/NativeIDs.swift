@@ -13,7 +13,7 @@ import Foundation
 /// | subscription | the UUID | `...:<topic>:<uuid>` |
 ///
 /// An ARN of another account or region names nothing here: it is "not found", like an unknown id.
-enum NativeID {
+package enum NativeID {
     /// Platforms a platform application can have (the SNS actions' list, the store's check constraint).
     static let platforms = PlatformApplicationActions.platforms.sorted()
 
@@ -22,7 +22,7 @@ enum NativeID {
     static func uuidText(_ id: UUID) -> String { id.lowercasedText }
 
     /// A platform application id or ARN -> (platform, name); nil when malformed or of another account.
-    static func application(_ text: String, _ caller: NativeCaller) -> (platform: String, name: String)? {
+    package static func application(_ text: String, _ caller: NativeCaller) -> (platform: String, name: String)? {
         if text.hasPrefix("arn:") {
             guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
                   case .application(let platform, let name) = arn.resource else { return nil }
@@ -33,7 +33,7 @@ enum NativeID {
         return platforms.contains(platform) && isApplicationName(name) ? (platform, name) : nil
     }
 
-    static func endpoint(_ text: String, _ caller: NativeCaller) -> UUID? {
+    package static func endpoint(_ text: String, _ caller: NativeCaller) -> UUID? {
         if text.hasPrefix("arn:") {
             guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
                   case .endpoint(_, _, let id) = arn.resource else { return nil }
@@ -42,7 +42,7 @@ enum NativeID {
         return UUID(text: text)
     }
 
-    static func topic(_ text: String, _ caller: NativeCaller) -> String? {
+    package static func topic(_ text: String, _ caller: NativeCaller) -> String? {
         if text.hasPrefix("arn:") {
             guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
                   case .topic(let name) = arn.resource else { return nil }
@@ -51,7 +51,7 @@ enum NativeID {
         return isTopicName(text) ? text : nil
     }
 
-    static func subscription(_ text: String, _ caller: NativeCaller) -> UUID? {
+    package static func subscription(_ text: String, _ caller: NativeCaller) -> UUID? {
         if text.hasPrefix("arn:") {
             guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
                   case .subscription(_, let id) = arn.resource else { return nil }

@@ -8,8 +8,8 @@ import Foundation
 /// Why not `Decodable`: the native API must tell an absent field from an explicit `null` (PATCH clears with
 /// null), refuse unknown fields by name, and keep message maps in document order for SNS's rules; ClarionCore's
 /// `JSONValue` does all three.
-struct NativeFields {
-    let object: JSONObject
+package struct NativeFields {
+    package let object: JSONObject
     /// The path of this object in the body; "" for the body itself.
     let path: String
 
@@ -19,7 +19,7 @@ struct NativeFields {
     }
 
     /// The body of a request as a JSON object.
-    static func body(_ request: HTTPRequest) throws(JSONAPIError) -> NativeFields {
+    package static func body(_ request: HTTPRequest) throws(JSONAPIError) -> NativeFields {
         if let contentType = request.headers["Content-Type"] {
             let media = String(Substring(contentType).cut(at: UInt8(ascii: ";"))[0].trimmingSpaces()).asciiLowercased()
             guard media == "application/json" || media.hasSuffix("+json") else {
@@ -40,7 +40,7 @@ struct NativeFields {
     func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
 
     /// Refuses members this object does not define.
-    func allowOnly(_ keys: Set<String>) throws(JSONAPIError) {
+    package func allowOnly(_ keys: Set<String>) throws(JSONAPIError) {
         for member in object where !keys.contains(member.key) {
             throw JSONAPIError.invalidField(name(member.key), "Unknown field '\(name(member.key))'.")
         }
@@ -56,7 +56,7 @@ struct NativeFields {
         return value
     }
 
-    func string(_ key: String, maxBytes: Int? = nil) throws(JSONAPIError) -> String? {
+    package func string(_ key: String, maxBytes: Int? = nil) throws(JSONAPIError) -> String? {
         guard let value = try present(key) else { return nil }
         guard let text = value.stringValue else { throw typeError(key, "a string") }
         try check(key, text, maxBytes: maxBytes)
@@ -69,7 +69,7 @@ struct NativeFields {
     }
 
     /// Absent: nil. `null`: `.some(nil)` (clear). A string: `.some(text)`.
-    func nullableString(_ key: String, maxBytes: Int? = nil) throws(JSONAPIError) -> String?? {
+    package func nullableString(_ key: String, maxBytes: Int? = nil) throws(JSONAPIError) -> String?? {
         guard let value = object[key] else { return nil }
         if value == .null { return .some(nil) }
         guard let text = value.stringValue else { throw typeError(key, "a string or null") }
@@ -77,7 +77,7 @@ struct NativeFields {
         return .some(text)
     }
 
-    func bool(_ key: String) throws(JSONAPIError) -> Bool? {
+    package func bool(_ key: String) throws(JSONAPIError) -> Bool? {
         guard let value = try present(key) else { return nil }
         guard let flag = value.boolValue else { throw typeError(key, "a boolean") }
         return flag
@@ -104,7 +104,7 @@ struct NativeFields {
     }
 
     /// An object whose values are all strings (attribute maps).
-    func stringMap(_ key: String) throws(JSONAPIError) -> [String: String]? {
+    package func stringMap(_ key: String) throws(JSONAPIError) -> [String: String]? {
         guard let nested = try object(key) else { return nil }
         var out: [String: String] = [:]
         for member in nested.object {
@@ -183,13 +183,13 @@ enum NativeResponse {
 
 /// Cursor paging: `?limit=1..100&cursor=<opaque>`. The cursor is the last key of the previous page in a form
 /// clients should not read (base64url of "k<key>"), so the encoding can change without breaking them.
-struct NativePaging {
+package struct NativePaging {
     static let maximumLimit = 100
 
-    var limit: Int
-    var after: Int64?
+    package var limit: Int
+    package var after: Int64?
 
-    static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> NativePaging {
+    package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> NativePaging {
         let query: FormParameters
         do throws(FormDecodingError) {
             query = try request.queryParameters()
@@ -216,13 +216,13 @@ struct NativePaging {
         return paging
     }
 
-    static func cursor(_ key: Int64) -> String {
+    package static func cursor(_ key: Int64) -> String {
         Data("k\(key)".utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    static func decodeCursor(_ text: String) -> Int64? {
+    package static func decodeCursor(_ text: String) -> Int64? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64) else { return nil }

@@ -7,7 +7,7 @@ import Foundation
 /// A publish is validated whole before anything is stored (the same core rules as SNS's Publish:
 /// `SNSMessage.parse`, `requireEntry(for:)`, `MobilePushAttributes.parse`), then every resulting message goes
 /// through the publish batcher and the request is answered after their commits: a 202 means stored durably.
-enum NativePublishRoutes {
+package enum NativePublishRoutes {
     /// SNS's limit for a message and its attributes; also the route's body limit.
     static let publishLimit = SNSActionTable.publishPayloadLimit
     static let maximumTargets = 100
@@ -67,36 +67,53 @@ enum NativePublishRoutes {
         let campaignID: String?
     }
 
+    /// A publish body checked whole, before any lookup: the message (text or map), the attributes with `ttl` folded
+    /// in, the namespace request, and the targets, each naming exactly one kind.
+    package struct PublishBody {
+        package let text: String
+        package let structure: MessageStructure?
+        package let attributes: [String: MessageAttributeValue]
+        let ttl: Int?
+        let namespaceRequest: PublishNamespaceRequest?
+        package let targets: [NativeFields]
+
+        package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> PublishBody {
+            let body = try NativeFields.body(request)
+            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
+            guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
+            let (text, structure) = try messageText(message)
+            try NativeFields.checkStorable("message", text)
+            var attributes = try messageAttributes(body)
+            let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
+            if let ttl {
+                // `ttl` is every platform's TTL attribute at once; an explicit attribute still wins.
+                for platform in Platform.allCases {
+                    let name = platform.ttlAttributeNames[0]
+                    if attributes[name] == nil { attributes[name] = .number(String(ttl)) }
+                }
+            }
+            do throws(MessageValidationError) {
+                _ = try MobilePushAttributes.parse(attributes)
+            } catch {
+                throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
+            }
+            // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
+            let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
+            return PublishBody(text: text, structure: structure, attributes: attributes, ttl: ttl,
+                               namespaceRequest: namespaceRequest, targets: try targetList(body))
+        }
+    }
+
     /// Everything before the store: authentication, validation of the whole request, targets resolved.
     static func preparePublish(_ request: HTTPRequest, context c: NativeAPIContext) async throws(JSONAPIError) -> PreparedPublish {
         let caller = try await c.caller(request)
-        let body = try NativeFields.body(request)
-        try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
-        guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
-        let (text, structure) = try messageText(message)
-        try NativeFields.checkStorable("message", text)
-        var attributes = try messageAttributes(body)
-        let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
-        if let ttl {
-            // `ttl` is every platform's TTL attribute at once; an explicit attribute still wins.
-            for platform in Platform.allCases {
-                let name = platform.ttlAttributeNames[0]
-                if attributes[name] == nil { attributes[name] = .number(String(ttl)) }
-            }
-        }
-        do throws(MessageValidationError) {
-            _ = try MobilePushAttributes.parse(attributes)
-        } catch {
-            throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
-        }
-        // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
-        let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
-        let targets = try targetList(body)
+        let body = try PublishBody.parse(request)
+        let (text, structure, attributes, targets) = (body.text, body.structure, body.attributes, body.targets)
         let now = c.clock()
-        let expiresAt = ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
+        let expiresAt = body.ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
         let attributesJSON = storedAttributes(attributes)
-        let namespace = try await namespaceRequest?.resolve(accountKey: caller.accountKey,
-                                                            campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
+        let namespace = try await body.namespaceRequest?.resolve(accountKey: caller.accountKey,
+                                                                 campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
         try NativeFields.checkStorableJSON("attributes", attributesJSON)
 
         var planned: [Planned] = []
@@ -348,7 +365,7 @@ enum NativePublishRoutes {
     }
 
     /// SNS's stored form: `{"Name": {"DataType": ..., "StringValue" | "BinaryValue": ...}}`, names sorted.
-    static func storedAttributes(_ attributes: [String: MessageAttributeValue]) -> String {
+    package static func storedAttributes(_ attributes: [String: MessageAttributeValue]) -> String {
         var out = JSONObject()
         for name in attributes.keys.sorted() {
             let value = attributes[name]!

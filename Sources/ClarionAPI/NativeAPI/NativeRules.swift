@@ -5,7 +5,7 @@ import Foundation
 /// The SNS actions' input rules applied to native requests, so a resource is valid through one API exactly when
 /// it is valid through the other: the SNS checks are called, and their refusal becomes `invalid_field` on the
 /// native field with SNS's wording.
-enum NativeRules {
+package enum NativeRules {
     /// Runs an SNS validator; its refusal becomes `invalid_field` on `field` with SNS's wording.
     static func sns<T>(field: String, _ body: () throws(SNSError) -> T) throws(JSONAPIError) -> T {
         do {
@@ -16,16 +16,16 @@ enum NativeRules {
     }
 
     /// A device token as SNS stores it (APNs: hexadecimal, at most 400, lower-cased; others at most 4096 bytes).
-    static func token(_ token: String, platform: String) throws(JSONAPIError) -> String {
+    package static func token(_ token: String, platform: String) throws(JSONAPIError) -> String {
         try sns(field: "token") { () throws(SNSError) in try EndpointActions.normalizedToken(token, platform: platform) }
     }
 
-    static func customUserData(_ data: String?) throws(JSONAPIError) {
+    package static func customUserData(_ data: String?) throws(JSONAPIError) {
         try sns(field: "custom_user_data") { () throws(SNSError) in try EndpointActions.checkCustomUserData(data) }
     }
 
     /// Topic attributes: SNS's settable names and value checks; FIFO topics are refused as SNS's CreateTopic does here.
-    static func topicAttributes(_ attributes: [String: String]) throws(JSONAPIError) {
+    package static func topicAttributes(_ attributes: [String: String]) throws(JSONAPIError) {
         for name in attributes.keys.sorted() where !TopicActions.settable.contains(name) {
             throw JSONAPIError.invalidField("attributes.\(name)", "Unknown topic attribute '\(name)'.")
         }
@@ -38,7 +38,7 @@ enum NativeRules {
     /// a time, so the refusal names its attribute), then split as it splits them: what is stored, including the
     /// read-only AuthenticationMethod it derives from a GCM credential or an APNs principal. The credential pair is not an attribute
     /// here (`credential`, `principal`), nor is Enabled (`enabled`).
-    static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller, platform: String,
+    package static func applicationAttributes(_ attributes: [String: String], _ caller: NativeCaller, platform: String,
                                       credential: String?, principal: String? = nil) throws(JSONAPIError) -> [String: String] {
         for name in attributes.keys.sorted() {
             let field = "attributes.\(name)"
@@ -67,7 +67,7 @@ enum NativeRules {
     }
 
     /// SNS's CreatePlatformApplication: GCM needs a credential; APNs and ADM need a credential and a principal.
-    static func requireCredentials(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
+    package static func requireCredentials(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
         if credentials.credential?.isEmpty ?? true {
             throw JSONAPIError.missingField("credential")
         }
@@ -105,7 +105,7 @@ enum NativeRules {
     }
 
     /// A given credential or principal must not be empty (SNS refuses empty secrets).
-    static func credentials(_ body: NativeFields) throws(JSONAPIError) -> PlatformCredentials {
+    package static func credentials(_ body: NativeFields) throws(JSONAPIError) -> PlatformCredentials {
         let credential = try body.string("credential"), principal = try body.string("principal")
         if credential?.isEmpty == true { throw JSONAPIError.invalidField("credential", "The field 'credential' must not be empty.") }
         if principal?.isEmpty == true { throw JSONAPIError.invalidField("principal", "The field 'principal' must not be empty.") }

@@ -15,10 +15,10 @@ public func registerDeviceRegistrationAPI(on router: inout Router, context: Regi
     MobileAppRoutes.register(on: &router, context: context)
 }
 
-enum DeviceRegistrationRoutes {
+package enum DeviceRegistrationRoutes {
     static let prefix = "/api/v1.0/orgs/{org}/pushdeviceregistration/devices"
     /// Items of a batch, and ids of a status query.
-    static let batchLimit = 100
+    package static let batchLimit = 100
     static let userIDLimit = 256
     /// 100 registrations with their tokens fit comfortably.
     static let bodyLimit = 1 << 20
@@ -31,7 +31,7 @@ enum DeviceRegistrationRoutes {
                                                "expect", "te", "upgrade", "trailer", WebhookSignature.header]
 
     /// One well-formed registration of a request.
-    struct Parsed {
+    package struct Parsed {
         let appID: UUID
         let apiToken: String
         let request: NewRegistrationRequest
@@ -66,26 +66,7 @@ enum DeviceRegistrationRoutes {
         let status: RouteHandler = .json { request throws(JSONAPIError) in
             let org = request.pathParameters["org"] ?? ""
             let body = try RegistrationFields.object(try RegistrationFields.document(request), path: "")
-            guard let list = body.object["RegistrationRequestIds"], list != .null else {
-                throw JSONAPIError.missingField("RegistrationRequestIds")
-            }
-            guard let values = list.arrayValue else {
-                throw JSONAPIError.invalidField("RegistrationRequestIds", "The field 'RegistrationRequestIds' must be an array of UUIDs.")
-            }
-            guard values.count <= batchLimit else {
-                throw JSONAPIError(status: 400, code: "too_many_items", message: "At most \(batchLimit) ids per request.",
-                                   field: "RegistrationRequestIds")
-            }
-            var ids: [UUID] = []
-            for (index, value) in values.enumerated() {
-                guard let text = value.stringValue, let id = UUID(text: text) else {
-                    throw JSONAPIError.invalidField("RegistrationRequestIds[\(index)]",
-                                                    "The field 'RegistrationRequestIds[\(index)]' must be a UUID.")
-                }
-                ids.append(id)
-            }
-            let app = try body.requiredUUID("MobileAppId")
-            let token = try body.requiredString("ApiToken")
+            let (ids, app, token) = try statusQuery(body)
             let states: [RegistrationState]
             do throws(StoreError) {
                 states = try await c.registrations.states(ids: ids, accountID: org, appExternalID: app, apiToken: token)
@@ -117,6 +98,29 @@ enum DeviceRegistrationRoutes {
         })
     }
 
+    /// The body of a status query: `RegistrationRequestIds` (at most `batchLimit` UUIDs), `MobileAppId`, `ApiToken`.
+    package static func statusQuery(_ body: RegistrationFields) throws(JSONAPIError) -> (ids: [UUID], app: UUID, token: String) {
+        guard let list = body.object["RegistrationRequestIds"], list != .null else {
+            throw JSONAPIError.missingField("RegistrationRequestIds")
+        }
+        guard let values = list.arrayValue else {
+            throw JSONAPIError.invalidField("RegistrationRequestIds", "The field 'RegistrationRequestIds' must be an array of UUIDs.")
+        }
+        guard values.count <= batchLimit else {
+            throw JSONAPIError(status: 400, code: "too_many_items", message: "At most \(batchLimit) ids per request.",
+                               field: "RegistrationRequestIds")
+        }
+        var ids: [UUID] = []
+        for (index, value) in values.enumerated() {
+            guard let text = value.stringValue, let id = UUID(text: text) else {
+                throw JSONAPIError.invalidField("RegistrationRequestIds[\(index)]",
+                                                "The field 'RegistrationRequestIds[\(index)]' must be a UUID.")
+            }
+            ids.append(id)
+        }
+        return (ids, try body.requiredUUID("MobileAppId"), try body.requiredString("ApiToken"))
+    }
+
     static func tracked(_ request: HTTPRequest) -> Bool {
         request.headers[trackHeader]?.trimmingCharacters(in: .whitespaces).lowercased() == "true"
     }
@@ -127,7 +131,7 @@ enum DeviceRegistrationRoutes {
 
     // MARK: Registrations
 
-    static func registration(_ item: RegistrationFields, callback: (url: String, headers: [String: String])?,
+    package static func registration(_ item: RegistrationFields, callback: (url: String, headers: [String: String])?,
                              makeID: () -> UUID) throws(JSONAPIError) -> Parsed {
         let app = try item.requiredUUID("MobileAppId")
         let user = try item.requiredString("UserId", maxLength: userIDLimit)
@@ -178,7 +182,7 @@ enum DeviceRegistrationRoutes {
     }
 
     /// `x-ms-callback-url` (or `x-ms-status-callback-url`) and `x-ms-callback-url-headers`.
-    static func callback(_ request: HTTPRequest) throws(JSONAPIError) -> (url: String, headers: [String: String])? {
+    package static func callback(_ request: HTTPRequest) throws(JSONAPIError) -> (url: String, headers: [String: String])? {
         var found: (name: String, value: String)?
         for name in callbackHeaders {
             if let value = request.headers[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty {
@@ -226,14 +230,14 @@ enum DeviceRegistrationRoutes {
 
     // MARK: Cleanup
 
-    struct CleanupItem {
+    package struct CleanupItem {
         let appID: UUID
         let apiToken: String
         let userID: String
         let deviceToken: String?
     }
 
-    static func cleanupItem(_ item: RegistrationFields) throws(JSONAPIError) -> CleanupItem {
+    package static func cleanupItem(_ item: RegistrationFields) throws(JSONAPIError) -> CleanupItem {
         CleanupItem(appID: try item.requiredUUID("MobileAppId"), apiToken: try item.requiredString("ApiToken"),
                     userID: try item.requiredString("UserId", maxLength: userIDLimit),
                     deviceToken: try item.string("DeviceToken", maxLength: bodyLimit))

@@ -122,7 +122,7 @@ enum MobileEventRoutes {
 }
 
 /// Why an event was refused: the text after `validation: `.
-struct MobileEventError: Error, Sendable, Equatable {
+package struct MobileEventError: Error, Sendable, Equatable {
     let text: String
 
     static func required(_ field: String) -> MobileEventError { MobileEventError(text: "\(field) is required property") }
@@ -146,33 +146,33 @@ struct MobileEventError: Error, Sendable, Equatable {
 }
 
 /// A validated FCM token event.
-struct MobileEvent: Sendable, Equatable {
+package struct MobileEvent: Sendable, Equatable {
     enum EventType: String, CaseIterable, Sendable {
         case registered = "fcm_registration_token_registered"
         case refreshed = "fcm_registration_token_refreshed"
     }
 
-    static let osTypes = ["android", "ios"]
+    package static let osTypes = ["android", "ios"]
 
-    var userID: String
+    package var userID: String
     var eventType: EventType
     var timestamp: Date
     var appID: String
     var appVersion: String
-    var language: String?
-    var osType: String
+    package var language: String?
+    package var osType: String
     var osVersion: String?
     var manufacturer: String?
     var model: String?
-    var firebaseProjectID: String
-    var registrationToken: String
+    package var firebaseProjectID: String
+    package var registrationToken: String
     /// The refresh timestamp for a refresh, the event time for a registration.
     var refreshedAt: Date
 
     /// Validates in a fixed order: user_id, event_type, event_timestamp, version, session_id, event_data (and, for
     /// a refresh, its fcm_registration_token_refresh_timestamp), app (id, name, version, language), os (type,
     /// version), device (manufacturer, model), firebase (project_id, registration_token).
-    static func parse(_ body: [UInt8]) throws(MobileEventError) -> MobileEvent {
+    package static func parse(_ body: [UInt8]) throws(MobileEventError) -> MobileEvent {
         let value: JSONValue
         do throws(JSONParseError) { value = try JSONValue.parse(bytes: body) } catch { throw .body(error) }
         guard let root = value.objectValue else { throw MobileEventError(text: "request body must be a JSON object") }

@@ -82,7 +82,7 @@ final class RegistrationAccountKeys: Sendable {
 
 /// One JSON object of a request, read field by field; every refusal is a 400 naming the field as a path
 /// (`[3].UserId`).
-struct RegistrationFields {
+package struct RegistrationFields {
     let object: JSONObject
     let path: String
 
@@ -94,7 +94,7 @@ struct RegistrationFields {
     func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
 
     /// The parsed body; `application/json` (or no Content-Type) only.
-    static func document(_ request: HTTPRequest) throws(JSONAPIError) -> JSONValue {
+    package static func document(_ request: HTTPRequest) throws(JSONAPIError) -> JSONValue {
         if let contentType = request.headers["Content-Type"] {
             let media = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             guard media == "application/json" || media.hasSuffix("+json") else { throw JSONAPIError.unsupportedMediaType(contentType) }
@@ -107,7 +107,7 @@ struct RegistrationFields {
         }
     }
 
-    static func object(_ value: JSONValue, path: String) throws(JSONAPIError) -> RegistrationFields {
+    package static func object(_ value: JSONValue, path: String) throws(JSONAPIError) -> RegistrationFields {
         guard let object = value.objectValue else {
             if path.isEmpty { throw JSONAPIError.invalidJSON("The request body must be a JSON object.") }
             throw JSONAPIError.invalidField(path, "The item '\(path)' must be a JSON object.")
@@ -116,7 +116,7 @@ struct RegistrationFields {
     }
 
     /// Items of a batch body: a JSON array of 1...`limit` values.
-    static func items(_ value: JSONValue, limit: Int) throws(JSONAPIError) -> [JSONValue] {
+    package static func items(_ value: JSONValue, limit: Int) throws(JSONAPIError) -> [JSONValue] {
         guard let items = value.arrayValue else { throw JSONAPIError.invalidJSON("The request body must be a JSON array.") }
         guard !items.isEmpty else { throw JSONAPIError(status: 400, code: "invalid_json", message: "The array is empty.") }
         guard items.count <= limit else {

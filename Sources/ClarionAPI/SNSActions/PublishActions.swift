@@ -4,7 +4,7 @@ import Foundation
 
 /// Publish and PublishBatch (providers.md C.2, C.4). A publish is validated completely, then stored through
 /// the group-commit batcher; the MessageId is returned only after the commit.
-enum PublishActions {
+package enum PublishActions {
     static let sizeLimit = SNSActionTable.publishPayloadLimit
     static let batchLimit = 10
 
@@ -13,6 +13,12 @@ enum PublishActions {
         /// that stores the message, not by a lookup before it.
         case endpoint(id: UUID, platform: String, application: String, arn: String, account: Int64)
         case topic(TopicRecord, arn: String)
+
+        /// The endpoint's platform for a direct publish; nil for a topic.
+        var endpointPlatform: String? {
+            if case .endpoint(_, let platform, _, _, _) = self { return platform }
+            return nil
+        }
     }
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
@@ -134,6 +140,29 @@ enum PublishActions {
     /// Validates one message (Publish's parameters or one PublishBatch entry) for its target and builds the row.
     static func accept(_ parameters: SNSParameters, target: Target, request: SNSRequest,
                        context: SNSActionContext) throws(SNSError) -> NewMessage {
+        let (text, attributes, structure) = try validate(parameters, endpointPlatform: target.endpointPlatform)
+        let messageTarget: MessageTarget
+        let account: Int64
+        switch target {
+        case .topic(let topic, let arn):
+            messageTarget = .topic(key: topic.key, arn: arn)
+            account = topic.accountKey
+        case .endpoint(let id, let platform, let application, let arn, let accountKey):
+            messageTarget = .endpointReference(id: id, platform: platform, application: application, arn: arn)
+            account = accountKey
+        }
+        return NewMessage(externalID: context.makeID(), accountKey: account, target: messageTarget, message: text,
+                          structure: structure.flatMap { $0.isEmpty ? nil : $0 }, subject: parameters["Subject"],
+                          attributesJSON: attributesJSON(attributes))
+    }
+
+    /// SNS's checks of one message before anything is stored, on the parameters alone: the message, its size with
+    /// the attributes, Subject, no FIFO parameters, MessageStructure, the reserved mobile attributes and the message
+    /// map (a topic publish needs "default"; a direct publish, an entry for the endpoint's platform).
+    /// - Parameter endpointPlatform: the platform of the endpoint published to directly; nil for a topic.
+    /// - Returns: the message, its attributes and the MessageStructure parameter as given.
+    package static func validate(_ parameters: SNSParameters, endpointPlatform: String?)
+        throws(SNSError) -> (text: String, attributes: [String: SNSMessageAttribute], structure: String?) {
         let text = try parameters.required("Message")
         guard !text.isEmpty else { throw SNSError.invalidParameter(message: "Invalid parameter: Empty message") }
         let attributes = try parameters.messageAttributes()
@@ -161,33 +190,20 @@ enum PublishActions {
                 values[name] = MessageAttributeValue(dataType: value.dataType, stringValue: value.stringValue, binaryValue: value.binaryValue)
             }
             _ = try MobilePushAttributes.parse(values)
-            switch target {
-            case .topic:
-                _ = try SNSMessage.parse(message: text, structure: structure, requireDefault: true)
-            case .endpoint(_, let platform, _, _, _):
+            if let endpointPlatform {
                 let parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: false)
-                if let platform = Platform(rawValue: platform) { try parsed.requireEntry(for: platform) }
+                if let platform = Platform(rawValue: endpointPlatform) { try parsed.requireEntry(for: platform) }
+            } else {
+                _ = try SNSMessage.parse(message: text, structure: structure, requireDefault: true)
             }
         } catch {
             throw SNSError.invalidParameter(message: error.message)
         }
-        let messageTarget: MessageTarget
-        let account: Int64
-        switch target {
-        case .topic(let topic, let arn):
-            messageTarget = .topic(key: topic.key, arn: arn)
-            account = topic.accountKey
-        case .endpoint(let id, let platform, let application, let arn, let accountKey):
-            messageTarget = .endpointReference(id: id, platform: platform, application: application, arn: arn)
-            account = accountKey
-        }
-        return NewMessage(externalID: context.makeID(), accountKey: account, target: messageTarget, message: text,
-                          structure: structureText.flatMap { $0.isEmpty ? nil : $0 }, subject: parameters["Subject"],
-                          attributesJSON: attributesJSON(attributes))
+        return (text, attributes, structureText)
     }
 
     /// `{"Name": {"DataType": "String", "StringValue": "..."}}`, BinaryValue as base64.
-    static func attributesJSON(_ attributes: [String: SNSMessageAttribute]) -> String {
+    package static func attributesJSON(_ attributes: [String: SNSMessageAttribute]) -> String {
         guard !attributes.isEmpty else { return "{}" }
         var object: [String: [String: String]] = [:]
         for (name, value) in attributes {

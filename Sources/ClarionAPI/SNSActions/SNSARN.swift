@@ -7,21 +7,21 @@ import Foundation
 ///     arn:aws:sns:<region>:<account>:endpoint/<PLATFORM>/<app>/<uuid>
 ///     arn:aws:sns:<region>:<account>:<topic>
 ///     arn:aws:sns:<region>:<account>:<topic>:<uuid>
-struct SNSARN: Equatable {
-    enum Resource: Equatable {
+package struct SNSARN: Equatable {
+    package enum Resource: Equatable {
         case application(platform: String, name: String)
         case endpoint(platform: String, application: String, id: UUID)
         case topic(name: String)
         case subscription(topic: String, id: UUID)
     }
 
-    let region: String
-    let account: String
-    let resource: Resource
+    package let region: String
+    package let account: String
+    package let resource: Resource
 
     /// The ARN's text, written into one String (interpolating its parts cost about six allocations, on every
     /// publish that names an endpoint).
-    var text: String {
+    package var text: String {
         var pieces: (String, String, String, String) = ("", "", "", "")
         var id: UUID?
         let kind: StaticString
@@ -70,7 +70,7 @@ struct SNSARN: Equatable {
     }
 
     /// Parses any of the four forms; nil for anything else.
-    static func parse(_ text: String) -> SNSARN? {
+    package static func parse(_ text: String) -> SNSARN? {
         // Split on the UTF-8 bytes (':' and '/' are ASCII): Character-wise splitting and its grapheme breaking
         // were a visible share of every Publish.
         let parts = Substring(text).cut(at: UInt8(ascii: ":"))

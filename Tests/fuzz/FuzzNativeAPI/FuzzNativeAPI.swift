@@ -1,0 +1,195 @@
+import ClarionAPI
+import ClarionCore
+import ClarionCrypto
+import Foundation
+import FuzzSupport
+
+/// Request bodies of the native `/v1` API (publish, endpoints, applications, topics, paging, ids), of the device
+/// registration API (single, batch, status, cleanup, callback headers), of mobile events, and delivery ids in open
+/// beacons.
+///
+/// Input: fields separated by 0x1E: a kind (its first letter: p publish, e endpoint, a application, t topic,
+/// r registration, b batch, s status, c cleanup, m mobile event, q paging query, i ids, d delivery id / beacon; any
+/// other byte runs them all), a body, and an extra field (a Content-Type or header lines, or the client address).
+///
+/// Invariants: a publish body that passes names 1 to 100 targets of one kind each, its message map is a JSON object
+/// of strings SNS's parser accepts, and its stored attributes are a JSON object; paging stays within its bounds and
+/// cursors round-trip; an accepted mobile event respects its documented limits; ids resolve only to valid names;
+/// delivery ids have one spelling each and round-trip.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzNativeAPI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let fields = FuzzFields(data, size, limit: 3)
+    let body = fields[1]
+    let extra = fields.text(2)
+    if let kind = fields[0].first.flatMap({ kinds[$0] }) {
+        kind(body, extra)
+    } else {
+        for kind in kinds.values { kind(body, extra) }
+    }
+    return 0
+}
+
+private let kinds: [UInt8: @Sendable ([UInt8], String) -> Void] = [
+    UInt8(ascii: "p"): publish, UInt8(ascii: "e"): endpoint, UInt8(ascii: "a"): application, UInt8(ascii: "t"): topic,
+    UInt8(ascii: "r"): registration, UInt8(ascii: "b"): batch, UInt8(ascii: "s"): status, UInt8(ascii: "c"): cleanup,
+    UInt8(ascii: "m"): mobileEvent, UInt8(ascii: "q"): paging, UInt8(ascii: "i"): ids, UInt8(ascii: "d"): beacon,
+]
+
+private let caller = NativeCaller(accountID: "123456789012", accountKey: 1, region: "us-east-1")
+private let applicationPlatforms = ["APNS", "APNS_SANDBOX", "GCM", "ADM"]
+
+/// A request with `body`; `extra` is its Content-Type when it has no line break, else header lines.
+private func request(_ body: [UInt8], _ extra: String, method: HTTPMethod = .post, query: String = "") -> HTTPRequest {
+    var headers = HTTPHeaders()
+    if extra.contains("\n") {
+        for line in extra.split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.add(String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+    } else if !extra.isEmpty {
+        headers.add("Content-Type", extra)
+    }
+    return HTTPRequest(method: method, rawPath: "/", rawQuery: query, headers: headers, body: body, requestID: "fuzz")
+}
+
+private func publish(_ body: [UInt8], _ extra: String) {
+    guard let parsed = try? NativePublishRoutes.PublishBody.parse(request(body, extra)) else { return }
+    require((1...100).contains(parsed.targets.count), "\(parsed.targets.count) targets")
+    for target in parsed.targets {
+        require(target.object.count == 1, "a target names \(target.object.count) kinds")
+        let topic = target.object["topic"] != nil
+        _ = try? SNSMessage.parse(message: parsed.text, structure: parsed.structure, requireDefault: topic)
+        if let id = try? target.string("endpoint") { _ = NativeID.endpoint(id, caller) }
+        if let id = try? target.string("topic") { _ = NativeID.topic(id, caller) }
+    }
+    if parsed.structure == .json {
+        guard let map = try? JSONValue.parse(parsed.text, duplicateKeys: .reject), let object = map.objectValue else {
+            fatalError("fuzz invariant: the message map written for SNS is not a JSON object")
+        }
+        require(object.allSatisfy { $0.value.stringValue != nil }, "a message map value is not a string")
+    } else {
+        require(!parsed.text.isEmpty, "an empty message")
+    }
+    let stored = NativePublishRoutes.storedAttributes(parsed.attributes)
+    require((try? JSONValue.parse(stored, duplicateKeys: .reject))?.objectValue?.count == parsed.attributes.count,
+            "stored attributes are not one JSON member per attribute")
+}
+
+private func endpoint(_ body: [UInt8], _ extra: String) {
+    guard let fields = try? NativeFields.body(request(body, extra)) else { return }
+    _ = try? fields.allowOnly(["token", "enabled", "custom_user_data", "user_id", "app_version", "language"])
+    if let token = try? fields.string("token") {
+        for platform in applicationPlatforms {
+            if let normalized = try? NativeRules.token(token, platform: platform) {
+                require((try? NativeRules.token(normalized, platform: platform)) == normalized, "token normalisation is not idempotent")
+            }
+        }
+    }
+    if let data = try? fields.nullableString("custom_user_data") { _ = try? NativeRules.customUserData(data) }
+    _ = try? fields.bool("enabled")
+    _ = try? fields.nullableString("user_id", maxBytes: 256)
+}
+
+private func application(_ body: [UInt8], _ extra: String) {
+    guard let fields = try? NativeFields.body(request(body, extra)) else { return }
+    guard let credentials = try? NativeRules.credentials(fields) else { return }
+    let attributes = (try? fields.stringMap("attributes")) ?? [:]
+    for platform in applicationPlatforms {
+        _ = try? NativeRules.requireCredentials(credentials, platform: platform)
+        _ = try? NativeRules.applicationAttributes(attributes, caller, platform: platform, credential: credentials.credential,
+                                                   principal: credentials.principal)
+    }
+}
+
+private func topic(_ body: [UInt8], _ extra: String) {
+    guard let fields = try? NativeFields.body(request(body, extra)) else { return }
+    if let name = try? fields.string("name") { _ = NativeID.topic(name, caller) }
+    if let attributes = try? fields.stringMap("attributes") { _ = try? NativeRules.topicAttributes(attributes) }
+}
+
+private func registrationItem(_ value: JSONValue, path: String, extra: String) {
+    guard let item = try? RegistrationFields.object(value, path: path) else { return }
+    let callback = try? DeviceRegistrationRoutes.callback(request([], extra))
+    _ = try? DeviceRegistrationRoutes.registration(item, callback: callback, makeID: { UUID() })
+    _ = try? DeviceRegistrationRoutes.cleanupItem(item)
+}
+
+private func registration(_ body: [UInt8], _ extra: String) {
+    _ = try? DeviceRegistrationRoutes.callback(request(body, extra))
+    guard let document = try? RegistrationFields.document(request(body, "")) else { return }
+    registrationItem(document, path: "", extra: extra)
+}
+
+private func batch(_ body: [UInt8], _ extra: String) {
+    guard let document = try? RegistrationFields.document(request(body, "")),
+          let items = try? RegistrationFields.items(document, limit: DeviceRegistrationRoutes.batchLimit) else { return }
+    require((1...DeviceRegistrationRoutes.batchLimit).contains(items.count), "a batch of \(items.count)")
+    for (index, item) in items.enumerated() { registrationItem(item, path: "[\(index)]", extra: extra) }
+}
+
+private func status(_ body: [UInt8], _ extra: String) {
+    guard let document = try? RegistrationFields.document(request(body, "")),
+          let fields = try? RegistrationFields.object(document, path: ""),
+          let query = try? DeviceRegistrationRoutes.statusQuery(fields) else { return }
+    require(query.ids.count <= DeviceRegistrationRoutes.batchLimit, "\(query.ids.count) ids in a status query")
+}
+
+private func cleanup(_ body: [UInt8], _ extra: String) {
+    guard let document = try? RegistrationFields.document(request(body, "")) else { return }
+    if let item = try? RegistrationFields.object(document, path: "") { _ = try? DeviceRegistrationRoutes.cleanupItem(item) }
+    for (index, value) in ((try? RegistrationFields.items(document, limit: 100)) ?? []).enumerated() {
+        if let item = try? RegistrationFields.object(value, path: "[\(index)]") { _ = try? DeviceRegistrationRoutes.cleanupItem(item) }
+    }
+}
+
+private func mobileEvent(_ body: [UInt8], _ extra: String) {
+    guard let event = try? MobileEvent.parse(body) else { return }
+    require(event.registrationToken.utf8.count <= 4096 && !event.registrationToken.isEmpty, "registration token length")
+    require(MobileEvent.osTypes.contains(event.osType), "os.type \(event.osType)")
+    if let language = event.language {
+        require(language.utf8.count == 2 && language == language.lowercased(), "language \(language)")
+    }
+    require(!event.userID.isEmpty && event.userID.utf8.count <= 1024, "user_id length")
+    require(!event.firebaseProjectID.isEmpty, "empty project id")
+}
+
+private func paging(_ body: [UInt8], _ extra: String) {
+    let query = String(decoding: body, as: UTF8.self)
+    if let page = try? NativePaging.parse(request([], "", method: .get, query: query)) {
+        require((1...100).contains(page.limit), "limit \(page.limit)")
+        require((page.after ?? 0) >= 0, "negative cursor key")
+    }
+    _ = NativePaging.decodeCursor(extra)
+    var key: Int64 = 0
+    for byte in body.prefix(8) { key = key << 8 | Int64(byte) }
+    key = Int64(key.magnitude % UInt64(Int64.max))
+    require(NativePaging.decodeCursor(NativePaging.cursor(key)) == key, "cursor of \(key) does not round-trip")
+}
+
+private func ids(_ body: [UInt8], _ extra: String) {
+    let text = String(decoding: body, as: UTF8.self)
+    if let application = NativeID.application(text, caller) {
+        require(applicationPlatforms.contains(application.platform) && !application.name.isEmpty && application.name.utf8.count <= 256,
+                "application id \(text)")
+    }
+    if let name = NativeID.topic(text, caller) { require(!name.isEmpty && name.utf8.count <= 256, "topic id \(text)") }
+    _ = NativeID.endpoint(text, caller)
+    _ = NativeID.subscription(text, caller)
+    _ = UUID(text: text)
+}
+
+private let codec = DeliveryIDCodec { Digest.hmacSHA256(key: Array("fuzz delivery-id secret".utf8), data: $0) }
+
+private func beacon(_ body: [UInt8], _ extra: String) {
+    _ = BeaconLimiter.sourceKey(extra)
+    let text = ((try? JSONValue.parse(bytes: body))?["delivery_id"]?.stringValue) ?? String(decoding: body, as: UTF8.self)
+    if let id = try? codec.decode(text) { require(codec.encode(id) == text, "delivery id \(text) has another spelling") }
+    if body.count >= 16 {
+        var keys: [Int64] = [0, 0]
+        for i in 0..<16 { keys[i / 8] = keys[i / 8] << 8 | Int64(body[i]) }
+        let id = DeliveryID(messageKey: keys[0], endpointKey: keys[1])
+        let encoded = codec.encode(id)
+        require(encoded.utf8.count == DeliveryIDCodec.encodedLength, "encoded delivery id of \(encoded.utf8.count) characters")
+        require((try? codec.decode(encoded)) == id, "delivery id \(id) does not round-trip")
+    }
+}
