@@ -1,5 +1,6 @@
 import Foundation
 import ClarionCrypto
+internal import CPQ
 
 /// A private PostgreSQL cluster that Clarion manages under its data directory: `initdb` on first
 /// run, started on a free port on 127.0.0.1 (and a Unix socket inside the directory), stopped on
@@ -30,12 +31,17 @@ public final class EmbeddedPostgres: @unchecked Sendable {
     public private(set) var port: Int = 0
     private let binaries: URL
     private let runAsPostgres: Bool
+    /// Server settings (`-c name=value`) on top of the node's defaults, later ones winning.
+    private let extraSettings: [String: String]
     /// Held (flock) while this process owns the cluster; another process that finds it held uses the
     /// running server without stopping it at the end (`clarion accounts` beside a running `clarion serve`).
     private var ownerLock: Int32 = -1
     public var isOwner: Bool { ownerLock >= 0 }
 
-    public init(dataDirectory: URL, databaseName: String = "clarion") throws(Failure) {
+    /// - Parameter settings: server settings on top of the defaults (a test run's cluster raises
+    ///   `max_connections`: every suite opens pools of its own beside the ones a node would).
+    public init(dataDirectory: URL, databaseName: String = "clarion", settings: [String: String] = [:]) throws(Failure) {
+        self.extraSettings = settings
         self.directory = dataDirectory.appendingPathComponent("postgres")
         self.passwordFile = dataDirectory.appendingPathComponent("postgres.password")
         self.databaseName = databaseName
@@ -126,8 +132,14 @@ public final class EmbeddedPostgres: @unchecked Sendable {
             let options = "-p \(port) -k \(socketDirectory.path) -c listen_addresses=127.0.0.1"
                 + " -c unix_socket_permissions=0700 -c password_encryption=scram-sha-256"
                 + " -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit=on"
-            try run(binaries.appendingPathComponent("pg_ctl").path,
-                    ["-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "60", "-o", options, "start"])
+                + extraSettings.sorted(by: { $0.key < $1.key }).map { " -c \($0.key)=\($0.value)" }.joined()
+            do {
+                try run(binaries.appendingPathComponent("pg_ctl").path,
+                        ["-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "60", "-o", options, "start"])
+            } catch {
+                // pg_ctl says only that it stopped waiting; why the server did not start is in its log.
+                throw Failure(message: error.message + "; the end of \(logFile.path): " + serverLogTail())
+            }
         }
         if upgradeFromTrust { try requirePasswords() }
         try createDatabase(databaseName)
@@ -277,6 +289,12 @@ public final class EmbeddedPostgres: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// The last lines of the server's log, for a start that failed.
+    private func serverLogTail(lines: Int = 8) -> String {
+        guard let text = try? String(contentsOf: logFile, encoding: .utf8) else { return "(unreadable)" }
+        return text.split(separator: "\n").suffix(lines).joined(separator: " | ")
+    }
+
     private func run(_ program: String, _ arguments: [String], asPostgres: Bool? = nil) throws(Failure) {
         // Run from `/`: the caller's working directory may be one the `postgres` user cannot enter (a clone under
         // /root), and pg_ctl refuses to start from there ("could not change directory"). Every path given is absolute.
@@ -322,6 +340,13 @@ enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of ours reaches the child, and so the postmaster `pg_ctl start` leaves running: a descriptor
+        // opened without close-on-exec (by a library, or a test) would otherwise stay open in the server for its
+        // whole life, and the server counts them against its own budget. Seen in the test suite: with about 980
+        // inherited, the postmaster refused to start ("insufficient file descriptors available to start server
+        // process: System allows 17, we need at least 58").
+        let closing = clarion_spawn_close_from(&actions, 3)
+        guard closing == 0 else { throw SpawnError(code: closing) }
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
         cArgs.append(nil)
         defer { for p in cArgs { free(p) } }

@@ -22,7 +22,10 @@ public enum TestPostgres {
             }
             let directory = URL(fileURLWithPath: NSTemporaryDirectory())
                 .appendingPathComponent("clarion-test-pg-\(getpid())")
-            let cluster = try EmbeddedPostgres(dataDirectory: directory, databaseName: "postgres")
+            // The suite opens far more sessions than one node (a pool per fixture, nodes of its own); the
+            // same headroom as scripts/test's cluster, and no fsync for a throwaway cluster.
+            let cluster = try EmbeddedPostgres(dataDirectory: directory, databaseName: "postgres",
+                                               settings: ["max_connections": "300", "fsync": "off"])
             try cluster.start()
             embedded.withLock { $0 = cluster }
             atexit {

@@ -28,12 +28,17 @@ func run(_ executable: String, _ arguments: [String], stdin: [UInt8]? = nil,
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
+    // Closed here, not left to Foundation: the Process keeps its handles, and each run left its files open (about
+    // a thousand descriptors by the end of the suite, inherited by every child the suite started afterwards).
+    var handles = [try FileHandle(forWritingTo: out), try FileHandle(forWritingTo: err)]
+    defer { for handle in handles { try? handle.close() } }
+    process.standardOutput = handles[0]
+    process.standardError = handles[1]
     if let stdin {
         let input = directory.appendingPathComponent("in")
         _ = FileManager.default.createFile(atPath: input.path, contents: Data(stdin))
-        process.standardInput = try FileHandle(forReadingFrom: input)
+        handles.append(try FileHandle(forReadingFrom: input))
+        process.standardInput = handles[2]
     }
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
