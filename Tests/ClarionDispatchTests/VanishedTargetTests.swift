@@ -126,6 +126,32 @@ struct VanishedTargetTests {
         #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0 })")
     }
 
+    @Test("an endpoint deleted while its retry is being sent, and the answer is another 503: the message finishes at once, not after that backoff")
+    func endpointDeletedDuringRetrySend() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "and-", count: 10)
+        let url = fixture.url
+        let transport = RecordingTransport { token, attempt in
+            guard token == "and-4" else { return .accepted(providerID: nil) }
+            if attempt == 1 { return .retryable(reason: "Unavailable", retryAfter: 0.2) }
+            _ = try? PGConnection(conninfo: url).query("DELETE FROM endpoints WHERE token = 'and-4'")
+            return .retryable(reason: "Unavailable", retryAfter: 30)
+        }
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]),
+            configuration: testConfiguration(owner: "node-a")))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message, timeout: 10)
+        await dispatcher.stop()
+
+        #expect(status.state == .completed)
+        #expect(status.counters.accepted == 9)
+        #expect(status.failuresByReason == ["EndpointDeleted": 1])
+        #expect(status.pendingRetries == 0)
+        #expect(transport.sendCount == 11)
+    }
+
     @Test("a platform application disabled while its deliveries wait for a retry: the messages fail with PlatformApplicationDisabled, nothing more is sent")
     func applicationDisabledWithRetryPending() async throws {
         var fixture = try FanOutFixture()

@@ -622,7 +622,9 @@ public struct FanOutJobs: Sendable {
             commands.append(PGCommand("""
                 INSERT INTO delivery_retries (message, endpoint, attempt, not_before, last_reason, shard)
                 SELECT $1, e, a, nb, r, $6 FROM unnest($2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(e, a, nb, r)
-                ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt, not_before = excluded.not_before,
+                ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt,
+                    -- A retry whose endpoint went while it was being sent is due at once: only its failure is left.
+                    not_before = CASE WHEN delivery_retries.vanished IS NULL THEN excluded.not_before ELSE now() END,
                     last_reason = excluded.last_reason, shard = coalesce(excluded.shard, delivery_retries.shard),
                     lease_owner = NULL, lease_expires_at = NULL
                 """, [message, PGArrayParameter(text: PGArrayLiteral.int64s(r.map(\.endpoint))),
