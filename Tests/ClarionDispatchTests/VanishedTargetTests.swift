@@ -214,6 +214,33 @@ struct VanishedTargetTests {
         #expect(afterTopic.counters.accepted < 400)  // of the 500 left
     }
 
+    @Test("a direct message whose endpoint is deleted before any dispatcher takes it fails with EndpointDeleted; a topic message whose topic is deleted completes empty")
+    func deletedBeforeClaim() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("android", prefix: "and-", count: 10)
+        let direct = try fixture.publishToEndpoint(token: "and-3")
+        let topicMessage = try fixture.publishToTopic()
+        let c = try fixture.connection()
+        try c.query("DELETE FROM endpoints WHERE token = 'and-3'")
+        try c.query("DELETE FROM topics WHERE id = $1", [fixture.topic])
+        let transport = RecordingTransport()
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["android": transport]),
+            configuration: testConfiguration(owner: "node-a")))
+        let statuses = try await fixture.waitForAllFinal([direct, topicMessage], timeout: 10)
+        await dispatcher.stop()
+
+        let (one, topic) = (statuses[0], statuses[1])
+        #expect(one.state == .failed)  // not a Completed message that says nothing
+        #expect(one.counters.failed == 1)
+        #expect(one.failuresByReason == ["EndpointDeleted": 1])
+        #expect(try failureLogRows(fixture, direct, response: "rejected: EndpointDeleted") == 1)
+        #expect(topic.state == .completed)  // as an empty topic: nothing was targeted
+        #expect(topic.shards == 0)
+        #expect(transport.sendCount == 0)
+    }
+
     func waitForSends(_ fixture: FanOutFixture, _ message: Int64, atLeast: Int64) async throws {
         let deadline = Date().addingTimeInterval(20)
         while try await fixture.status(message).counters.sent < atLeast, Date() < deadline {
