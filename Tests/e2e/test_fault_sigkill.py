@@ -9,6 +9,7 @@ just before the kill is sent again when its lease runs out). The figures are pri
 docs/testing.md, "Fault tests"."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -195,3 +196,4 @@ def test_sigkill_during_registrations_and_webhooks_loses_nothing():
         if node.proc.poll() is None:
             node.stop()
         receiver.close()
+        shutil.rmtree(data, ignore_errors=True)
