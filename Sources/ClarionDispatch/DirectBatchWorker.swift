@@ -50,6 +50,9 @@ final class DirectBatchWorker {
     private var timings = DispatcherTimings()
     private var configuration: DispatcherConfiguration { context.configuration }
 
+    /// The outcome of a direct message whose endpoint was deleted before it was sent.
+    static let endpointDeleted = DeliveryOutcome.rejected(reason: "EndpointDeleted")
+
     init(claims: [DirectClaim], context: DispatchContext) {
         self.context = context
         members = claims.map { Member(claim: $0, phase: .resolved) }
@@ -132,7 +135,18 @@ final class DirectBatchWorker {
         for application in try await context.jobs.applications(Array(keys)) { applications[application.key] = application }
         let now = configuration.now()
         for i in members.indices {
-            guard let target = members[i].claim.target else { continue }  // nothing left to send: finishes empty
+            guard let target = members[i].claim.target else {
+                // Nothing to send. When no earlier holder's checkpoint passed the endpoint, it was deleted after the
+                // publish was accepted: a failure with that reason, not a Completed message that says nothing.
+                let shard = members[i].claim.shard
+                if shard.checkpoint < shard.hi {
+                    members[i].facts = DeliveryFacts(
+                        endpoint: shard.hi, application: 0, token: "", attempt: 1, expiresAt: members[i].claim.job.expiresAt,
+                        publishedAt: members[i].claim.job.publishedAt, successSampleRate: 0)
+                    record(i, Self.endpointDeleted, sent: false)
+                }
+                continue
+            }
             guard target.enabled, !target.stale, let application = applications[target.application] else {
                 var accounting = DeliveryAccounting(policy: configuration.retryPolicy)
                 accounting.recordSkipped(targeted: true)

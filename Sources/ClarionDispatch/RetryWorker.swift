@@ -32,7 +32,8 @@ struct RetryWorker {
         let job = try await context.jobs.message(message)
         let content = MessageContent(job)
         var lanes: [Int64: ApplicationLane] = [:]
-        try await context.lanes(for: claims.map(\.target.application), content: content, into: &lanes)
+        try await context.lanes(for: claims.filter { $0.vanished == nil }.map(\.target.application), content: content,
+                                into: &lanes)
 
         var outcomes: [DeliveryOutcome?] = Array(repeating: nil, count: claims.count)
         var statuses: [Int?] = Array(repeating: nil, count: claims.count)
@@ -42,6 +43,12 @@ struct RetryWorker {
         var deferred: [FanOutJobs.DeferredRetry] = []
         var isDeferred = Array(repeating: false, count: claims.count)
         for (i, claim) in claims.enumerated() {
+            if let vanished = claim.vanished {
+                // Its endpoint (or the endpoint's application) was deleted: a final failure with that reason, so the
+                // message still finishes (issue 22, finding 10).
+                outcomes[i] = .rejected(reason: vanished)
+                continue
+            }
             guard claim.target.enabled, let lane = lanes[claim.target.application] else {
                 skipped[i] = true
                 continue
@@ -110,6 +117,12 @@ struct RetryWorker {
             if skipped[i] {
                 accounting.recordSkipped(targeted: false)
                 disposition = .final
+            } else if claim.vanished != nil {
+                let facts = DeliveryFacts(
+                    endpoint: claim.target.endpoint, application: 0, token: "", attempt: claim.attempt,
+                    expiresAt: job.expiresAt, publishedAt: job.publishedAt, successSampleRate: 0)
+                disposition = accounting.record(outcomes[i]!, facts: facts, sent: false, targeted: false, now: now,
+                                                unitRandom: configuration.unitRandom())
             } else {
                 let lane = lanes[claim.target.application]!
                 let facts = DeliveryFacts(

@@ -19,6 +19,7 @@ public enum Schema {
         Migration(version: 10, name: "direct messages get their shard when claimed", sql: v10),
         Migration(version: 11, name: "event collector settings per mobile app; webhook signing key by reference",
                   sql: eventCollectorSettingsAndWebhookSigning),
+        Migration(version: 12, name: "retries outlive their endpoint, so their message finishes", sql: retriesOutliveEndpoints),
     ]
 
     static let v1 = """

@@ -622,7 +622,9 @@ public struct FanOutJobs: Sendable {
             commands.append(PGCommand("""
                 INSERT INTO delivery_retries (message, endpoint, attempt, not_before, last_reason, shard)
                 SELECT $1, e, a, nb, r, $6 FROM unnest($2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(e, a, nb, r)
-                ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt, not_before = excluded.not_before,
+                ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt,
+                    -- A retry whose endpoint went while it was being sent is due at once: only its failure is left.
+                    not_before = CASE WHEN delivery_retries.vanished IS NULL THEN excluded.not_before ELSE now() END,
                     last_reason = excluded.last_reason, shard = coalesce(excluded.shard, delivery_retries.shard),
                     lease_owner = NULL, lease_expires_at = NULL
                 """, [message, PGArrayParameter(text: PGArrayLiteral.int64s(r.map(\.endpoint))),
@@ -738,24 +740,37 @@ public struct FanOutJobs: Sendable {
     // MARK: Retries
 
     /// Claims up to `limit` due retries for `owner`, with their endpoints (enabled or not: a disabled one is
-    /// skipped by the worker), oldest due first.
+    /// skipped by the worker), oldest due first. A retry whose endpoint is gone (schema v12) is claimed too, with
+    /// `vanished` saying why, so the worker can count it failed and finish its message.
     public func claimDueRetries(owner: String, limit: Int, leaseSeconds: Double) async throws(StoreError) -> [RetryClaim] {
         try await pool.transaction { (c) throws(StoreError) -> [RetryClaim] in
             let result = try c.query("""
                 WITH c AS (
                     SELECT id FROM delivery_retries
                     WHERE not_before <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED)
-                UPDATE delivery_retries r SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $3)
-                FROM c, endpoints e WHERE r.id = c.id AND e.id = r.endpoint
-                RETURNING r.id, r.message, r.shard, r.attempt, r.last_reason,
-                    e.id, e.id, e.application, e.token, e.enabled, false, coalesce(e.token_refreshed_at, e.created_at)
+                    ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED),
+                u AS (
+                    UPDATE delivery_retries r SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $3)
+                    FROM c WHERE r.id = c.id
+                    RETURNING r.id, r.message, r.shard, r.attempt, r.last_reason, r.endpoint, r.vanished)
+                SELECT u.id, u.message, u.shard, u.attempt, u.last_reason,
+                    e.id, e.id, e.application, e.token, e.enabled, false, coalesce(e.token_refreshed_at, e.created_at),
+                    u.endpoint, CASE WHEN e.id IS NULL THEN coalesce(u.vanished, 'EndpointDeleted') END
+                FROM u LEFT JOIN endpoints e ON e.id = u.endpoint
                 """, [owner, limit, leaseSeconds])
             var out: [RetryClaim] = []
             for row in result.rows {
+                let endpoint = try row.requireInt64(12)
+                let vanished = row.string(13)
+                let target = if vanished == nil {
+                    try Self.target(row, offset: 5)
+                } else {
+                    ShardTarget(key: endpoint, endpoint: endpoint, application: 0, token: "", enabled: false, stale: false,
+                                tokenUpdatedAt: nil)
+                }
                 out.append(RetryClaim(
                     id: try row.requireInt64(0), message: try row.requireInt64(1), shard: row.int64(2),
-                    attempt: row.int(3) ?? 1, lastReason: row.string(4), target: try Self.target(row, offset: 5)))
+                    attempt: row.int(3) ?? 1, lastReason: row.string(4), target: target, vanished: vanished))
             }
             return out
         }

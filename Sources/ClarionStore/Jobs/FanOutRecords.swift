@@ -186,6 +186,9 @@ public struct RetryClaim: Sendable, Hashable {
     public let attempt: Int
     public let lastReason: String?
     public let target: ShardTarget
+    /// Why the delivery's endpoint is gone (`PlatformApplicationDeleted`, `EndpointDeleted`); nil while it exists.
+    /// A vanished retry's `target` carries only the endpoint key.
+    public let vanished: String?
 }
 
 // MARK: - Checkpoint contents
