@@ -79,7 +79,9 @@ public enum CLI {
                     + "                              certificate auth needs it: over h2c no client certificate exists.\n"
                     + "--fault NAME=VALUE            inject faults on send endpoints, repeatable: throttle, internal-error,\n"
                     + "                              unavailable, stall, reset, drop = N (every Nth) or 0.05 / 5% (seeded\n"
-                    + "                              fraction); goaway-after=STREAMS; latency-ms=MS; retry-after=SECONDS;\n"
+                    + "                              fraction); stall-window=N:MS (from send request N, hold every send\n"
+                    + "                              arriving within MS milliseconds, then answer it); goaway-after=STREAMS;\n"
+                    + "                              latency-ms=MS; retry-after=SECONDS;\n"
                     + "                              seed=N; providers=apns,fcm,adm.\n\n"
                     + "Stats: GET /_emulator/stats; records: GET /_emulator/records; reset: POST /_emulator/reset.",
                 run: emulator),

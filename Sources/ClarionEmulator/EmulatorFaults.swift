@@ -11,7 +11,7 @@ import Foundation
 /// Order of evaluation: connection faults first (`dropConnection`, `goAwayAfterStreams`), then stream
 /// faults (`stall`, `resetStream`), then the provider's own validation, then status faults for requests
 /// that would have succeeded (`internalError` 500, `unavailable` 503, `throttle` 429), then `latency`
-/// on whatever answer results.
+/// and the `stallWindow` hold on whatever answer results.
 public struct EmulatorFaults: Codable, Sendable, Hashable {
     /// Restrict the faults to these providers (nil: all).
     public var providers: [EmulatorProvider]?
@@ -26,6 +26,11 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
     public var retryAfterSeconds: Int = 1
     /// The stream is never answered.
     public var stall: Rate?
+    /// The provider stalls once for a while (issue 22's "2 s stall"): from the arrival of send request
+    /// number `StallWindow.atRequest`, every send request that arrives within `StallWindow.milliseconds` is
+    /// held and answered as it would have been when the window closes. Refused streams (GOAWAY) and
+    /// per-stream faults are not held.
+    public var stallWindow: StallWindow?
     /// The stream is reset with REFUSED_STREAM (7).
     public var resetStream: Rate?
     /// The socket is closed without GOAWAY.
@@ -39,6 +44,17 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
     public var seed: UInt64 = 1
 
     public init() {}
+
+    public struct StallWindow: Codable, Sendable, Hashable {
+        /// The window opens when the send request with this sequence number (1-based) arrives.
+        public var atRequest: Int
+        public var milliseconds: Int
+
+        public init(atRequest: Int, milliseconds: Int) {
+            self.atRequest = atRequest
+            self.milliseconds = milliseconds
+        }
+    }
 
     public struct Rate: Codable, Sendable, Hashable {
         public var everyNth: Int?
@@ -63,7 +79,7 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case providers, throttle, internalError, unavailable, retryAfterSeconds, stall, resetStream, dropConnection
+        case providers, throttle, internalError, unavailable, retryAfterSeconds, stall, stallWindow, resetStream, dropConnection
         case goAwayAfterStreams, goAwayReason, latencyMilliseconds, seed
     }
 
@@ -76,6 +92,7 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
         unavailable = try c.decodeIfPresent(Rate.self, forKey: .unavailable)
         retryAfterSeconds = try c.decode(.retryAfterSeconds, default: d.retryAfterSeconds)
         stall = try c.decodeIfPresent(Rate.self, forKey: .stall)
+        stallWindow = try c.decodeIfPresent(StallWindow.self, forKey: .stallWindow)
         resetStream = try c.decodeIfPresent(Rate.self, forKey: .resetStream)
         dropConnection = try c.decodeIfPresent(Rate.self, forKey: .dropConnection)
         goAwayAfterStreams = try c.decodeIfPresent(Int.self, forKey: .goAwayAfterStreams)
@@ -86,7 +103,7 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
 
     /// True when no fault is configured: the hot path then skips the fault machinery entirely.
     var isEmpty: Bool {
-        throttle == nil && internalError == nil && unavailable == nil && stall == nil && resetStream == nil
+        throttle == nil && internalError == nil && unavailable == nil && stall == nil && stallWindow == nil && resetStream == nil
             && dropConnection == nil && goAwayAfterStreams == nil && (latencyMilliseconds ?? 0) <= 0
     }
 
@@ -117,6 +134,7 @@ extension EmulatorFaults {
     /// | name | value | sets |
     /// |---|---|---|
     /// | `throttle`, `internal-error`, `unavailable`, `stall`, `reset`, `drop` | `N` (every Nth) or `0.05` / `5%` (seeded fraction) | the rate |
+    /// | `stall-window` | `N:MS`: from send request N on, hold every send arriving within MS milliseconds | `stallWindow` |
     /// | `goaway-after` | streams per connection | `goAwayAfterStreams` |
     /// | `goaway-reason` | APNs reason in the GOAWAY debug data | `goAwayReason` |
     /// | `latency-ms` | milliseconds | `latencyMilliseconds` |
@@ -152,6 +170,12 @@ extension EmulatorFaults {
         case "stall": stall = try rate()
         case "reset", "reset-stream": resetStream = try rate()
         case "drop", "drop-connection": dropConnection = try rate()
+        case "stall-window":
+            let numbers = value.split(separator: ":", maxSplits: 1).map { Int($0) }
+            guard numbers.count == 2, let at = numbers[0], let milliseconds = numbers[1], at >= 1, milliseconds >= 1 else {
+                throw EmulatorConfigurationError("fault stall-window needs N:MS (from send request N >= 1, hold MS >= 1 milliseconds), got \(value)")
+            }
+            stallWindow = StallWindow(atRequest: at, milliseconds: milliseconds)
         case "goaway-after": goAwayAfterStreams = try integer()
         case "goaway-reason": goAwayReason = value
         case "latency-ms", "latency": latencyMilliseconds = try integer()
@@ -169,7 +193,7 @@ extension EmulatorFaults {
             }
             providers = chosen
         default:
-            throw EmulatorConfigurationError("unknown fault \(name) (throttle, internal-error, unavailable, stall, reset, drop, goaway-after, goaway-reason, latency-ms, retry-after, seed, providers)")
+            throw EmulatorConfigurationError("unknown fault \(name) (throttle, internal-error, unavailable, stall, stall-window, reset, drop, goaway-after, goaway-reason, latency-ms, retry-after, seed, providers)")
         }
     }
 }

@@ -23,6 +23,9 @@ public struct EmulatorRecord: Codable, Sendable, Equatable {
     public var reason: String?
     /// The injected fault that decided the answer, if any.
     public var fault: String?
+    /// How long the answer was held after `time` (added latency, the stall window); nil when it went out at once.
+    /// The client saw the answer no earlier than `time + heldSeconds`.
+    public var heldSeconds: Double?
     public var headers: [String: String]
     /// The request body as UTF-8 text (form bodies have their secrets redacted).
     public var payload: String
@@ -46,6 +49,8 @@ public struct EmulatorStats: Codable, Sendable, Equatable {
     public var totalRequests: Int = 0
     /// Records not kept in memory because `recordLimit` was reached.
     public var recordsDropped: Int = 0
+    /// Send requests whose answer the stall window held (`EmulatorFaults.stallWindow`).
+    public var heldByStallWindow: Int = 0
 
     public subscript(endpoint: String) -> Endpoint { endpoints[endpoint] ?? Endpoint() }
 
@@ -220,6 +225,7 @@ final class EmulatorRecorder: Sendable {
         if let token = record.token { object["token"] = .string(token) }
         if let reason = record.reason { object["reason"] = .string(reason) }
         if let fault = record.fault { object["fault"] = .string(fault) }
+        if let held = record.heldSeconds { object["heldSeconds"] = .number(held) }
         var line = JWTValue.object(object).jsonBytes
         line.append(0x0a)
         return line
@@ -238,6 +244,7 @@ final class EmulatorRecorder: Sendable {
         return JWTValue.object([
             "totalRequests": .number(Double(stats.totalRequests)),
             "recordsDropped": .number(Double(stats.recordsDropped)),
+            "heldByStallWindow": .number(Double(stats.heldByStallWindow)),
             "endpoints": .object(endpoints),
         ]).jsonBytes
     }

@@ -35,6 +35,10 @@ public final class ProviderEmulator: Sendable {
     private let faults: EmulatorFaults
     private let faultsEnabled: Bool
     private let sendSequence = Atomic<UInt64>(0)
+    /// When the stall window opened (clock seconds), once it has.
+    private let stallWindowOpenedAt = Mutex<Double?>(nil)
+    /// Send requests the stall window held.
+    private let stallWindowHeld = Atomic<Int>(0)
 
     /// The SETTINGS_MAX_CONCURRENT_STREAMS a new connection advertises.
     public let initialMaxConcurrentStreams: UInt32
@@ -169,13 +173,20 @@ public final class ProviderEmulator: Sendable {
         }
 
         if let limit = answer.maxConcurrentStreams { connection.advertisedMaxConcurrentStreams = limit }
+        var delayMilliseconds = 0
+        if faultable {
+            delayMilliseconds = max(0, faults.latencyMilliseconds ?? 0)
+            if faults.stallWindow != nil, let held = stallWindowHold(sequence: sequence, now: now) {
+                delayMilliseconds = max(delayMilliseconds, held)
+            }
+        }
         let outcome = RequestOutcome(endpointIndex: endpoint.index, token: answer.token, status: answer.response.status,
                                      reason: answer.reason, fault: fault)
-        account(outcome, request: request, connection: connection, now: now)
+        account(outcome, request: request, connection: connection, now: now, heldMilliseconds: delayMilliseconds)
 
         let action: EmulatorAction
-        if faultable, let latency = faults.latencyMilliseconds, latency > 0 {
-            action = .respondAfter(.milliseconds(latency), answer.response)
+        if delayMilliseconds > 0 {
+            action = .respondAfter(.milliseconds(delayMilliseconds), answer.response)
         } else {
             action = .respond(answer.response)
         }
@@ -184,7 +195,11 @@ public final class ProviderEmulator: Sendable {
 
     // MARK: - Inspection (in-process API for tests)
 
-    public func stats() -> EmulatorStats { recorder.stats() }
+    public func stats() -> EmulatorStats {
+        var stats = recorder.stats()
+        stats.heldByStallWindow = stallWindowHeld.load(ordering: .relaxed)
+        return stats
+    }
 
     /// In-memory records (empty unless `recordInMemory`).
     public func records() -> [EmulatorRecord] { recorder.records() }
@@ -193,6 +208,8 @@ public final class ProviderEmulator: Sendable {
     public func reset() {
         recorder.reset()
         sendSequence.store(0, ordering: .relaxed)
+        stallWindowOpenedAt.withLock { $0 = nil }
+        stallWindowHeld.store(0, ordering: .relaxed)
     }
 
     /// Writes buffered record lines to the record file.
@@ -235,6 +252,21 @@ public final class ProviderEmulator: Sendable {
         connection.advertisedMaxConcurrentStreams < limit ? limit : nil
     }
 
+    /// Milliseconds to hold the answer to send request `sequence` arriving at `now`, if the stall window is open
+    /// (it opens at the arrival of request `atRequest`); nil outside it.
+    private func stallWindowHold(sequence: UInt64, now: Double) -> Int? {
+        guard let window = faults.stallWindow else { return nil }
+        let openedAt = stallWindowOpenedAt.withLock { openedAt -> Double? in
+            if openedAt == nil, sequence >= UInt64(window.atRequest) { openedAt = now }
+            return openedAt
+        }
+        guard let openedAt else { return nil }
+        let remaining = Int(((openedAt + Double(window.milliseconds) / 1000 - now) * 1000).rounded(.up))
+        guard remaining > 0 else { return nil }
+        stallWindowHeld.add(1, ordering: .relaxed)
+        return remaining
+    }
+
     private func connectionFault(_ fault: InjectedFault, endpoint: Endpoint, request: EmulatorRequest,
                                  connection: EmulatorConnectionState, now: Double) -> EmulatorDecision {
         let action: EmulatorAction
@@ -263,7 +295,8 @@ public final class ProviderEmulator: Sendable {
         }
     }
 
-    private func account(_ outcome: RequestOutcome, request: EmulatorRequest, connection: EmulatorConnectionState, now: Double) {
+    private func account(_ outcome: RequestOutcome, request: EmulatorRequest, connection: EmulatorConnectionState, now: Double,
+                         heldMilliseconds: Int = 0) {
         recorder.count(outcome)
         guard recorder.isRecording else { return }
         var headers: [String: String] = [:]
@@ -276,7 +309,8 @@ public final class ProviderEmulator: Sendable {
         }
         recorder.record(EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
                                        path: request.path, token: outcome.token.map(String.init), status: outcome.status ?? 0, reason: outcome.reason,
-                                       fault: outcome.fault?.rawValue, headers: headers, payload: payload))
+                                       fault: outcome.fault?.rawValue, heldSeconds: heldMilliseconds > 0 ? Double(heldMilliseconds) / 1000 : nil,
+                                       headers: headers, payload: payload))
     }
 
     /// A token request's form with its secrets (`client_secret`, `assertion`) replaced.

@@ -8,6 +8,17 @@ struct RetryPolicyTests {
     let transient = DeliveryOutcome.retryable(reason: "503", retryAfter: nil)
     let farFuture = t0.addingTimeInterval(86_400)
 
+    // Issue 22's provider storm (10% 503 + 5% 429 on independent requests): no endpoint of a 1M fan-out may be
+    // given up. The default's attempt budget must make that a rare event (under one fan-out in a thousand), and its
+    // backoff must span more than a short provider outage (5 minutes) before giving up.
+    @Test("The default policy gives up on fewer than 0.001 targets of a 1M fan-out under 15% transient faults, and tries for over 5 minutes")
+    func defaultBudgetOutlastsAStorm() {
+        let standard = RetryPolicy.standard
+        #expect(1_000_000 * pow(0.15, Double(standard.maxAttempts)) < 0.001)
+        let shortestSpan = (1..<standard.maxAttempts).reduce(0.0) { $0 + standard.backoff(afterAttempt: $1, unitRandom: 1) }
+        #expect(shortestSpan > 300)
+    }
+
     @Test("Exponential backoff doubles per attempt, capped, with jitter taking up to half away", arguments: [
         (1, 0.0, 1.0), (1, 0.999_999, 0.500_000_5), (2, 0.0, 2.0), (3, 0.5, 3.0), (4, 0.0, 8.0),
         (6, 0.0, 32.0), (7, 0.0, 60.0), (40, 0.0, 60.0), (40, 1.0, 30.0),

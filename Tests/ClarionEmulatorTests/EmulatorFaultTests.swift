@@ -123,6 +123,33 @@ import Testing
         #expect(response.status == 200)
     }
 
+    @Test("Faults: the stall window holds every send from request N on for its duration, answers each as it would have been, and then lets go")
+    func stallWindow() throws {
+        let f = try F { configuration in
+            configuration.faults.stallWindow = .init(atRequest: 3, milliseconds: 2000)
+            configuration.faults.unavailable = .every(4)
+            configuration.recordInMemory = true
+        }
+        let connection = f.connection()
+        let request = f.apnsRequest()  // one provider token throughout: a new one as the clock moves would be a 429 of its own
+        func send() -> EmulatorAction { f.emulator.handle(request, connection: connection).action }
+        for n in 1...2 {
+            guard case .respond(let response) = send(), response.status == 200 else { Issue.record("request \(n) was held"); return }
+        }
+        guard case .respondAfter(let opening, let third) = send() else { Issue.record("request 3 was not held"); return }
+        #expect(opening == .milliseconds(2000))
+        #expect(third.status == 200)
+        f.clock.advance(0.5)
+        guard case .respondAfter(let later, let fourth) = send() else { Issue.record("request 4 was not held"); return }
+        #expect(later == .milliseconds(1500))
+        #expect(fourth.status == 503)  // status faults still decide the answer; the window only delays it
+        f.clock.advance(1.5)
+        guard case .respond(let after) = send(), after.status == 200 else { Issue.record("request 5, after the window, was held"); return }
+        #expect(f.emulator.stats().heldByStallWindow == 2)
+        #expect(f.emulator.records().map(\.heldSeconds) == [nil, nil, 2.0, 1.5, nil])
+        #expect(String(decoding: EmulatorRecorder.jsonLine(f.emulator.records()[3]), as: UTF8.self).contains("\"heldSeconds\":1.5"))
+    }
+
     @Test("Faults: a provider filter limits faults to that provider; token endpoints never fault")
     func providerFilter() throws {
         let f = try F { configuration in
@@ -150,7 +177,8 @@ import Testing
     func flags() throws {
         var faults = EmulatorFaults()
         for setting in ["throttle=10", "unavailable=0.05", "internal-error=2%", "stall=1000", "reset=7", "drop=0.001",
-                        "goaway-after=500", "goaway-reason=Shutdown", "latency-ms=3", "retry-after=9", "seed=42", "providers=apns, fcm"] {
+                        "goaway-after=500", "goaway-reason=Shutdown", "latency-ms=3", "retry-after=9", "seed=42", "providers=apns, fcm",
+                        "stall-window=200000:2000"] {
             try faults.apply(setting)
         }
         #expect(faults.throttle == .every(10))
@@ -164,10 +192,12 @@ import Testing
         #expect(faults.retryAfterSeconds == 9)
         #expect(faults.seed == 42)
         #expect(faults.providers == [.apns, .fcm])
+        #expect(faults.stallWindow == .init(atRequest: 200_000, milliseconds: 2000))
     }
 
     @Test("Fault flags: malformed settings are refused", arguments: ["throttle", "throttle=", "throttle=0", "throttle=1.5", "throttle=x",
-                                                                      "latency-ms=-1", "providers=hms", "bogus=1", "seed=-3"])
+                                                                      "latency-ms=-1", "providers=hms", "bogus=1", "seed=-3",
+                                                                      "stall-window=2000", "stall-window=0:2000", "stall-window=5:0", "stall-window=a:b"])
     func badFlags(setting: String) {
         var faults = EmulatorFaults()
         #expect(throws: EmulatorConfigurationError.self) { try faults.apply(setting) }

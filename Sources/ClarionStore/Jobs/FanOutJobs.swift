@@ -655,6 +655,15 @@ public struct FanOutJobs: Sendable {
     /// order (so two batches cannot deadlock on them), then one read of their shards' totals and pending retries
     /// and one update of those with nothing left. The lock serialises the last two shards of a message finishing
     /// at once, so exactly one sees the other done (READ COMMITTED: each statement sees what committed before it).
+    ///
+    /// The lock is `FOR NO KEY UPDATE`, not `FOR UPDATE`: the callers' transactions have already written rows that
+    /// reference the message (`delivery_retries`, `fanout_shards`), and each such foreign key holds `FOR KEY SHARE`
+    /// on the message row until commit. `FOR UPDATE` conflicts with that, so two checkpoints that both scheduled
+    /// retries for one message and then both came here waited for each other: a deadlock, and under a provider storm
+    /// (every shard and the retry worker scheduling retries) a queue of them that stopped a 1M fan-out for minutes
+    /// while `withDeadlockRetry` gave up and the shards' leases expired (re-sending since their checkpoints).
+    /// `FOR NO KEY UPDATE` does not conflict with `FOR KEY SHARE` and still conflicts with itself, which is all the
+    /// serialisation above needs; the UPDATE below changes no key column, so it needs no stronger lock.
     /// Returns the final state of each message finished here, and those finished with deliveries given up
     /// (Failed, Expired, or Completed with some failed or expired), with their failures by reason.
     static func finishIfDone(_ c: PGConnection, messages: [Int64]) throws(StoreError)
@@ -663,7 +672,8 @@ public struct FanOutJobs: Sendable {
         guard !keys.isEmpty else { return ([:], []) }
         let ids = PGArrayParameter(text: PGArrayLiteral.int64s(keys))
         let locked = try c.query("""
-            SELECT id FROM messages WHERE id = ANY($1::bigint[]) AND state IN ('Enqueued', 'Processing') ORDER BY id FOR UPDATE
+            SELECT id FROM messages WHERE id = ANY($1::bigint[]) AND state IN ('Enqueued', 'Processing') ORDER BY id
+            FOR NO KEY UPDATE
             """, [ids])
         guard locked.rowCount > 0 else { return ([:], []) }
         var open: [Int64] = []

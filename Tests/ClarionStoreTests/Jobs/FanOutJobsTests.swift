@@ -1,6 +1,7 @@
-import ClarionStore
+@testable import ClarionStore
 import ClarionTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// The job-queue SQL on its own: planning, claims under fenced leases, checkpoints, finishing.
@@ -153,6 +154,62 @@ struct FanOutJobsTests {
         #expect(status.pendingRetries == 0)
         #expect(status.completedAt != nil)
         #expect(status.progress == 1)
+    }
+
+    // Regression (issue 22, provider storm at 1M endpoints): every checkpoint that schedules a retry writes a
+    // delivery_retries row, whose foreign key holds FOR KEY SHARE on the message row until commit; finishIfDone then
+    // locked that row FOR UPDATE, which waits for every other such transaction. Two of them deadlocked (SQLSTATE
+    // 40P01), and with every shard worker and the retry worker doing it the fan-out stopped for minutes.
+    @Test("two transactions that each scheduled a retry for one message can both try to finish it: no deadlock, no wait")
+    func finishingBesideRetriesDoesNotDeadlock() throws {
+        let seed = try Seed(subscriptions: 2)
+        let message = try seed.publish()
+        let endpoints = try seed.endpoints()
+        let url = seed.url
+        let aInserted = DispatchSemaphore(value: 0), bInserted = DispatchSemaphore(value: 0), aDone = DispatchSemaphore(value: 0)
+        let aResult = Mutex<String?>(nil)
+        Thread.detachNewThread {
+            do {
+                let a = try Self.beginScheduling(url: url, message: message, endpoint: endpoints[0])
+                aInserted.signal()
+                bInserted.wait()
+                _ = try FanOutJobs.finishIfDone(a, messages: [message])
+                try a.execute("COMMIT")
+                aResult.withLock { $0 = "ok" }
+            } catch {
+                aInserted.signal()
+                aResult.withLock { $0 = "\(error)" }
+            }
+            aDone.signal()
+        }
+        aInserted.wait()
+        let b = try Self.beginScheduling(url: url, message: message, endpoint: endpoints[1])
+        bInserted.signal()
+        let started = Date()
+        var bResult = "ok"
+        do {
+            let finished = try FanOutJobs.finishIfDone(b, messages: [message])
+            #expect(finished.states.isEmpty, "a retry is pending: the message stays open")
+            try b.execute("COMMIT")
+        } catch {
+            bResult = "\(error)"
+        }
+        aDone.wait()
+        #expect(aResult.withLock { $0 } == "ok")
+        #expect(bResult == "ok")
+        #expect(Date().timeIntervalSince(started) < 1, "finishing waited for a transaction that only references the message")
+        #expect(try PGConnection(conninfo: url).query("SELECT count(*) FROM delivery_retries WHERE message = $1", [message])
+            .first!.int64(0) == 2)
+    }
+
+    /// A transaction that has scheduled a retry for `endpoint` of `message` and is still open.
+    static func beginScheduling(url: String, message: Int64, endpoint: Int64) throws -> PGConnection {
+        let c = try PGConnection(conninfo: url)
+        try c.execute("BEGIN")
+        try c.execute("SET LOCAL lock_timeout = '5s'")  // a wait (the old lock) fails the test instead of hanging it
+        try c.query("INSERT INTO delivery_retries (message, endpoint, attempt, not_before) VALUES ($1, $2, 1, now())",
+                    [message, endpoint])
+        return c
     }
 
     // Rule (no silent failure): a checkpoint reports what its own transaction disabled or gave up on, read back
