@@ -110,6 +110,23 @@ struct HostileJSONTests {
         }
     }
 
+    @Test("finding 8: the escape \\u0000 in a registration or event string is refused by name, not cut short by libpq")
+    func nulEscapesAreRefused() throws {
+        let event = Array(#"{"user_id":"victim\u0000x","event_type":"x"}"#.utf8)
+        #expect(throws: MobileEventError(text: "user_id must be a string without U+0000")) { try MobileEvent.parse(event) }
+
+        let object = try #require(try JSONValue.parse(#"{"token":"tok\u0000other","list":["a\u0000"]}"#).objectValue)
+        let fields = RegistrationFields(object, path: "device")
+        do {
+            _ = try fields.string("token")
+            Issue.record("a token with U+0000 was accepted")
+        } catch {
+            #expect(error.message.contains("'device.token' must not contain the character U+0000"), "\(error.message)")
+        }
+        #expect(throws: JSONAPIError.self) { try AudiencePublish.list(fields, "list") }
+        #expect(try fields.string("missing") == nil)
+    }
+
     // MARK: off the loop thread
 
     static func threadResponse() -> HTTPResponse { .json(Array(String(UInt(pthread_self())).utf8)) }

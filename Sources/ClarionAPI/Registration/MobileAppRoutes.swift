@@ -334,6 +334,7 @@ enum AudiencePublish {
             guard let text = item.stringValue, !text.isEmpty, text.utf8.count <= 64 else {
                 throw JSONAPIError.invalidField("\(key)[\(index)]", "'\(key)[\(index)]' must be a non-empty string.")
             }
+            try NativeFields.checkStorable("\(key)[\(index)]", text)
             out.append(text)
         }
         return out

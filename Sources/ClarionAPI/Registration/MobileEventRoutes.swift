@@ -230,6 +230,9 @@ package struct MobileEvent: Sendable, Equatable {
         guard let value = object[key], value != .null else { return nil }
         guard let text = value.stringValue else { throw .type(path, "a string") }
         guard text.utf8.count <= 1024 || key == "registration_token" else { throw .type(path, "at most 1024 bytes") }
+        // `\u0000` is valid JSON, but PostgreSQL text cannot hold it and libpq would cut the value there: a token
+        // "tok\u0000x" would be stored as "tok".
+        guard !text.utf8.contains(0) else { throw .type(path, "a string without U+0000") }
         return text.isEmpty ? nil : text
     }
 

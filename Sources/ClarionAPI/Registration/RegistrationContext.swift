@@ -136,6 +136,8 @@ package struct RegistrationFields {
         guard text.utf8.count <= maxLength else {
             throw JSONAPIError.invalidField(name(key), "The field '\(name(key))' is longer than \(maxLength) bytes.")
         }
+        // `\u0000` is valid JSON, but PostgreSQL text cannot hold it and libpq would cut the value there.
+        try NativeFields.checkStorable(name(key), text)
         return text
     }
 
