@@ -256,8 +256,9 @@ final class DirectBatchWorker {
     }
 
     /// One transaction for the batch: resolved members finished, and (when renewing or releasing) open ones
-    /// renewed or handed back. Retried a few times with the same contents on a store error (nothing committed),
-    /// then thrown: the leases expire and the messages are claimed again.
+    /// renewed or handed back. Retried with the same contents on a store error (nothing committed;
+    /// `checkpointRetryDelay`: through a short database outage while the leases hold), then thrown: the leases
+    /// expire and the messages are claimed again.
     private func flush(renewing: Bool, releasing: Bool) async throws(StoreError) {
         var batch: [ShardProgress] = []
         var indices: [Int] = []
@@ -292,8 +293,10 @@ final class DirectBatchWorker {
                 break
             } catch {
                 attempt += 1
-                if attempt >= 3 || context.isAbandoned { throw error }
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                let held = DispatcherTimings.seconds(lastRenewal.duration(to: clock.now))
+                guard !context.isAbandoned, let delay = configuration.checkpointRetryDelay(
+                    after: error, attempt: attempt, leaseHeldFor: held, stopping: context.isStopping) else { throw error }
+                try? await Task.sleep(for: .seconds(delay))
             }
         }
         timings.checkpoints += 1

@@ -125,4 +125,33 @@ struct PGErrorRecoveryTests {
         #expect(value == 42)
         #expect(try await pool.withConnection { c throws(StoreError) in c.backendPID } == pid)
     }
+
+    /// Rule: a pipeline's implicit transaction commits at its sync point (PostgreSQL protocol, "Pipelining"), so an
+    /// error that arrives there is the commit failing and nothing was stored. Every command's own result was fine
+    /// before it. The pipeline ignored such an error and returned the commands' results as if committed: a publish
+    /// batch killed by an immediate shutdown of PostgreSQL between its INSERT's result and its commit was
+    /// acknowledged and lost (Tests/e2e/test_fault_database_restart.py). A deferred foreign key fails the same
+    /// way at the sync point, deterministically.
+    @Test("an error at the pipeline's sync point (its commit) is thrown: nothing committed, nothing reported stored")
+    func errorAtSyncPoint() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in
+            try c.execute("CREATE TABLE parent (id int PRIMARY KEY)")
+            try c.execute("CREATE TABLE child (parent int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)")
+        }
+        do {
+            let results = try await pool.withConnection { c throws(StoreError) in
+                try c.pipeline([PGCommand("INSERT INTO child VALUES (1) RETURNING parent")]).map { $0.rowCount }
+            }
+            Issue.record("the pipeline reported \(results) although its commit failed")
+        } catch {
+            #expect(error.code == .foreignKeyViolation)
+        }
+        let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM child").first?.int(0) }
+        #expect(count == 0)
+        // The session goes on.
+        let piped = try await pool.withConnection { c throws(StoreError) in try c.pipeline([PGCommand("SELECT 1")]).count }
+        #expect(piped == 1)
+    }
 }
