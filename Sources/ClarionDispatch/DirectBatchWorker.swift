@@ -303,6 +303,17 @@ final class DirectBatchWorker {
         timings.checkpointSeconds += DispatcherTimings.seconds(started.duration(to: clock.now))
         lastFlush = clock.now
         if renewing { lastRenewal = clock.now }
+        var lost: [Int64] = []
+        defer {
+            // One line per checkpoint, not one per message. After a retry, the first attempt may have committed
+            // before its answer was lost (PostgreSQL restarted mid-commit): then the shards are finished, not taken.
+            if !lost.isEmpty {
+                configuration.log.warning("direct shard leases taken over", [
+                    "shards": String(lost.count), "first": String(lost[0]), "attempts": String(attempt + 1),
+                    "note": attempt > 0 ? "an earlier attempt of this checkpoint may have committed before its answer was lost"
+                                        : "another dispatcher holds them"])
+            }
+        }
         for (k, i) in indices.enumerated() {
             let progress = batch[k]
             let result = results[progress.claim.shard] ?? .leaseLost
@@ -322,10 +333,7 @@ final class DirectBatchWorker {
             }
             members[i].phase = .written
             if exit == .finished { finishedAny = true }
-            if exit == .leaseLost {
-                configuration.log.warning("direct shard lease taken over", ["shard": String(progress.claim.shard),
-                                                                  "message": String(progress.claim.message)])
-            }
+            if exit == .leaseLost { lost.append(progress.claim.shard) }
             context.observer?.shardEnded(shard: progress.claim.shard, owner: progress.claim.owner, how: exit)
         }
     }

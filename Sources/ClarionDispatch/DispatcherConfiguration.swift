@@ -167,7 +167,7 @@ extension DispatcherConfiguration {
     ///     delay (s):      0.2  0.4  0.6  0.8  1.0  1.0 ...   (transient, until 25 s of a 30 s lease)
     ///     other errors:   0.2  0.4  give up
     func checkpointRetryDelay(after error: StoreError, attempt: Int, leaseHeldFor: Double, stopping: Bool) -> Double? {
-        let delay = min(1.0, 0.2 * Double(attempt))
+        let delay = Double(min(attempt, 5)) / 5
         if error.isTransient && !stopping {
             return leaseHeldFor + delay < leaseDuration * 5 / 6 ? delay : nil
         }

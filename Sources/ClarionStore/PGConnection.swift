@@ -226,8 +226,17 @@ public final class PGConnection {
         // committing) means nothing committed, and no sync point at all means the commit is not confirmed. Both
         // were ignored: an immediate shutdown of PostgreSQL between a batch's INSERT result and its commit
         // acknowledged publishes that were never stored (Tests/e2e/test_fault_database_restart.py).
+        // An error result here is followed by a NULL (end of that result) and then the sync point; a session that
+        // died gives NULLs with a bad status.
         var synced = false
-        while let result = PQgetResult(handle) {
+        var nulls = 0
+        while true {
+            guard let result = PQgetResult(handle) else {
+                nulls += 1
+                if PQstatus(handle) != CONNECTION_OK || nulls > 2 { break }
+                continue
+            }
+            nulls = 0
             let status = PQresultStatus(result)
             if status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR {
                 let error = resultError(result)

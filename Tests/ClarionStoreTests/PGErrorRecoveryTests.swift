@@ -154,4 +154,31 @@ struct PGErrorRecoveryTests {
         let piped = try await pool.withConnection { c throws(StoreError) in try c.pipeline([PGCommand("SELECT 1")]).count }
         #expect(piped == 1)
     }
+
+    /// The fault test's case itself: the session dies while committing, after every command's result arrived. A
+    /// deferred trigger that terminates its own backend runs at the commit, so the client reads the INSERT's rows,
+    /// then a FATAL and a closed connection instead of the sync point. This was returned as success.
+    @Test("a session that dies at the pipeline's commit is connectionLost, not success; nothing committed")
+    func sessionDiesAtCommit() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in
+            try c.execute("CREATE TABLE doomed (id int)")
+            try c.execute("""
+                CREATE FUNCTION die() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$
+                """)
+            try c.execute("CREATE CONSTRAINT TRIGGER die AFTER INSERT ON doomed DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION die()")
+        }
+        do {
+            let results = try await pool.withConnection { c throws(StoreError) in
+                try c.pipeline([PGCommand("INSERT INTO doomed VALUES (1) RETURNING id")]).map { $0.rowCount }
+            }
+            Issue.record("the pipeline reported \(results) although its session died before the commit")
+        } catch {
+            #expect(error.code == .connectionLost)
+        }
+        let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM doomed").first?.int(0) }
+        #expect(count == 0)
+    }
 }
