@@ -153,10 +153,11 @@ def test_disk_fills_under_postgresql(stack):
         "log_unavailable": [l.get("cause", "") for l in unavailable],
         "log_available_again": len(available),
         "server_log_no_space": sum(1 for l in server_log.splitlines() if "No space left on device" in l),
-        # What PostgreSQL itself did, in its own words (first occurrence of each kind of line).
-        "server_log_events": sorted({re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", l)[:160] for l in server_log.splitlines()
-                                     if re.search(r"PANIC|terminated by signal|aborting|shut down|ready to accept|redo|"
-                                                  r"all server processes terminated", l)}),
+        # What PostgreSQL itself did, in its own words, in order (each line once).
+        "server_log_events": list(dict.fromkeys(
+            re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", l)[:160] for l in server_log.splitlines()
+            if re.search(r"PANIC|terminated by|exit code|aborting|shut down|ready to accept|redo|startup process|"
+                         r"all server processes terminated", l))),
         "recovery_seconds_after_space_returned": round(recovered - freed_at, 2) if recovered else None,
     }
     summary("disk-full", figures)
