@@ -30,6 +30,22 @@ public final class ClarionNode: @unchecked Sendable {
     private var registrationProcessor: RegistrationProcessor?
     private var registrationDone: DispatchSemaphore?
     private let migrationsApplied = Atomic<Bool>(false)
+    /// Shared by every pool and writer of the node: a database outage is one "database unavailable" line with
+    /// its cause and one "database available again", whatever the number of requests and workers that saw it.
+    let databaseHealth: DatabaseHealth = {
+        let log = Log("clarion.store")
+        return DatabaseHealth { event in
+            switch event {
+            case .unavailable(let cause):
+                log.error("database unavailable", ["cause": cause.logText, "code": cause.code.rawValue,
+                                                   "effect": "requests that need the database are answered 503 until it returns"])
+            case .available(let downFor, let failures):
+                log.info("database available again", ["down_seconds": String(format: "%.1f", Double(downFor.components.seconds)
+                                                          + Double(downFor.components.attoseconds) / 1e18),
+                                                      "failed_calls": String(failures)])
+            }
+        }
+    }()
     /// The soft open-file limit after `start()` raised it.
     private var descriptorLimit: Int?
 
@@ -100,7 +116,7 @@ public final class ClarionNode: @unchecked Sendable {
                 throw NodeError(.unavailable, "embedded PostgreSQL: \(error.message)")
             }
         }
-        pool = PGPool(conninfo: databaseURL, size: configuration.databasePoolSize)
+        pool = PGPool(conninfo: databaseURL, size: configuration.databasePoolSize, health: databaseHealth)
     }
 
     /// Applies pending migrations (serialised across nodes by an advisory lock).
@@ -270,7 +286,7 @@ public final class ClarionNode: @unchecked Sendable {
                 dispatchLog.write(Log.Level(rawValue: level.rawValue) ?? .warning, message, fields)
             })
         let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
-                              applicationName: "clarion-dispatch")
+                              applicationName: "clarion-dispatch", health: databaseHealth)
         dispatcherPool = workPool
         let dispatcher = Dispatcher(pool: workPool, directory: directory, configuration: dispatcherConfiguration,
                                     listenConninfo: databaseURL)

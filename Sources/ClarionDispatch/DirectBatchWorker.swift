@@ -270,8 +270,9 @@ final class DirectBatchWorker {
     }
 
     /// One transaction for the batch: resolved members finished, and (when renewing or releasing) open ones
-    /// renewed or handed back. Retried a few times with the same contents on a store error (nothing committed),
-    /// then thrown: the leases expire and the messages are claimed again.
+    /// renewed or handed back. Retried with the same contents on a store error (nothing committed;
+    /// `checkpointRetryDelay`: through a short database outage while the leases hold), then thrown: the leases
+    /// expire and the messages are claimed again.
     private func flush(renewing: Bool, releasing: Bool) async throws(StoreError) {
         var batch: [ShardProgress] = []
         var indices: [Int] = []
@@ -306,14 +307,27 @@ final class DirectBatchWorker {
                 break
             } catch {
                 attempt += 1
-                if attempt >= 3 || context.isAbandoned { throw error }
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                let held = DispatcherTimings.seconds(lastRenewal.duration(to: clock.now))
+                guard !context.isAbandoned, let delay = configuration.checkpointRetryDelay(
+                    after: error, attempt: attempt, leaseHeldFor: held, stopping: context.isStopping) else { throw error }
+                try? await Task.sleep(for: .seconds(delay))
             }
         }
         timings.checkpoints += 1
         timings.checkpointSeconds += DispatcherTimings.seconds(started.duration(to: clock.now))
         lastFlush = clock.now
         if renewing { lastRenewal = clock.now }
+        var lost: [Int64] = []
+        defer {
+            // One line per checkpoint, not one per message. After a retry, the first attempt may have committed
+            // before its answer was lost (PostgreSQL restarted mid-commit): then the shards are finished, not taken.
+            if !lost.isEmpty {
+                configuration.log.warning("direct shard leases taken over", [
+                    "shards": String(lost.count), "first": String(lost[0]), "attempts": String(attempt + 1),
+                    "note": attempt > 0 ? "an earlier attempt of this checkpoint may have committed before its answer was lost"
+                                        : "another dispatcher holds them"])
+            }
+        }
         for (k, i) in indices.enumerated() {
             let progress = batch[k]
             let result = results[progress.claim.shard] ?? .leaseLost
@@ -333,10 +347,7 @@ final class DirectBatchWorker {
             }
             members[i].phase = .written
             if exit == .finished { finishedAny = true }
-            if exit == .leaseLost {
-                configuration.log.warning("direct shard lease taken over", ["shard": String(progress.claim.shard),
-                                                                  "message": String(progress.claim.message)])
-            }
+            if exit == .leaseLost { lost.append(progress.claim.shard) }
             context.observer?.shardEnded(shard: progress.claim.shard, owner: progress.claim.owner, how: exit)
         }
     }

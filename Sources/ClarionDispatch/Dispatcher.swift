@@ -92,7 +92,9 @@ public final class Dispatcher: Sendable {
             do {
                 if try await jobs.planPending(limit: 16, shardSize: configuration.shardSize) > 0 { progressed = true }
             } catch {
-                configuration.log.error("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
+                if !context.jobs.pool.reportsOutage(error) {
+                    configuration.log.error("fan-out planning failed", ["error": error.code.rawValue, "detail": error.message])
+                }
             }
             if configuration.directBatchSize > 0, !context.isStopping, await claimDirectBatches(group: &group) {
                 progressed = true
@@ -109,7 +111,9 @@ public final class Dispatcher: Sendable {
                         maxPlannedTargets: express ? configuration.expressShardTargets : nil,
                         direct: configuration.directBatchSize == 0)
                 } catch {
-                    configuration.log.error("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
+                    if !context.jobs.pool.reportsOutage(error) {
+                        configuration.log.error("shard claim failed", ["error": error.code.rawValue, "detail": error.message])
+                    }
                     claims = []
                 }
                 for claim in claims {
@@ -165,7 +169,9 @@ public final class Dispatcher: Sendable {
                     leaseSeconds: configuration.leaseDuration,
                     staleBefore: configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) })
             } catch {
-                configuration.log.error("direct claim failed", ["error": error.code.rawValue, "detail": error.message])
+                if !context.jobs.pool.reportsOutage(error) {
+                    configuration.log.error("direct claim failed", ["error": error.code.rawValue, "detail": error.message])
+                }
                 return claimedAny
             }
             guard !claims.isEmpty else { return claimedAny }
@@ -206,7 +212,9 @@ public final class Dispatcher: Sendable {
             do {
                 handled = try await worker.runOnce()
             } catch {
-                configuration.log.error("retry round failed", ["error": error.code.rawValue, "detail": error.message])
+                if !context.jobs.pool.reportsOutage(error) {
+                    configuration.log.error("retry round failed", ["error": error.code.rawValue, "detail": error.message])
+                }
             }
             if handled > 0 {
                 idle = 0.02

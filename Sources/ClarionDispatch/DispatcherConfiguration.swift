@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionStore
 import Foundation
 
 /// Tuning and injected dependencies of a `Dispatcher`.
@@ -148,4 +149,28 @@ public enum ShardWorkerExit: Sendable, Hashable {
     case abandoned
     /// A store error; the lease will expire and the shard be resumed from its checkpoint.
     case failed(String)
+}
+
+extension DispatcherConfiguration {
+    /// Seconds to wait before writing a failed checkpoint again, or nil to give up (the worker then fails and its
+    /// leases expire).
+    ///
+    /// A checkpoint records deliveries that were already sent. Given up, the shard is claimed again when its lease
+    /// expires and those deliveries go out a second time; that is what a restart of PostgreSQL did to a batch in
+    /// flight. So while the database is only out for a while (`StoreError.isTransient`: down, restarting, disk
+    /// full) the worker keeps trying, 0.2 s, 0.4 s ... at most 1 s apart, for as long as its lease (renewed
+    /// `leaseHeldFor` seconds ago) keeps more than a sixth of `leaseDuration`: nobody else may take the shard before
+    /// that, and the checkpoint's fencing token refuses the write if someone did. Other errors, and any error
+    /// while stopping, get three attempts.
+    ///
+    ///     attempt:        1    2    3    4    5    6 ...
+    ///     delay (s):      0.2  0.4  0.6  0.8  1.0  1.0 ...   (transient, until 25 s of a 30 s lease)
+    ///     other errors:   0.2  0.4  give up
+    func checkpointRetryDelay(after error: StoreError, attempt: Int, leaseHeldFor: Double, stopping: Bool) -> Double? {
+        let delay = Double(min(attempt, 5)) / 5
+        if error.isTransient && !stopping {
+            return leaseHeldFor + delay < leaseDuration * 5 / 6 ? delay : nil
+        }
+        return attempt < 3 ? delay : nil
+    }
 }

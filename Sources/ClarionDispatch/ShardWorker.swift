@@ -324,8 +324,9 @@ final class ShardWorker {
         return max(0.005, min(configuration.checkpointInterval, untilRenewal))
     }
 
-    /// Writes the checkpoint with the popped deliveries' effects; a store error is retried a few times with the
-    /// same effects (nothing was committed), then thrown: the lease expires and the shard resumes elsewhere.
+    /// Writes the checkpoint with the popped deliveries' effects; a store error is retried with the same effects
+    /// (nothing was committed; `checkpointRetryDelay`: through a short database outage while the lease holds),
+    /// then thrown: the lease expires and the shard resumes elsewhere.
     private func writeCheckpoint(_ lease: LeaseDisposition) async throws(StoreError) -> CheckpointResult {
         let effects = accounting.take()
         let key = lease == .finish ? claim.hi : checkpointKey
@@ -345,8 +346,10 @@ final class ShardWorker {
                 return result
             } catch {
                 attempt += 1
-                if attempt >= 3 || context.isAbandoned { throw error }
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                let held = DispatcherTimings.seconds(lastCheckpoint.duration(to: clock.now))
+                guard !context.isAbandoned, let delay = configuration.checkpointRetryDelay(
+                    after: error, attempt: attempt, leaseHeldFor: held, stopping: context.isStopping) else { throw error }
+                try? await Task.sleep(for: .seconds(delay))
             }
         }
     }

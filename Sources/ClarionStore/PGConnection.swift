@@ -46,6 +46,11 @@ public final class PGConnection {
             PQfinish(connection)
             throw StoreError(.unavailable, "cannot connect to PostgreSQL: \(message)")
         }
+        // libpq's default notice processor prints every server WARNING to standard error, outside the structured
+        // log: a restart of PostgreSQL printed "WARNING: terminating connection due to immediate shutdown command"
+        // once per session. The loss itself reaches the caller as an error (and the node's DatabaseHealth line);
+        // the server's own log keeps every warning.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.handle = connection
     }
 
@@ -216,11 +221,35 @@ public final class PGConnection {
             }
             results.append(PGResult(handle: result))
         }
-        // Drain up to and including the sync point.
-        while let result = PQgetResult(handle) {
+        // Drain up to and including the sync point. The implicit transaction commits at the sync point, so what
+        // arrives here is the commit's outcome: an error (a deferred constraint, a connection lost while
+        // committing) means nothing committed, and no sync point at all means the commit is not confirmed. Both
+        // were ignored: an immediate shutdown of PostgreSQL between a batch's INSERT result and its commit
+        // acknowledged publishes that were never stored (Tests/e2e/test_fault_database_restart.py).
+        // An error result here is followed by a NULL (end of that result) and then the sync point; a session that
+        // died gives NULLs with a bad status.
+        var synced = false
+        var nulls = 0
+        while true {
+            guard let result = PQgetResult(handle) else {
+                nulls += 1
+                if PQstatus(handle) != CONNECTION_OK || nulls > 2 { break }
+                continue
+            }
+            nulls = 0
             let status = PQresultStatus(result)
+            if status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR {
+                let error = resultError(result)
+                if firstError == nil || firstError?.message == "pipeline aborted" { firstError = error }
+            }
             PQclear(result)
-            if status == PGRES_PIPELINE_SYNC { break }
+            if status == PGRES_PIPELINE_SYNC {
+                synced = true
+                break
+            }
+        }
+        if !synced && firstError == nil {
+            firstError = StoreError(.connectionLost, "the session ended before the pipeline's sync point: its commit is not confirmed")
         }
         if PQexitPipelineMode(handle) != 1 && PQstatus(handle) == CONNECTION_OK {
             // Results left unread (should not happen): a session stuck in pipeline mode serves no one.

@@ -8,9 +8,11 @@ import Synchronization
 /// Connections open lazily and reopen after the server restarts: a command that fails with
 /// `.connectionLost` drops its connection, and the next job on that thread connects again.
 /// A database that is down answers `.unavailable` within the connect timeout, never a hang.
+/// Every job's failure or success goes to `health`, when given (one log line per outage, not one per job).
 public final class PGPool: Sendable {
     public let conninfo: String
     public let size: Int
+    public let health: DatabaseHealth?
 
     /// A job moves from the enqueuing thread to exactly one worker thread, through the lock; the
     /// blocking form's closure is not `@Sendable`, hence the unchecked conformance.
@@ -28,9 +30,10 @@ public final class PGPool: Sendable {
     private let state = Mutex(State())
     private let condition = NSCondition()
 
-    public init(conninfo: String, size: Int = 4, applicationName: String = "clarion") {
+    public init(conninfo: String, size: Int = 4, applicationName: String = "clarion", health: DatabaseHealth? = nil) {
         self.conninfo = conninfo
         self.size = max(1, size)
+        self.health = health
         for index in 0..<self.size {
             let thread = Thread { [self] in self.workerLoop(applicationName: applicationName) }
             thread.name = "clarion-pg-\(index)"
@@ -51,9 +54,11 @@ public final class PGPool: Sendable {
                 }
                 do throws(StoreError) {
                     let value = try body(connection)
+                    self.health?.succeeded()
                     continuation.resume(returning: .success(value))
                     return false
                 } catch {
+                    self.health?.failed(error)
                     continuation.resume(returning: .failure(error))
                     return error.code == .connectionLost || !connection.isHealthy
                 }
@@ -84,8 +89,10 @@ public final class PGPool: Sendable {
             }
             do throws(StoreError) {
                 outcome = .success(try body(connection))
+                self.health?.succeeded()
                 return false
             } catch {
+                self.health?.failed(error)
                 outcome = .failure(error)
                 return error.code == .connectionLost || !connection.isHealthy
             }
@@ -145,6 +152,7 @@ public final class PGPool: Sendable {
                 do throws(StoreError) {
                     connection = try PGConnection(conninfo: conninfo, applicationName: applicationName)
                 } catch {
+                    health?.failed(error)
                     _ = job.run(nil, error)
                     continue
                 }

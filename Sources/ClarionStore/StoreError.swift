@@ -22,6 +22,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case serializationFailure
         /// SQLSTATE 57014: statement timeout or cancel.
         case timeout
+        /// SQLSTATE class 53: the server is out of a resource (53100 disk full, 53200 out of memory, 53300 too many
+        /// connections). It still answers, but cannot do this now; `message` names the resource ("could not extend
+        /// file ...: No space left on device").
+        case insufficientResources
+        /// This process's own queue for the store is full (the publish batcher): back off and retry.
+        case busy
         /// A migration or schema problem.
         case migrationFailed
         /// A value in a row did not have the expected form.
@@ -56,7 +62,26 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case "57P01", "57P02", "57P03": return .connectionLost
         default:
             if state.hasPrefix("08") { return .connectionLost }
+            if state.hasPrefix("53") { return .insufficientResources }
             return .queryFailed
+        }
+    }
+
+    /// The database itself is out: it cannot be reached, the session was lost, or it is out of a resource.
+    /// `DatabaseHealth` reports these once per outage.
+    public var isOutage: Bool {
+        switch code {
+        case .unavailable, .connectionLost, .insufficientResources: true
+        default: false
+        }
+    }
+
+    /// The request may succeed if repeated later, and the caller did nothing wrong: the API answers 503 (or SNS's
+    /// throttling error for `.busy`), never 500.
+    public var isTransient: Bool {
+        switch code {
+        case .unavailable, .connectionLost, .insufficientResources, .busy, .shutDown, .timeout, .serializationFailure: true
+        default: false
         }
     }
 

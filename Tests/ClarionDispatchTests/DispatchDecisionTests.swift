@@ -158,3 +158,30 @@ struct DispatchDecisionTests {
         #expect(await signal.wait(timeout: 0.01) == false)
     }
 }
+
+/// `checkpointRetryDelay`: a checkpoint holding sent deliveries is not given up during a short database outage.
+@Suite("Checkpoint retries (pure)")
+struct CheckpointRetryTests {
+    let configuration = DispatcherConfiguration(leaseDuration: 30)
+
+    @Test("a transient store error is retried 0.2 s, 0.4 s ... at most 1 s apart while the lease keeps a sixth of its duration")
+    func transientWhileLeaseHolds() {
+        let down = StoreError(.unavailable, "cannot connect to PostgreSQL")
+        let delays = (1...6).map { configuration.checkpointRetryDelay(after: down, attempt: $0, leaseHeldFor: 1, stopping: false) }
+        #expect(delays == [0.2, 0.4, 0.6, 0.8, 1.0, 1.0])
+        #expect(configuration.checkpointRetryDelay(after: down, attempt: 20, leaseHeldFor: 23.9, stopping: false) == 1.0)
+        #expect(configuration.checkpointRetryDelay(after: down, attempt: 20, leaseHeldFor: 24.5, stopping: false) == nil)
+        let full = StoreError(.insufficientResources, "No space left on device", sqlState: "53100")
+        #expect(configuration.checkpointRetryDelay(after: full, attempt: 9, leaseHeldFor: 10, stopping: false) == 1.0)
+    }
+
+    @Test("other errors, and any error while stopping, get three attempts")
+    func threeAttempts() {
+        let other = StoreError(.queryFailed, "syntax error")
+        #expect(configuration.checkpointRetryDelay(after: other, attempt: 1, leaseHeldFor: 0, stopping: false) == 0.2)
+        #expect(configuration.checkpointRetryDelay(after: other, attempt: 2, leaseHeldFor: 0, stopping: false) == 0.4)
+        #expect(configuration.checkpointRetryDelay(after: other, attempt: 3, leaseHeldFor: 0, stopping: false) == nil)
+        let down = StoreError(.connectionLost, "server closed the connection")
+        #expect(configuration.checkpointRetryDelay(after: down, attempt: 3, leaseHeldFor: 0, stopping: true) == nil)
+    }
+}

@@ -125,4 +125,60 @@ struct PGErrorRecoveryTests {
         #expect(value == 42)
         #expect(try await pool.withConnection { c throws(StoreError) in c.backendPID } == pid)
     }
+
+    /// Rule: a pipeline's implicit transaction commits at its sync point (PostgreSQL protocol, "Pipelining"), so an
+    /// error that arrives there is the commit failing and nothing was stored. Every command's own result was fine
+    /// before it. The pipeline ignored such an error and returned the commands' results as if committed: a publish
+    /// batch killed by an immediate shutdown of PostgreSQL between its INSERT's result and its commit was
+    /// acknowledged and lost (Tests/e2e/test_fault_database_restart.py). A deferred foreign key fails the same
+    /// way at the sync point, deterministically.
+    @Test("an error at the pipeline's sync point (its commit) is thrown: nothing committed, nothing reported stored")
+    func errorAtSyncPoint() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in
+            try c.execute("CREATE TABLE parent (id int PRIMARY KEY)")
+            try c.execute("CREATE TABLE child (parent int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)")
+        }
+        do {
+            let results = try await pool.withConnection { c throws(StoreError) in
+                try c.pipeline([PGCommand("INSERT INTO child VALUES (1) RETURNING parent")]).map { $0.rowCount }
+            }
+            Issue.record("the pipeline reported \(results) although its commit failed")
+        } catch {
+            #expect(error.code == .foreignKeyViolation)
+        }
+        let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM child").first?.int(0) }
+        #expect(count == 0)
+        // The session goes on.
+        let piped = try await pool.withConnection { c throws(StoreError) in try c.pipeline([PGCommand("SELECT 1")]).count }
+        #expect(piped == 1)
+    }
+
+    /// The fault test's case itself: the session dies while committing, after every command's result arrived. A
+    /// deferred trigger that terminates its own backend runs at the commit, so the client reads the INSERT's rows,
+    /// then a FATAL and a closed connection instead of the sync point. This was returned as success.
+    @Test("a session that dies at the pipeline's commit is connectionLost, not success; nothing committed")
+    func sessionDiesAtCommit() async throws {
+        let pool = PGPool(conninfo: try TestPostgres.freshDatabase(), size: 1)
+        defer { pool.shutdown() }
+        try await pool.withConnection { c throws(StoreError) in
+            try c.execute("CREATE TABLE doomed (id int)")
+            try c.execute("""
+                CREATE FUNCTION die() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$
+                """)
+            try c.execute("CREATE CONSTRAINT TRIGGER die AFTER INSERT ON doomed DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION die()")
+        }
+        do {
+            let results = try await pool.withConnection { c throws(StoreError) in
+                try c.pipeline([PGCommand("INSERT INTO doomed VALUES (1) RETURNING id")]).map { $0.rowCount }
+            }
+            Issue.record("the pipeline reported \(results) although its session died before the commit")
+        } catch {
+            #expect(error.code == .connectionLost)
+        }
+        let count = try await pool.withConnection { c throws(StoreError) in try c.query("SELECT count(*) FROM doomed").first?.int(0) }
+        #expect(count == 0)
+    }
 }

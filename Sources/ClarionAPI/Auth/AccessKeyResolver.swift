@@ -18,6 +18,12 @@ public protocol AccessKeyResolver: Sendable {
     func credentials(forAccessKeyID accessKeyID: String) async throws -> AccessKeyCredentials?
 }
 
+/// A lookup failure that may pass (the store is down, restarting or full): the request is answered 503, which
+/// clients retry, instead of 500. The store's errors conform (StoreKeyResolvers.swift).
+public protocol TemporaryFailure: Error {
+    var isTemporary: Bool { get }
+}
+
 /// A fixed set of keys: configuration-file keys, tests, the demo.
 public struct StaticAccessKeyResolver: AccessKeyResolver {
     private let keys: [String: AccessKeyCredentials]

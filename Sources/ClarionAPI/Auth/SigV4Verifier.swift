@@ -19,8 +19,10 @@ public struct SigV4Error: Error, Sendable, Equatable, CustomStringConvertible {
         case unknownAccessKey
         /// Signature, scope (date/region/service) or time window wrong.
         case signatureMismatch
-        /// The key lookup failed (store down); not the client's fault.
+        /// The key lookup failed; not the client's fault.
         case resolverFailed
+        /// The key lookup failed for a while only (the store is down or full): 503, not 500.
+        case resolverUnavailable
     }
 
     public let code: Code
@@ -70,8 +72,10 @@ public struct SigV4Verifier: Sendable {
             secret = found
         } catch let error as SigV4Error {
             throw error
+        } catch let error as any TemporaryFailure where error.isTemporary {
+            throw SigV4Error(code: .resolverUnavailable, message: "The access key could not be looked up: \(error)")
         } catch {
-            throw SigV4Error(code: .resolverFailed, message: "The access key could not be looked up.")
+            throw SigV4Error(code: .resolverFailed, message: "The access key could not be looked up: \(error)")
         }
         return try check(parsed, request: request, secret: secret)
     }

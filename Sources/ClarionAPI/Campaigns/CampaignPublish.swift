@@ -80,7 +80,7 @@ public struct CampaignPublish: Sendable, Hashable {
                                                             namespace: namespace)
             return PreparedCampaign(record: record, deepLink: deepLink, data: data)
         } catch {
-            throw error.code == .unavailable ? JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
+            throw error.isTransient ? JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
                 : JSONAPIError.internalError(cause: error.logText)
         }
     }

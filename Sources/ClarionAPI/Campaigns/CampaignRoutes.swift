@@ -108,11 +108,11 @@ enum CampaignRoutes {
     }
 
     static func storeError(_ error: StoreError) -> JSONAPIError {
-        switch error.code {
-        case .unavailable, .connectionLost:
+        switch error.isTransient {
+        case true:
             JSONAPIError(status: 503, code: "service_unavailable", message: "The store is unavailable; retry later.",
                          headers: ["Retry-After": "1"])
-        default:
+        case false:
             JSONAPIError.internalError(cause: error.logText)
         }
     }

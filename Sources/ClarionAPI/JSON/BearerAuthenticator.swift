@@ -35,6 +35,10 @@ public struct BearerAuthenticator: Sendable {
         let found: APIPrincipal?
         do {
             found = try await resolver.principal(forAPIKey: key)
+        } catch let error as any TemporaryFailure where error.isTemporary {
+            var unavailable = JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
+            unavailable.cause = "API key lookup: \(error)"
+            throw unavailable
         } catch {
             throw JSONAPIError.internalError(cause: "API key lookup: \(error)")
         }

@@ -240,9 +240,11 @@ extension JSONAPIError {
         case .notFound: return notFound ?? .notFound("The resource does not exist.")
         case .uniqueViolation: return .conflict("The resource conflicts with an existing one.")
         case .checkViolation: return JSONAPIError(status: 400, code: "invalid_field", message: "A value is outside its allowed range.")
-        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
-            return .serviceUnavailable("The store is unavailable; retry later.")
-        default: return .internalError(cause: error.logText)
+        default:
+            guard error.isTransient else { return .internalError(cause: error.logText) }
+            var unavailable = JSONAPIError.serviceUnavailable("The store is unavailable; retry later.")
+            unavailable.cause = error.logText
+            return unavailable
         }
     }
 }

@@ -279,8 +279,8 @@ package enum NativePublishRoutes {
                                 field: field)
         case (.checkViolation, "endpoints_enabled"?):
             return JSONAPIError(status: 400, code: "endpoint_disabled", message: "The endpoint is disabled.", field: field)
-        case (.unavailable, _):
-            // The batcher's queue is full (or the store is down): back off, as SNS answers Throttled.
+        case (.busy, _):
+            // The batcher's queue is full: back off, as SNS answers Throttled.
             return JSONAPIError(status: 503, code: "service_unavailable", message: "Too many publishes are waiting; retry later.",
                                 headers: ["Retry-After": "1"])
         default:

@@ -28,7 +28,7 @@ public struct MobileAppAdminError: Error, Sendable, Equatable, CustomStringConve
         switch error.code {
         case .notFound: return notFound
         case .uniqueViolation: return MobileAppAdminError(.conflict, "A mobile app with this name exists.", field: "name")
-        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+        case _ where error.isTransient:
             return MobileAppAdminError(.unavailable, "The store is unavailable; retry later.")
         default:
             var failure = MobileAppAdminError(.internalError, "The store could not complete the operation.")

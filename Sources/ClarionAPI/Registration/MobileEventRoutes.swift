@@ -108,7 +108,7 @@ enum MobileEventRoutes {
 
     static func storeFailure(_ error: StoreError) -> HTTPResponse {
         switch error.code {
-        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+        case _ where error.isTransient:
             return answer(503, message: "the store is unavailable; retry later")
         default:
             return answer(500, message: "the device could not be stored")

@@ -165,7 +165,7 @@ package struct RegistrationFields {
     /// A store failure at the edge: transient ones are 503, the rest 500.
     static func storeError(_ error: StoreError) -> JSONAPIError {
         switch error.code {
-        case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+        case _ where error.isTransient:
             return .serviceUnavailable("The store is unavailable; retry later.")
         default:
             return .internalError(cause: error.logText)

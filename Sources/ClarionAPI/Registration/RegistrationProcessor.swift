@@ -47,6 +47,7 @@ public struct RegistrationProcessorConfiguration: Sendable {
 /// Owner: `run()` until `shutdown()`.
 public final class RegistrationProcessor: Sendable {
     public let configuration: RegistrationProcessorConfiguration
+    let pool: PGPool
     let registrations: RegistrationRepository
     let endpoints: EndpointRepository
     let outbox: WebhookOutbox
@@ -69,6 +70,7 @@ public final class RegistrationProcessor: Sendable {
                 configuration: RegistrationProcessorConfiguration = RegistrationProcessorConfiguration(),
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
+        self.pool = pool
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
         self.endpoints = EndpointRepository(pool: pool)
         self.outbox = WebhookOutbox(pool: pool, masterKey: masterKey)
@@ -112,7 +114,8 @@ public final class RegistrationProcessor: Sendable {
         do {
             claimed = try await registrations.claimPending(limit: configuration.batchSize, leaseSeconds: configuration.leaseSeconds)
         } catch {
-            log.warning("registration claim failed", ["error": error.code.rawValue])
+            // An outage is one line from the pool's DatabaseHealth, not one per poll.
+            if !pool.reportsOutage(error) { log.warning("registration claim failed", ["error": error.code.rawValue]) }
             return 0
         }
         var queuedWebhook = false
@@ -176,7 +179,7 @@ public final class RegistrationProcessor: Sendable {
             }
         } catch {
             switch error.code {
-            case .unavailable, .connectionLost, .shutDown, .timeout, .serializationFailure:
+            case _ where error.isTransient:
                 return nil
             default:
                 log.warning("registration store failed", ["error": error.code.rawValue])
@@ -245,7 +248,8 @@ public final class RegistrationProcessor: Sendable {
         do {
             claimed = try outbox.claimBlocking(limit: limit, leaseSeconds: max(configuration.leaseSeconds, configuration.webhookTimeout * 2))
         } catch {
-            log.warning("webhook claim failed", ["error": error.code.rawValue])
+            // An outage is one line from the pool's DatabaseHealth, not one per poll.
+            if !pool.reportsOutage(error) { log.warning("webhook claim failed", ["error": error.code.rawValue]) }
             return 0
         }
         for webhook in claimed {

@@ -66,6 +66,15 @@ public struct SNSError: Error, Sendable, Equatable, CustomStringConvertible {
         return error
     }
 
+    /// The common AWS error for a temporary failure of the service (503; the SDKs retry it): here, the database
+    /// is down, restarting or out of space. `cause` goes to the log only.
+    public static func serviceUnavailable(cause: String) -> SNSError {
+        var error = SNSError(code: "ServiceUnavailable", message: "The request has failed due to a temporary failure of the server.",
+                             status: 503, fault: .receiver)
+        error.cause = cause
+        return error
+    }
+
     public static func validationException(_ message: String) -> SNSError {
         SNSError(code: "ValidationException", message: message, status: 400)
     }

@@ -120,6 +120,7 @@ public struct SNSQueryService: Sendable {
         case .unknownAccessKey: .invalidClientTokenId
         case .signatureMismatch: .signatureDoesNotMatch(error.message)
         case .resolverFailed: .internalError(cause: "access key lookup: \(error.message)")
+        case .resolverUnavailable: .serviceUnavailable(cause: "access key lookup: \(error.message)")
         }
     }
 

@@ -101,8 +101,8 @@ package enum PublishActions {
             SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
         case (.checkViolation, "platform_applications_enabled"?): SNSError.platformApplicationDisabled()
         case (.checkViolation, "endpoints_enabled"?): SNSError.endpointDisabled()
-        case (.unavailable, _): SNSError.throttled("Publish rate exceeded; try again")
-        default: SNSError.internalError(cause: error.logText)
+        case (.busy, _): SNSError.throttled("Publish rate exceeded; try again")
+        default: error.isTransient ? SNSError.serviceUnavailable(cause: error.logText) : SNSError.internalError(cause: error.logText)
         }
     }
 

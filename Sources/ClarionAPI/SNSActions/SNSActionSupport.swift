@@ -29,13 +29,15 @@ extension SNSRequest {
     }
 }
 
-/// Runs a store call and turns its failure into an SNS error: `.notFound` becomes `notFound` when given,
-/// everything unexpected becomes InternalError (the store's message stays out of the response).
+/// Runs a store call and turns its failure into an SNS error: `.notFound` becomes `notFound` when given, a
+/// database that is down or full ServiceUnavailable (503), everything unexpected InternalError (the store's
+/// message stays out of the response).
 func store<T: Sendable>(notFound: SNSError? = nil, _ body: () async throws(StoreError) -> T) async throws(SNSError) -> T {
     do {
         return try await body()
     } catch {
         if error.code == .notFound, let notFound { throw notFound }
+        if error.isTransient { throw SNSError.serviceUnavailable(cause: error.logText) }
         throw SNSError.internalError(cause: error.logText)
     }
 }

@@ -30,6 +30,10 @@ public final class CachingAccessKeyResolver: AccessKeyResolver {
     }
 }
 
+extension StoreError: TemporaryFailure {
+    public var isTemporary: Bool { isTransient }
+}
+
 /// Native-API bearer keys, compared by SHA-256 hash in the store.
 public struct StoreAPIKeyResolver: APIKeyResolver {
     private let accounts: AccountRepository

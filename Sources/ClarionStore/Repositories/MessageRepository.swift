@@ -224,7 +224,8 @@ public struct MessageRepository: Sendable {
         do {
             return try outcomes(messages)
         } catch {
-            if error.code == .connectionLost || error.code == .unavailable || messages.count == 1 {
+            // One by one only helps when one message was the cause; an outage (or a full disk) fails them all alike.
+            if error.isTransient || messages.count == 1 {
                 return messages.map { _ in .failure(error) }
             }
             return messages.map { message -> Result<MessageID, StoreError> in

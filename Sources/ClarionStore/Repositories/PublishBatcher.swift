@@ -8,7 +8,7 @@ import Synchronization
 /// caller of that batch. A caller is answered only after the commit that holds its message, so an
 /// acknowledged publish survives a crash. Waiting callers hold no thread: they are suspended on a
 /// continuation. The queue is bounded: past `maxQueued` waiting messages, `publish` fails fast with
-/// `.unavailable` instead of buffering without bound.
+/// `.busy` instead of buffering without bound.
 ///
 /// Writer threads start with the first publish and stop in `shutdown()`, after the queue is drained.
 public final class PublishBatcher: Sendable {
@@ -88,7 +88,7 @@ public final class PublishBatcher: Sendable {
             if state.shutDown {
                 refusal = StoreError(.shutDown, "the publish batcher is shut down")
             } else if state.queue.count + waiters.count > maxQueued {
-                refusal = StoreError(.unavailable, "too many publishes waiting for a commit")
+                refusal = StoreError(.busy, "too many publishes waiting for a commit")
             } else {
                 state.queue.append(contentsOf: waiters)
                 if !state.started {
@@ -162,6 +162,14 @@ public final class PublishBatcher: Sendable {
                 if connection?.isHealthy == false { connection = nil }
             } catch {
                 results = messages.map { _ in .failure(error) }
+            }
+            if let health = pool.health {
+                // A batch whose messages all failed for an outage (a full disk fails them alike) reports it once.
+                if let failure = results.lazy.compactMap({ if case .failure(let e) = $0, e.isOutage { e } else { nil } }).first {
+                    health.failed(failure)
+                } else if results.contains(where: { if case .success = $0 { true } else { false } }) {
+                    health.succeeded()
+                }
             }
             state.withLock { $0.batches += 1 }
             for (waiter, result) in zip(batch, results) { waiter.completion(result) }
