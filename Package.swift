@@ -25,7 +25,7 @@ let modules: [Target] = [
     // Pure domain: no C module, no socket, no clock.
     .target(name: "ClarionCore", swiftSettings: swiftSettings),
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
-    .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
     .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], swiftSettings: swiftSettings),
     // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
@@ -37,11 +37,11 @@ let modules: [Target] = [
     // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
     .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
-    .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
-    .target(name: "ClarionTestSupport", dependencies: ["ClarionCore", "ClarionStore"], swiftSettings: swiftSettings),
+    .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
 ]
 
@@ -50,13 +50,14 @@ let modules: [Target] = [
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
     "ClarionCryptoTests": ["ClarionCrypto"],
-    "ClarionStoreTests": ["ClarionStore", "ClarionTestSupport"],
-    "ClarionHTTP2Tests": ["ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionProvidersTests": ["ClarionProviders", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionDispatchTests": ["ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionAPI", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionEmulatorTests": ["ClarionEmulator", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionAppTests": ["ClarionApp", "ClarionTestSupport"],
+    "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
+    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
+    "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+                         "ClarionTestSupport"],
+    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],
+    "ClarionAppTests": ["ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
@@ -79,7 +80,7 @@ let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzRender": ["ClarionCore"],
     "FuzzNativeAPI": ["ClarionAPI", "ClarionCore", "ClarionCrypto"],
     "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],
-    "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCore"],
+    "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCrypto", "ClarionCore"],
     "FuzzProviderResponses": ["ClarionCore"],
 ]
 let fuzzing = Context.environment["CLARION_FUZZ"] != nil
