@@ -45,7 +45,7 @@ let modules: [Target] = [
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
 ]
 
-// MARK: - Tests: one target per module folder present under Tests/
+// MARK: - Tests: one target per module folder under Tests/; a folder without an entry stops the manifest
 
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
@@ -60,6 +60,25 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionAppTests": ["ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+// Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).
+let testFoldersWithoutTarget: Set<String> = ["e2e", "fuzz"]
+
+/// The folders directly under `Tests/<folder>` (hidden ones aside).
+func folders(under folder: String) -> [String] {
+    let path = "\(packageDirectory)/\(folder)"
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return names.filter { name in
+        var isDirectory: ObjCBool = false
+        return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: "\(path)/\(name)", isDirectory: &isDirectory)
+            && isDirectory.boolValue
+    }.sorted()
+}
+
+// A test folder without an entry would otherwise be skipped without a word, and its tests would never run.
+for folder in folders(under: "Tests") where testDependencies[folder] == nil && !testFoldersWithoutTarget.contains(folder) {
+    fatalError("Package.swift: Tests/\(folder) has no entry in testDependencies, so its tests would never run. "
+               + "Add it there with the modules it imports (scripts/check-imports lists them).")
+}
 let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
     guard FileManager.default.fileExists(atPath: "\(packageDirectory)/Tests/\(name)") else { return nil }
     return .testTarget(name: name, dependencies: testDependencies[name]!, swiftSettings: swiftSettings)
@@ -84,6 +103,14 @@ let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzProviderResponses": ["ClarionCore"],
 ]
 let fuzzing = Context.environment["CLARION_FUZZ"] != nil
+// Folders under Tests/fuzz/ that are not fuzz targets: the seed corpora and the libFuzzer dictionaries.
+let fuzzFoldersWithoutTarget: Set<String> = ["FuzzSupport", "corpus", "dict"]
+if fuzzing {
+    for folder in folders(under: "Tests/fuzz") where fuzzDependencies[folder] == nil && !fuzzFoldersWithoutTarget.contains(folder) {
+        fatalError("Package.swift: Tests/fuzz/\(folder) has no entry in fuzzDependencies, so it would never be fuzzed. "
+                   + "Add it there with the modules it imports (scripts/check-imports lists them).")
+    }
+}
 let fuzzTargets: [Target] = fuzzDependencies.keys.sorted().map { name in
     .executableTarget(name: name, dependencies: ["FuzzSupport"] + fuzzDependencies[name]!, path: "Tests/fuzz/\(name)",
                       swiftSettings: swiftSettings)
