@@ -329,14 +329,6 @@ public struct SigV4Verifier: Sendable {
         try FormParameters(decoding: Array(rawQuery.utf8)).pairs
     }
 
-    static func canonicalRequest(method: String, rawPath: String, query: [(name: String, value: String)],
-                                 excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
-                                 signedHeaderList: String, payloadHash: String) -> String {
-        String(decoding: canonicalRequestBytes(method: method, rawPath: rawPath, query: query, excludeSignature: excludeSignature,
-                                               headers: headers, signedHeaders: signedHeaders,
-                                               signedHeaderList: signedHeaderList, payloadHash: payloadHash), as: UTF8.self)
-    }
-
     /// The canonical request as the UTF-8 bytes that are hashed (no String made on the request path).
     static func canonicalRequestBytes(method: String, rawPath: String, query: [(name: String, value: String)],
                                       excludeSignature: Bool, headers: HTTPHeaders, signedHeaders: [String],
