@@ -2,7 +2,7 @@ import ClarionCrypto
 import ClarionHTTP2
 import Foundation
 
-/// APNs' HTTP/2 provider API as providers.md section A describes it: `POST /3/device/<token>` with a
+/// APNs' HTTP/2 provider API as docs/providers.md section A describes it: `POST /3/device/<token>` with a
 /// provider JWT, answered with APNs status codes and `{"reason": ...}` bodies.
 ///
 /// Checks, in order (the first failure answers):

@@ -74,8 +74,7 @@ func freeCertificate(_ certificate: OpaquePointer) {
 /// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`, and frees the BIO before returning.
 ///
 /// `BIO_new_mem_buf` does not copy: the BIO reads the bytes in place for as long as it lives, and a pointer from
-/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (style.md, "pointers do not outlive their
-/// closure"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
+/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (docs/testing.md, "C interop defects fixed"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
 /// worked in debug builds; release builds freed the bytes first and PEM parsing found no certificate.)
 func withMemoryBIO<R>(
     _ text: String, _ body: (OpaquePointer) throws(TLSConfigurationError) -> R

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The fan-out job queue in PostgreSQL (design.md "Fan-out protocol"): plan, claim, stream targets,
+/// The fan-out job queue in PostgreSQL (docs/architecture.md, "The life of a publish", steps 3-6): plan, claim, stream targets,
 /// checkpoint, release, finish, retries, and the message status query.
 ///
 /// PostgreSQL is the coordinator: shards are claimed with `FOR UPDATE SKIP LOCKED` under a lease whose
