@@ -239,9 +239,8 @@ final class TLSContext: @unchecked Sendable {
 
 /// One TLS connection over a BIO of our own (`TLSSessionBIO`) instead of OpenSSL's memory BIOs: ciphertext read
 /// from the socket is lent to OpenSSL for the duration of `withCiphertext` (no copy into a BIO buffer), and the
-/// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs cost about
-/// 3k instructions per request on the client (callgrind, TLS 1 x 100 against nghttpd): a malloc, a zeroing grow
-/// and two copies for every chunk in each direction. Confined to one loop thread.
+/// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs would
+/// cost a malloc, a zeroing grow and two copies for every chunk in each direction. Confined to one loop thread.
 final class TLSSession {
     enum HandshakeState {
         case done
