@@ -25,7 +25,7 @@ let modules: [Target] = [
     // Pure domain: no C module, no socket, no clock.
     .target(name: "ClarionCore", swiftSettings: swiftSettings),
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
-    .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
     .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], swiftSettings: swiftSettings),
     // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
@@ -37,28 +37,48 @@ let modules: [Target] = [
     // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
     .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
-    .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
-    .target(name: "ClarionTestSupport", dependencies: ["ClarionCore", "ClarionStore"], swiftSettings: swiftSettings),
+    .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
 ]
 
-// MARK: - Tests: one target per module folder present under Tests/
+// MARK: - Tests: one target per module folder under Tests/; a folder without an entry stops the manifest
 
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
     "ClarionCryptoTests": ["ClarionCrypto"],
-    "ClarionStoreTests": ["ClarionStore", "ClarionTestSupport"],
-    "ClarionHTTP2Tests": ["ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionProvidersTests": ["ClarionProviders", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionDispatchTests": ["ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionAPI", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionEmulatorTests": ["ClarionEmulator", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionAppTests": ["ClarionApp", "ClarionTestSupport"],
+    "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
+    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
+    "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+                         "ClarionTestSupport"],
+    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],
+    "ClarionAppTests": ["ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+// Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).
+let testFoldersWithoutTarget: Set<String> = ["e2e", "fuzz"]
+
+/// The folders directly under `Tests/<folder>` (hidden ones aside).
+func folders(under folder: String) -> [String] {
+    let path = "\(packageDirectory)/\(folder)"
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return names.filter { name in
+        var isDirectory: ObjCBool = false
+        return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: "\(path)/\(name)", isDirectory: &isDirectory)
+            && isDirectory.boolValue
+    }.sorted()
+}
+
+// A test folder without an entry would otherwise be skipped without a word, and its tests would never run.
+for folder in folders(under: "Tests") where testDependencies[folder] == nil && !testFoldersWithoutTarget.contains(folder) {
+    fatalError("Package.swift: Tests/\(folder) has no entry in testDependencies, so its tests would never run. "
+               + "Add it there with the modules it imports (scripts/check-imports lists them).")
+}
 let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
     guard FileManager.default.fileExists(atPath: "\(packageDirectory)/Tests/\(name)") else { return nil }
     return .testTarget(name: name, dependencies: testDependencies[name]!, swiftSettings: swiftSettings)
@@ -79,10 +99,18 @@ let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzRender": ["ClarionCore"],
     "FuzzNativeAPI": ["ClarionAPI", "ClarionCore", "ClarionCrypto"],
     "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],
-    "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCore"],
+    "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCrypto", "ClarionCore"],
     "FuzzProviderResponses": ["ClarionCore"],
 ]
 let fuzzing = Context.environment["CLARION_FUZZ"] != nil
+// Folders under Tests/fuzz/ that are not fuzz targets: the seed corpora and the libFuzzer dictionaries.
+let fuzzFoldersWithoutTarget: Set<String> = ["FuzzSupport", "corpus", "dict"]
+if fuzzing {
+    for folder in folders(under: "Tests/fuzz") where fuzzDependencies[folder] == nil && !fuzzFoldersWithoutTarget.contains(folder) {
+        fatalError("Package.swift: Tests/fuzz/\(folder) has no entry in fuzzDependencies, so it would never be fuzzed. "
+                   + "Add it there with the modules it imports (scripts/check-imports lists them).")
+    }
+}
 let fuzzTargets: [Target] = fuzzDependencies.keys.sorted().map { name in
     .executableTarget(name: name, dependencies: ["FuzzSupport"] + fuzzDependencies[name]!, path: "Tests/fuzz/\(name)",
                       swiftSettings: swiftSettings)

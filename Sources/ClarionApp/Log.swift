@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Structured logs: one JSON object per line on standard error, a constant message and data in fields.
-/// Callers never pass secrets or full device tokens (style.md rule 7).
+/// Callers never pass secrets or full device tokens (docs/security.md).
 public struct Log: Sendable {
     public enum Level: String, Sendable { case debug, info, warning, error }
 

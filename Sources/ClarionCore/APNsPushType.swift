@@ -1,4 +1,4 @@
-/// The `apns-push-type` header values (providers.md A.3).
+/// The `apns-push-type` header values (docs/providers.md A.3).
 public enum APNsPushType: String, Sendable, Hashable, CaseIterable {
     case alert
     case background
@@ -39,7 +39,7 @@ public enum APNsPushType: String, Sendable, Hashable, CaseIterable {
     /// priority 10 for them (A.3), and SNS's own advice pairs `background` with 5 (C.6).
     public var defaultPriority: APNsPriority { self == .background ? .conservePower : .immediate }
 
-    /// SNS's inference when `AWS.SNS.MOBILE.APNS.PUSH_TYPE` is absent (providers.md C.6). SNS can only infer
+    /// SNS's inference when `AWS.SNS.MOBILE.APNS.PUSH_TYPE` is absent (docs/providers.md C.6). SNS can only infer
     /// `alert` or `background`:
     /// - `background` only when `aps` has `content-available` equal to 1 (the integer 1 or `true`) and none of
     ///   the user-interaction keys `alert`, `badge`, `sound`; custom keys outside `aps` do not matter;

@@ -1,4 +1,5 @@
-/// Names one delivery: a message and an endpoint, by their internal keys (design.md "Delivery ids").
+/// Names one delivery: a message and an endpoint, by their internal keys (docs/architecture.md, "Campaigns and
+/// delivery ids").
 public struct DeliveryID: Sendable, Hashable {
     public let messageKey: Int64
     public let endpointKey: Int64

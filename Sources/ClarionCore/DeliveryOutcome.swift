@@ -1,6 +1,7 @@
 import Foundation
 
-/// How one delivery ended, as a value: a provider rejection is never an exception (style.md, habit 6).
+/// How one delivery ended, as a value: a provider rejection is never an exception, because it is an ordinary
+/// answer that the dispatcher acts on per endpoint, and a batch of outcomes must travel as data.
 ///
 /// Each case says what the dispatcher does with the endpoint, the application and the delivery; see
 /// `endpointAction`, `disablesApplication` and `isRetryable`.

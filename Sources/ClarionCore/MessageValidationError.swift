@@ -21,7 +21,7 @@ public struct MessageValidationError: Error, Sendable, Hashable, CustomStringCon
     }
 
     public let code: Code
-    /// SNS's wording where it is known (providers.md, emulators that match SNS), else the same style.
+    /// SNS's wording where it is known (docs/providers.md, emulators that match SNS), else the same style.
     public let message: String
     /// The message-map key or attribute name at fault, when there is one.
     public let key: String?

@@ -20,7 +20,7 @@ public struct MessageAttributeValue: Sendable, Hashable {
     }
 }
 
-/// The reserved `AWS.SNS.MOBILE.*` attributes that shape the provider request (providers.md C.4).
+/// The reserved `AWS.SNS.MOBILE.*` attributes that shape the provider request (docs/providers.md C.4).
 ///
 /// They are read here and never delivered to the device. Other attributes are not delivered either: SNS
 /// mobile push does not forward message attributes (C.4), so nothing else is kept.

@@ -1,7 +1,7 @@
 /// A push platform as SNS names it (`Platform` of CreatePlatformApplication), and what follows from it.
 ///
 /// SNS documents ADM, APNS, APNS_SANDBOX and GCM; APNS_VOIP and APNS_VOIP_SANDBOX exist in SNS too
-/// (providers.md C.2, C.4: their own message keys and TTL attributes), and cost nothing extra here:
+/// (docs/providers.md C.2, C.4: their own message keys and TTL attributes), and cost nothing extra here:
 /// they are APNs with push type `voip`.
 public enum Platform: String, Sendable, Hashable, CaseIterable {
     case apns = "APNS"
@@ -45,7 +45,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
     /// The platform's own message-map key.
     public var messageKey: SNSMessageKey { messageKeys[0] }
 
-    /// The reserved message attribute carrying this platform's TTL (providers.md C.4).
+    /// The reserved message attribute carrying this platform's TTL (docs/providers.md C.4).
     public var ttlAttributeNames: [String] {
         switch self {
         case .apns: ["AWS.SNS.MOBILE.APNS.TTL"]

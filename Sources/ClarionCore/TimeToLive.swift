@@ -1,6 +1,6 @@
 import Foundation
 
-/// A message's time to live for one platform, as SNS resolves it (providers.md C.5).
+/// A message's time to live for one platform, as SNS resolves it (docs/providers.md C.5).
 ///
 /// Precedence: the message attribute, then the TTL in the platform payload, then the application's default,
 /// then SNS's own default of four weeks. The TTL counts from publish time: when the push is handed to the

@@ -2,8 +2,8 @@ internal import COpenSSL
 import Foundation
 
 /// The SHA-256 implementation fetched once. OpenSSL 3's one-shot calls (`EVP_Digest` with `EVP_sha256()`,
-/// `HMAC()`) look the algorithm up in the provider store on every call; that lookup was most of their cost on
-/// the SigV4 path (about 2.5 us for one HMAC). The fetched method is immutable and safe to share.
+/// `HMAC()`) look the algorithm up in the provider store on every call, which costs more than hashing the SigV4
+/// path's short inputs. The fetched method is immutable and safe to share.
 nonisolated(unsafe) private let fetchedSHA256: OpaquePointer = {
     guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { fatalError("OpenSSL has no SHA256") }
     return md

@@ -2,7 +2,8 @@ import ClarionCore
 import ClarionStore
 import Foundation
 
-/// No silent failure (style.md: "silent endpoint disabling with no recorded reason"): every platform application
+/// No silent failure (an endpoint or application disabled with no recorded reason cannot be explained to its
+/// owner, nor undone on purpose): every platform application
 /// or endpoint the dispatcher disables, and every message it finishes with deliveries given up, gets exactly one
 /// warning. The facts come from the store's own UPDATEs (`FailureReport`), so a disable is reported by the one
 /// transaction that made it, on whichever node, and only once it is committed; workers call this after the

@@ -114,8 +114,8 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
 
 /// Ready transports by application, each with the application row it was resolved from. Every shard of a new
 /// message asks for its applications' transports; opening the credentials (a query, AES-GCM, parsing the key or
-/// service account) each time was a fifth of the gateway's CPU when direct publishes were delivered, one shard per
-/// message (perf). An entry is used only for the identical row: any change to the attributes, the enabled flag or
+/// service account) each time would be a large share of the gateway's work when direct publishes are delivered,
+/// one shard per message. An entry is used only for the identical row: any change to the attributes, the enabled flag or
 /// the sealed credentials (whose digest is part of the row) resolves again. Bounded; cleared when full.
 final class ResolvedTransports: Sendable {
     private struct Entry {

@@ -45,7 +45,7 @@ struct RetryWorker {
         for (i, claim) in claims.enumerated() {
             if let vanished = claim.vanished {
                 // Its endpoint (or the endpoint's application) was deleted: a final failure with that reason, so the
-                // message still finishes (issue 22, finding 10).
+                // message still finishes.
                 outcomes[i] = .rejected(reason: vanished)
                 continue
             }

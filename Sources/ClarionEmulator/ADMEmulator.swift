@@ -1,6 +1,6 @@
 import ClarionCrypto
 
-/// Amazon Device Messaging as providers.md section D describes it: the Login with Amazon token
+/// Amazon Device Messaging as docs/providers.md section D describes it: the Login with Amazon token
 /// endpoint (`POST /auth/o2/token`, also spelled `/auth/O2/token`, D.1) and
 /// `POST /messaging/registrations/<id>/messages` (D.2, D.3).
 ///

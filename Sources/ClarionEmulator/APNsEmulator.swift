@@ -2,7 +2,7 @@ import ClarionCrypto
 import ClarionHTTP2
 import Foundation
 
-/// APNs' HTTP/2 provider API as providers.md section A describes it: `POST /3/device/<token>` with a
+/// APNs' HTTP/2 provider API as docs/providers.md section A describes it: `POST /3/device/<token>` with a
 /// provider JWT, answered with APNs status codes and `{"reason": ...}` bodies.
 ///
 /// Checks, in order (the first failure answers):
@@ -243,8 +243,8 @@ final class APNsEmulator: Sendable {
         // A.2/A.3 priority: 10 (default), 5, 1; background must be 5.
         let effectivePriority: Int
         if let priority {
-            // Bytes compared directly: `elementsEqual` against a `String.UTF8View` walked both generically (165
-            // instructions per request, callgrind).
+            // Bytes compared directly: `elementsEqual` against a `String.UTF8View` walks both generically, on every
+            // request.
             let first = priority.first ?? 0
             if priority.count == 2 && first == UInt8(ascii: "1") && priority.last == UInt8(ascii: "0") {
                 effectivePriority = 10

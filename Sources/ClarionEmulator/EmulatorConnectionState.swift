@@ -5,7 +5,7 @@ import ClarionHTTP2
 /// Confined to the connection's event-loop thread (the transport calls the emulator for a connection
 /// only there), so it is a plain class without locks and deliberately not `Sendable`.
 ///
-/// APNs binds a connection to the first team and key that authenticated on it (providers.md A.5), and
+/// APNs binds a connection to the first team and key that authenticated on it (docs/providers.md A.5), and
 /// the provider token verified on it is cached here: the hot path compares the `authorization` string
 /// with the cached one and only checks the token's age, no signature.
 ///

@@ -19,7 +19,7 @@ public enum EmulatorAction: Sendable {
     /// Never answer (fault: stalled stream).
     case stall
     /// Refuse this stream and every later one with GOAWAY; earlier streams complete. APNs puts a JSON
-    /// `{"reason": ...}` in the debug data (providers.md A.7).
+    /// `{"reason": ...}` in the debug data (docs/providers.md A.7).
     case goAway(errorCode: UInt32, debugData: [UInt8])
     /// RST_STREAM with this HTTP/2 error code (7 = REFUSED_STREAM).
     case resetStream(errorCode: UInt32)
@@ -31,7 +31,7 @@ public enum EmulatorAction: Sendable {
 public struct EmulatorDecision: Sendable {
     public var action: EmulatorAction
     /// When set, the connection advertises this SETTINGS_MAX_CONCURRENT_STREAMS from now on (APNs lifts
-    /// its limit of 1 once the connection has presented a valid provider token, providers.md A.7).
+    /// its limit of 1 once the connection has presented a valid provider token, docs/providers.md A.7).
     public var maxConcurrentStreams: UInt32?
 
     public init(action: EmulatorAction, maxConcurrentStreams: UInt32? = nil) {

@@ -2,7 +2,7 @@
 /// test) gets an `Unregistered`, a `QUOTA_EXCEEDED` or a canonical id just by choosing the token.
 ///
 /// `outcome` is the provider's own name for the answer:
-/// - APNs: a `reason` from providers.md A.6 (`Unregistered`, `ExpiredToken`, `BadDeviceToken`,
+/// - APNs: a `reason` from docs/providers.md A.6 (`Unregistered`, `ExpiredToken`, `BadDeviceToken`,
 ///   `DeviceTokenNotForTopic`, `TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, ...).
 /// - FCM: an `errorCode` from B.4 (`UNREGISTERED`, `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH`,
 ///   `THIRD_PARTY_AUTH_ERROR`, `QUOTA_EXCEEDED`, `UNAVAILABLE`, `INTERNAL`).

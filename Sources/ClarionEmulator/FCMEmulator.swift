@@ -1,10 +1,10 @@
 import ClarionCrypto
 import Foundation
 
-/// FCM HTTP v1 as providers.md section B describes it: the Google OAuth token endpoint for service
+/// FCM HTTP v1 as docs/providers.md section B describes it: the Google OAuth token endpoint for service
 /// accounts (`POST /token`, B.2) and `POST /v1/projects/<project>/messages:send` (B.1, B.3, B.4).
 ///
-/// Token endpoint (B.2; error texts are Google's as commonly seen, not from providers.md):
+/// Token endpoint (B.2; error texts are Google's as commonly seen, not from docs/providers.md):
 /// - not form-encoded: 400 `invalid_request`; `grant_type` not jwt-bearer: 400 `unsupported_grant_type`;
 ///   no `assertion`: 400 `invalid_request`;
 /// - assertion unreadable, not RS256, `kid` not the account's key id, or bad signature: 400

@@ -1,4 +1,4 @@
-/// The FCM v1 request body checks (providers.md B.1, B.3): structure, field names, value types, one
+/// The FCM v1 request body checks (docs/providers.md B.1, B.3): structure, field names, value types, one
 /// target, string-only data, Duration TTL, priority enum, and the keys-plus-values size.
 ///
 /// Runs on every FCM send, so it works on a `JSONTape` (byte ranges, no dictionaries) and builds

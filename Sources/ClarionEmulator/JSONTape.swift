@@ -3,8 +3,8 @@
 /// is made only for the few values a check needs (the target) and for error messages.
 ///
 /// Validates the full RFC 8259 grammar, UTF-8 in strings and escape syntax; nesting is limited to 64.
-/// Why not `JWTValue` (ClarionCrypto's tree): building dictionaries and strings for every member cost
-/// about 3 us for a 250-byte message, more than the rest of the request.
+/// Why not `JWTValue` (ClarionCrypto's tree): building dictionaries and strings for every member costs more
+/// than the rest of the request.
 package struct JSONTape {
     package enum Kind: UInt8 {
         case object, array, string, number, `true`, `false`, null

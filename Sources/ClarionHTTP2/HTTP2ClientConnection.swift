@@ -292,7 +292,8 @@ final class HTTP2ClientConnection: SocketChannel {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             return 0
         }
-        // nghttp2 asks for at most what the flow-control windows allow; track our own offset (interop.md).
+        // nghttp2 asks for at most what the flow-control windows allow, so a body may go out over several calls: keep
+        // our own offset into it.
         let offset = streams.storage[i].bodyOffset
         let total = pending.request.body.count
         let count = min(length, total - offset)

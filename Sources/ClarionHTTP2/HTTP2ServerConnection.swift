@@ -115,8 +115,8 @@ final class HTTP2ServerConnection: SocketChannel {
     /// all the answers at the end ran one connection in lockstep: the client idle while we processed the batch, we
     /// idle while it read the answers and sent the next batch. nghttpd reads 8 KiB at a time and answers each.
     /// With several connections ready in one turn the clients have other answers to work on, the server is the
-    /// busy side, and a write per slice cost about 10 % more CPU per request (4 x 100 streams): there the answers
-    /// go out once, at the end of the turn, as before.
+    /// busy side, and a write per slice costs more CPU per request than it saves: there the answers go out once,
+    /// at the end of the turn.
     static let inputSlice = 8 * 1024
 
     override func produceOutput() {

@@ -196,7 +196,7 @@ public struct HTTP2ServerStreamContext {
     /// A per-connection slot for the handler's own state (e.g. "this connection presented a valid JWT").
     /// Lives as long as the connection; only touched on the connection's loop thread. An object (state that
     /// changes per connection is one anyway): casting it back to a class is a pointer compare, where a cast from
-    /// `Any` took about 190 instructions per request in the emulator (callgrind).
+    /// `Any` goes through the runtime's dynamic cast on every request.
     public var connectionState: AnyObject? {
         get { connection.userState }
         nonmutating set { connection.userState = newValue }

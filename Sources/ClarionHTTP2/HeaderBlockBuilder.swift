@@ -20,8 +20,8 @@ final class HeaderBlockBuilder {
 
     // The last list given to `addFields`; once the same array has come twice in a row it is kept encoded (in a
     // builder of its own) while it keeps coming: the requests of a batch share one header list (h2bench, and a
-    // dispatcher's per-message fields), and copying its strings was about a third of building a request's block
-    // (callgrind). A list used once (a server's per-response fields) is copied as before. `listSource` holds the
+    // dispatcher's per-message fields), and copying its strings is a large part of building a request's block.
+    // A list used once (a server's per-response fields) is copied as before. `listSource` holds the
     // array, so its storage cannot be freed and reused for other contents while it is the key.
     @exclusivity(unchecked) private var listCache: HeaderBlockBuilder?
     @exclusivity(unchecked) private var listSource: [(String, String)] = []
@@ -69,8 +69,8 @@ final class HeaderBlockBuilder {
 
     private func copy(_ string: String) -> (Int, Int) {
         // The string's bytes borrowed in place (a native string is contiguous) and its length taken from them:
-        // a separate `utf8.count` cost as much again, and `var copy = string` + `withUTF8` a retain and a release
-        // (callgrind); a request has nine or more fields.
+        // a separate `utf8.count` would walk it again, and `var copy = string` + `withUTF8` costs a retain and a
+        // release; a request has nine or more fields.
         if let copied = string.utf8.withContiguousStorageIfAvailable({ append($0) }) { return copied }
         var string = string  // not contiguous (bridged): `withUTF8` makes it so
         return string.withUTF8 { append($0) }

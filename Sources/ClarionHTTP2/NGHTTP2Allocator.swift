@@ -9,9 +9,8 @@ import Glibc
 ///
 /// Why: nghttp2 allocates about five blocks per client stream and six per server stream (stream, outbound item,
 /// copied header fields, header buffers) and frees them when the stream closes. With 100 or more streams finishing
-/// together, glibc's per-thread cache (7 blocks per size) overflows and most of those calls take its slow path:
-/// 1.2-1.4k instructions per request on either side (callgrind, 1 x 100 streams). A free list costs a few loads
-/// and stores.
+/// together, glibc's per-thread cache (7 blocks per size) overflows and most of those calls take its slow path,
+/// on either side. A free list costs a few loads and stores.
 ///
 /// One per session, owned by the connection that owns the session and used only from its thread; freed after
 /// `nghttp2_session_del`. Bounded: each size class keeps at most `cachedBytesPerClass` bytes of free blocks (the

@@ -27,11 +27,11 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     private let plaintextOut: ByteQueue?
     private var flushScheduled = false
     private var wantsWritable = false
-    /// Output is produced and written in pieces of about this size (see `flushAtEndOfTurn`). 8 KiB, measured against
-    /// 16 and 32 KiB (1 connection x 100 and x 250 streams, h2c and TLS, our server and nghttpd): 16 KiB was best at
-    /// 250 streams but fell under h2load at 100 (a 48 KiB batch in three equal pieces kept the lockstep), 32 KiB the
-    /// reverse; 8 KiB reached at least 0.9 of h2load in all of them, for about 0.1 us more client CPU per request.
-    /// That was against a server that answered a whole read at once; a client now uses `WriteChunks.client`.
+    /// Output is produced and written in pieces of about this size (see `flushAtEndOfTurn`). Small enough that the
+    /// peer can start on the first piece while the next is produced (larger pieces keep client and server in
+    /// lockstep at some stream counts), large enough that the extra writes cost little; 8 KiB did well across the
+    /// stream counts, plaintext and TLS, and servers compared (docs/benchmarks.md, "Figures behind code choices").
+    /// A client uses `WriteChunks.client`.
     static let writeChunk = 8 * 1024
 
     /// The size of the first piece a flush produces and writes, and of the pieces after it.
@@ -43,10 +43,9 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
         /// A client's requests: a first piece that fits in 8 KiB, so a server that reads or processes 8 KiB at a
         /// time (nghttpd, our `HTTP2Server`) starts on it at once, then full 16 KiB pieces (one TLS record each, as
         /// h2load writes), which halve the writes and records per request. With 8 KiB pieces of 8 KiB plus one
-        /// frame, our server wrote answers after nearly every record (36-38 writes per 1,000 requests against 21-24
-        /// under h2load, the client 61-68 sendto against h2load's 31-35), and the client reached 0.91-0.92 of h2load
-        /// against it over TLS at 1 x 250 (2026-11-30, h3e). All 16 KiB fixed that cell but cost 2-4 % against
-        /// nghttpd over TLS at one connection (it waits for a whole record before it answers).
+        /// frame, a server answers after nearly every record, so writes and records per request double; all 16 KiB
+        /// pieces would slow a server that waits for a whole record before it answers (nghttpd) at one connection.
+        /// Figures: docs/benchmarks.md, "the client writes its requests in 7 KiB, then 16 KiB pieces".
         static let client = WriteChunks(first: 7 * 1024, rest: 16 * 1024)
     }
 

@@ -74,8 +74,7 @@ func freeCertificate(_ certificate: OpaquePointer) {
 /// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`, and frees the BIO before returning.
 ///
 /// `BIO_new_mem_buf` does not copy: the BIO reads the bytes in place for as long as it lives, and a pointer from
-/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (style.md, "pointers do not outlive their
-/// closure"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
+/// `withUTF8`/`withUnsafeBytes` is valid only inside its closure (docs/testing.md, "C interop defects fixed"). So the BIO is created, read and freed inside the closure. (Creating it inside and reading it after
 /// worked in debug builds; release builds freed the bytes first and PEM parsing found no certificate.)
 func withMemoryBIO<R>(
     _ text: String, _ body: (OpaquePointer) throws(TLSConfigurationError) -> R
@@ -240,9 +239,8 @@ final class TLSContext: @unchecked Sendable {
 
 /// One TLS connection over a BIO of our own (`TLSSessionBIO`) instead of OpenSSL's memory BIOs: ciphertext read
 /// from the socket is lent to OpenSSL for the duration of `withCiphertext` (no copy into a BIO buffer), and the
-/// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs cost about
-/// 3k instructions per request on the client (callgrind, TLS 1 x 100 against nghttpd): a malloc, a zeroing grow
-/// and two copies for every chunk in each direction. Confined to one loop thread.
+/// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs would
+/// cost a malloc, a zeroing grow and two copies for every chunk in each direction. Confined to one loop thread.
 final class TLSSession {
     enum HandshakeState {
         case done

@@ -21,7 +21,9 @@ public struct AccessTokenFailure: Error, Sendable, Hashable {
 /// *valid* -> (past refreshAt, a send asks) -> *valid + fetching* -> *valid(new)*;
 /// *valid* -> (`invalidate(token)`, the provider refused it) -> *empty*;
 /// *failed* -> (until passes, a send asks) -> *fetching*. A failure is remembered for a while so that a refused
-/// credential does not turn every send into a token request.
+/// credential does not turn every send into a token request. Nothing clears it early: changed credentials get a
+/// source of their own (`ProviderRegistry` keys sources by the credential, token URL and CA), and a disabled
+/// application's source is released unless another application shares it.
 public final class AccessTokenSource: Sendable {
     enum Grant: Sendable {
         case jwtBearer(FCMServiceAccount)
@@ -130,11 +132,6 @@ public final class AccessTokenSource: Sendable {
                 state.expiresAt = .distantPast
             }
         }
-    }
-
-    /// Forgets a remembered failure (the application's credentials were changed or re-enabled).
-    public func clearFailure() {
-        state.withLock { $0.failure = nil }
     }
 
     /// Starts a background refresh when the cached token is due for one (the worker's timer calls this).

@@ -4,7 +4,8 @@ import Foundation
 /// One blocking HTTP POST with libcurl: the one place Clarion drives libcurl, for the OAuth token exchanges
 /// (`CurlTokenTransport`) and the registration webhooks (ClarionAPI's `WebhookClient`).
 ///
-/// Low rate and off the hot path (interop.md: libcurl is fine for that, not for pushes). Blocking: call `perform`
+/// Low rate and off the hot path: a blocking call on a handle of its own is fine there, and pushes go over
+/// ClarionHTTP2's multiplexed connections instead. Blocking: call `perform`
 /// only on a thread of its own, never on the cooperative pool. Each call uses a new easy handle, so no connection
 /// is reused (that also sidesteps Debian 7.88's failure on a reused h2c prior-knowledge connection, curl #10634).
 /// Redirects are never followed; only http and https are spoken.

@@ -74,7 +74,7 @@ public struct ADMClientCredentials: Sendable {
     public let clientSecret: String
 }
 
-/// The credentials of one platform application, as SNS takes them in its attributes (providers.md C.7).
+/// The credentials of one platform application, as SNS takes them in its attributes (docs/providers.md C.7).
 public enum ProviderCredentials: Sendable {
     case apnsToken(APNsTokenCredentials)
     case apnsCertificate(APNsCertificateCredentials)

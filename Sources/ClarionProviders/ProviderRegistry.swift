@@ -11,8 +11,8 @@ public struct ProviderOptions: Sendable {
     /// Connections per APNs or ADM pool (per APNs team + key + environment, ADM client).
     public var connectionsPerPool: Int
     /// Connections per FCM pool (project + service account). FCM grants 100 streams a connection where APNs
-    /// grants 1000, so an FCM pool needs several times the connections for the same concurrency: with 2, a
-    /// 1M fan-out (half FCM) was capped near 75k requests/s even for h2load against the emulator.
+    /// grants 1000, so an FCM pool needs several times the connections for the same concurrency; too few cap a
+    /// large fan-out's FCM half whatever the client (docs/benchmarks.md, fan-out).
     public var fcmConnectionsPerPool: Int
     /// Our ceiling on streams per connection, below the server's SETTINGS (FCM advertises 100, APNs more).
     public var maxConcurrentStreamsPerConnection: Int

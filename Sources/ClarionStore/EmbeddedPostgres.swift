@@ -316,8 +316,8 @@ public final class EmbeddedPostgres: @unchecked Sendable {
 
 /// Runs a program to completion with posix_spawn and waitpid.
 ///
-/// Foundation's `Process` was seen to miss the exit of a child on Linux when called from a test's
-/// worker thread; spawning and reaping directly has no such dependency on a run loop. Output goes to
+/// Foundation's `Process` can miss the exit of a child on Linux when called from a thread without a run
+/// loop (a test's worker thread); spawning and reaping directly has no such dependency on a run loop. Output goes to
 /// a file, not a pipe: the postmaster that `pg_ctl start` leaves running inherits the child's
 /// descriptors and would hold a pipe open forever.
 enum ChildProcess {
@@ -342,9 +342,8 @@ enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         // Nothing else of ours reaches the child, and so the postmaster `pg_ctl start` leaves running: a descriptor
         // opened without close-on-exec (by a library, or a test) would otherwise stay open in the server for its
-        // whole life, and the server counts them against its own budget. Seen in the test suite: with about 980
-        // inherited, the postmaster refused to start ("insufficient file descriptors available to start server
-        // process: System allows 17, we need at least 58").
+        // whole life, and the server counts them against its own budget: with enough inherited, the postmaster
+        // refuses to start ("insufficient file descriptors available to start server process").
         let closing = clarion_spawn_close_from(&actions, 3)
         guard closing == 0 else { throw SpawnError(code: closing) }
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }

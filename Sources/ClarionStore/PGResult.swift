@@ -28,11 +28,6 @@ public final class PGResult {
     public var rows: [PGRow] { (0..<rowCount).map { PGRow(result: self, index: $0) } }
 
     public var first: PGRow? { rowCount > 0 ? self[0] : nil }
-
-    public func columnIndex(_ name: String) -> Int? {
-        let i = PQfnumber(handle, name)
-        return i >= 0 ? Int(i) : nil
-    }
 }
 
 /// One row. Getters read PostgreSQL's text format; a NULL reads as nil.

@@ -1,6 +1,6 @@
 /// Clarion's schema, as versioned migrations. docs/architecture.md explains each table.
 ///
-/// Shape rules (design.md): internal keys are `bigint` identities (keyset ranges, shard bounds and
+/// Shape rules (docs/architecture.md, "Schema"): internal keys are `bigint` identities (keyset ranges, shard bounds and
 /// compact delivery ids are cheap); external ids are UUIDs or names inside ARNs. Every hot query is
 /// keyed by application or topic, so the tables can later be distributed by those keys. Counters live
 /// per shard, not per message, so a large fan-out does not serialise on one row. The delivery log is

@@ -70,7 +70,7 @@ struct FailureWarningTests {
         }
     }
 
-    // Rule (no silent failure, style.md rule 7): every platform application and endpoint the dispatcher disables,
+    // Rule (no silent failure; docs/security.md for the tokens): every platform application and endpoint the dispatcher disables,
     // and every message it finishes with deliveries given up, is exactly one warning, written after the state is
     // committed, naming the resource, the reason and the provider's status; no line carries a whole device token.
     @Test("through the emulator: one warning per disabled application (bad extra CA), disabled endpoint (410) and message given up, after the write, never a whole token")

@@ -5,7 +5,7 @@ import Testing
 @testable import ClarionEmulator
 
 /// APNs certificate-based auth in the emulator's logic (no sockets): the connection's TLS client certificate,
-/// as the HTTP/2 server hands it over, decides when no provider token does (providers.md A.2, A.6).
+/// as the HTTP/2 server hands it over, decides when no provider token does (docs/providers.md A.2, A.6).
 @Suite struct APNsCertificateEmulatorTests {
     typealias F = EmulatorFixture
 

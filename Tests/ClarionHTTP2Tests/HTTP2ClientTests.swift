@@ -42,7 +42,7 @@ import Testing
 }
 
 @Suite struct HTTP2ClientRegistryTests {
-    /// Pools are keyed by origin + credential identity, never by host alone (style.md, providers.md A.7).
+    /// Pools are keyed by origin + credential identity, never by host alone (docs/providers.md A.5, A.7).
     @Test func poolsAreKeyedByOriginAndCredentialIdentityNotByHostAlone() async throws {
         let group = try EventLoopGroup(threadCount: 2)
         defer { group.shutdown() }

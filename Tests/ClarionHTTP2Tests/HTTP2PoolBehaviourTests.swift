@@ -89,7 +89,7 @@ import Testing
         await server.shutdown()
     }
 
-    /// APNs rule (providers.md A.7): one stream until the provider token was accepted, then what SETTINGS says.
+    /// APNs rule (docs/providers.md A.7): one stream until the provider token was accepted, then what SETTINGS says.
     /// A connection's state in the next test: it presented a good token.
     final class Accepted {}
 
@@ -126,7 +126,7 @@ import Testing
         await server.shutdown()
     }
 
-    /// APNs rule (providers.md A.7): when the server lowers its limit, in-flight streams may get RST_STREAM
+    /// APNs rule (docs/providers.md A.7): when the server lowers its limit, in-flight streams may get RST_STREAM
     /// REFUSED_STREAM; retry them.
     @Test func apnsRuleRefusedStreamIsRetried() async throws {
         let group = try EventLoopGroup(threadCount: 1)

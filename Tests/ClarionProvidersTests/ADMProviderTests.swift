@@ -102,6 +102,27 @@ import Testing
         await harness.close()
     }
 
+    @Test("ADM D.1: a refused secret is remembered; the corrected secret gets a token source of its own, so the refusal does not carry over")
+    func correctedSecretStartsFresh() async throws {
+        let harness = try Harness()
+        let refused = try harness.client("adm", .adm, harness.admAttributes(secret: "wrong"))
+        let push = harness.render(platform: .adm)
+        #expect(await refused.send(push, token: "device-a").label == "credentials_invalid")
+        // Remembered (refusalRetention): the next send fails without asking the token endpoint again.
+        #expect(await refused.send(push, token: "device-b").label == "credentials_invalid")
+        #expect(harness.stats["adm-oauth"].statuses["401"] == 1)
+        #expect(refused.accessTokenSource?.exchangeCount == 1)
+
+        // The owner changes the credential: the source is keyed by the secret's digest, so the new client has a
+        // new source with nothing remembered, and the first send is delivered at once.
+        let corrected = try ProviderApplication(id: "adm", platform: .adm, attributes: harness.admAttributes())
+        let client = try await harness.registry.applicationChanged(corrected)
+        #expect(client.accessTokenSource !== refused.accessTokenSource)
+        #expect(await client.send(push, token: "device-c").label == "accepted")
+        #expect(harness.stats["adm-oauth"].statuses["200"] == 1)
+        await harness.close()
+    }
+
     @Test("ADM D.2: a payload over 6 KB fails as message invalid with no round trip (the emulator saw nothing)")
     func payloadTooLarge() async throws {
         let harness = try Harness()

@@ -6,7 +6,7 @@ import Testing
 @testable import ClarionEmulator
 @testable import ClarionProviders
 
-/// APNs certificate-based auth (providers.md A.2, A.6, C.7) end to end: a platform application whose
+/// APNs certificate-based auth (docs/providers.md A.2, A.6, C.7) end to end: a platform application whose
 /// PlatformPrincipal is a certificate and PlatformCredential its key sends through the emulator over TLS, the
 /// certificate in the TLS handshake and no provider token; what APNs says about certificates comes back as
 /// credential failures.

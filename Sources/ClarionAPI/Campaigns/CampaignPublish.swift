@@ -3,7 +3,7 @@ import ClarionCore
 import ClarionStore
 import Foundation
 
-/// The `"campaign"` field of a native publish, and the `"namespace"` field of an ordinary one (issue 8).
+/// The `"campaign"` field of a native publish, and the `"namespace"` field of an ordinary one.
 ///
 /// The publish handler calls, in order:
 /// 1. `CampaignPublish.parse(body.object["campaign"])` while validating (a 400 names the field, e.g.

@@ -2,7 +2,7 @@ import ClarionCore
 import ClarionStore
 import Foundation
 
-/// Registers the campaign routes (issue 8):
+/// Registers the campaign routes:
 /// - `POST /v1/beacons/open` `{"delivery_id": "..."}`: public (devices call it, no API key), idempotent, 204;
 ///   a malformed, forged or unknown id is 400 and stores nothing; 429 past the per-source limit; CORS for web
 ///   clients (any origin, no credentials), with `OPTIONS` answering the preflight. Any Content-Type is read as

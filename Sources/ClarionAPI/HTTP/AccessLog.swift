@@ -140,10 +140,3 @@ public final class JSONLinesAccessLog: AccessLogSink {
         }
     }
 }
-
-/// Forwards entries to a closure (tests, adapters to other loggers).
-public struct ClosureAccessLog: AccessLogSink {
-    private let body: @Sendable (AccessLogEntry) -> Void
-    public init(_ body: @escaping @Sendable (AccessLogEntry) -> Void) { self.body = body }
-    public func record(_ entry: AccessLogEntry) { body(entry) }
-}

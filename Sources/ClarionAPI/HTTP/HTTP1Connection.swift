@@ -541,11 +541,6 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             close()
         }
     }
-
-    /// Shutdown: closes the connection unless a request on it is still being answered.
-    func closeIfIdle() {
-        if case .idle = state, output.isEmpty { close() }
-    }
 }
 
 enum HTTPStatusText {

@@ -19,8 +19,8 @@ public final class HTTPResponder: Sendable {
     }
 
     deinit {
-        // Almost always answered already: only build the 500 when it is needed (building it for every request was
-        // 1.4 % of a signed publish's server CPU, perf).
+        // Almost always answered already: only build the 500 when it is needed (building it for every request is
+        // work on the hot path for an answer that is almost never sent).
         guard !slot.isAnswered else { return }
         var response = slot.errorFormat.response(for: .internalError, requestID: requestID)
         response.cause = "the handler returned without answering"

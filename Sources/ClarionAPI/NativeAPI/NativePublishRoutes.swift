@@ -97,7 +97,7 @@ package enum NativePublishRoutes {
             } catch {
                 throw JSONAPIError.invalidField(error.key.map { "attributes.\($0)" } ?? "attributes", error.message)
             }
-            // Issue 8: `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
+            // `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
             let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
             return PublishBody(text: text, structure: structure, attributes: attributes, ttl: ttl,
                                namespaceRequest: namespaceRequest, targets: try targetList(body))

@@ -53,7 +53,7 @@ public struct RegistrationContext: Sendable {
 /// Device-token reassignments by the mobile event collector (a token bound to one `user_id` moved to another),
 /// counted per process since start for a metrics endpoint to export, e.g. as
 /// `clarion_event_token_reassignments_total{outcome="allowed"|"refused"}`. Deliberately not per app: a metric's
-/// labels stay bounded (style.md); the log line of each one names the app.
+/// labels stay bounded, or a metrics store grows with every app; the log line of each one names the app.
 public final class MobileEventCounters: Sendable {
     private let allowed = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)

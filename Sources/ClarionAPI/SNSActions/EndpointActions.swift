@@ -2,7 +2,7 @@ import ClarionStore
 import Foundation
 
 /// CreatePlatformEndpoint, Get/SetEndpointAttributes, DeleteEndpoint, ListEndpointsByPlatformApplication
-/// (providers.md C.8).
+/// (docs/providers.md C.8).
 enum EndpointActions {
     static let attributeNames: Set<String> = ["Token", "Enabled", "CustomUserData"]
     static let notFound = SNSError.notFound("Endpoint does not exist")

@@ -4,7 +4,7 @@ import ClarionStore
 import Foundation
 
 /// CreatePlatformApplication, Get/SetPlatformApplicationAttributes, ListPlatformApplications,
-/// DeletePlatformApplication (providers.md C.7).
+/// DeletePlatformApplication (docs/providers.md C.7).
 enum PlatformApplicationActions {
     static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM"]
     static let secretAttributes: Set<String> = ["PlatformCredential", "PlatformPrincipal"]
@@ -127,7 +127,7 @@ enum PlatformApplicationActions {
     static let notFound = SNSError.notFound("PlatformApplication does not exist")
 
     /// APNs certificate auth (a PEM certificate in `PlatformPrincipal`, its private key in `PlatformCredential`,
-    /// providers.md C.7): the pair must load into TLS and the key must be the certificate's, checked by the very
+    /// docs/providers.md C.7): the pair must load into TLS and the key must be the certificate's, checked by the very
     /// code the HTTP/2 pool runs, so a bad pair is refused here rather than at the first send. Token auth, ADM and
     /// GCM credentials are only checked for presence, as before.
     /// Returns the certificate's expiry for certificate auth (nil otherwise).

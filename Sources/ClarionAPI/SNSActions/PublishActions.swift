@@ -2,7 +2,7 @@ import ClarionCore
 import ClarionStore
 import Foundation
 
-/// Publish and PublishBatch (providers.md C.2, C.4). A publish is validated completely, then stored through
+/// Publish and PublishBatch (docs/providers.md C.2, C.4). A publish is validated completely, then stored through
 /// the group-commit batcher; the MessageId is returned only after the commit.
 package enum PublishActions {
     static let sizeLimit = SNSActionTable.publishPayloadLimit

@@ -1,7 +1,7 @@
 import ClarionCore
 import Foundation
 
-/// SNS's ARN forms (providers.md C; issue 5):
+/// SNS's ARN forms (docs/providers.md C):
 ///
 ///     arn:aws:sns:<region>:<account>:app/<PLATFORM>/<name>
 ///     arn:aws:sns:<region>:<account>:endpoint/<PLATFORM>/<app>/<uuid>

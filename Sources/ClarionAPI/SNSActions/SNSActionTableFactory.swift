@@ -1,4 +1,4 @@
-/// Every SNS action Clarion serves (issue 5), on the store's repositories and the publish batcher.
+/// Every SNS action Clarion serves, on the store's repositories and the publish batcher.
 ///
 ///     let table = makeSNSActionTable(context: SNSActionContext(pool: pool, masterKey: key, batcher: batcher,
 ///                                                              region: "us-east-1"))

@@ -98,8 +98,8 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Small objects (push payloads, message maps: a handful of keys) are searched linearly, which is faster than
 /// hashing for them. Past `indexThreshold` members the object also keeps a key -> position index, so that adding,
-/// finding and checking a key stay O(1) on large objects: without it, a request body with 40,000 keys cost
-/// 800 million key comparisons to parse (issue "Hardening", finding 1).
+/// finding and checking a key stay O(1) on large objects: without it, checking each new key against the ones
+/// before is quadratic, and a request body with 40,000 keys would take 800 million key comparisons to parse.
 public struct JSONObject: Sendable, Hashable, Sequence {
     public struct Member: Sendable, Hashable {
         public var key: String

@@ -1,6 +1,6 @@
 import Foundation
 
-/// ADM answers -> `DeliveryOutcome` (providers.md D.3, F).
+/// ADM answers -> `DeliveryOutcome` (docs/providers.md D.3, F).
 public enum ADMResponseClassifier {
     static let messageReasons: Set<String> = [
         "InvalidData", "InvalidConsolidationKey", "InvalidExpiration", "InvalidChecksum", "InvalidType",

@@ -1,6 +1,6 @@
 import Foundation
 
-/// APNs answers -> `DeliveryOutcome` (providers.md A.6, F).
+/// APNs answers -> `DeliveryOutcome` (docs/providers.md A.6, F).
 public enum APNsResponseClassifier {
     /// Reasons that mean the device token is dead: disable the endpoint (A.6, C.9).
     static let tokenReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken"]

@@ -1,6 +1,6 @@
 import Foundation
 
-/// FCM HTTP v1 answers -> `DeliveryOutcome` (providers.md B.4, F).
+/// FCM HTTP v1 answers -> `DeliveryOutcome` (docs/providers.md B.4, F).
 ///
 /// Errors come in Google's envelope `{"error":{"code","message","status","details":[...]}}`; the FCM code
 /// is in the `google.firebase.fcm.v1.FcmError` detail's `errorCode` and is read first, then the canonical

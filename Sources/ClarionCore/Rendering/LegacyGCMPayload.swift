@@ -1,5 +1,5 @@
 /// The legacy FCM (GCM) HTTP body that SNS still accepts in the "GCM" key, mapped onto FCM HTTP v1 fields
-/// (providers.md B.8, C.3). AWS never published its exact conversion (G.11); this follows Firebase's own
+/// (docs/providers.md B.8, C.3). AWS never published its exact conversion (G.11); this follows Firebase's own
 /// legacy -> v1 field correspondence:
 ///
 /// | legacy | v1 |

@@ -1,4 +1,4 @@
-/// Clarion's own values in a push, under one root key of the payload (issue 8), so an app SDK can recognise
+/// Clarion's own values in a push, under one root key of the payload, so an app SDK can recognise
 /// Clarion's pushes, report opens with the delivery id, and merge duplicates by message id.
 ///
 /// The values are flat strings: `type` ("campaign" or "message"), `message_id`, `delivery_id`, `deep_link` when

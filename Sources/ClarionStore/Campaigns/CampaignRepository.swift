@@ -13,7 +13,7 @@ public struct CampaignRecord: Sendable, Hashable {
     public let createdAt: Date
 }
 
-/// Campaigns, opens and engagement reports (issue 8).
+/// Campaigns, opens and engagement reports.
 ///
 /// Opens need no row per delivery: a delivery id names its (message, endpoint) and is verified by its MAC before
 /// it gets here; the open is one upsert keyed by that pair, so the same beacon twice counts once.

@@ -1,5 +1,5 @@
 extension Schema {
-    /// Campaigns (issue 8): a message is linked to its campaign in the statement that stores it, and campaign
+    /// Campaigns: a message is linked to its campaign in the statement that stores it, and campaign
     /// reports find their messages by index.
     ///
     /// The publish path (native publish, the publish batcher) writes `messages` without a campaign column; the
@@ -34,9 +34,9 @@ extension Schema {
             FOR EACH ROW EXECUTE FUNCTION clarion_link_campaign();
         """
 
-    /// The v7 trigger ran a PL/pgSQL call for every stored message, most of which carry no namespace. A
-    /// `WHEN` condition is evaluated by the executor itself, so ordinary publishes no longer enter PL/pgSQL
-    /// (measured on the publish path: the trigger call was a visible share of each batch's server time).
+    /// Without a condition the v7 trigger makes a PL/pgSQL call for every stored message, most of which carry no
+    /// namespace. A `WHEN` condition is evaluated by the executor itself, so ordinary publishes do not enter
+    /// PL/pgSQL, which would cost a share of every publish batch.
     static let v8 = """
         DROP TRIGGER messages_link_campaign ON messages;
         CREATE TRIGGER messages_link_campaign BEFORE INSERT ON messages

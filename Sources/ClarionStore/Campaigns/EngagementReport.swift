@@ -1,7 +1,7 @@
 import ClarionCore
 import Foundation
 
-/// Delivery and open figures of one campaign or one message (issue 8), as the API, `clarion report <id>` and its
+/// Delivery and open figures of one campaign or one message, as the API, `clarion report <id>` and its
 /// `--json` show them.
 public struct EngagementReport: Sendable, Hashable {
     public enum Subject: Sendable, Hashable {

@@ -126,15 +126,6 @@ extension FanOutJobs {
         }
     }
 
-    /// The endpoint keys a user or audience message reaches now, in key order (what the shard workers will
-    /// stream, stale and disabled endpoints included: the worker skips and counts those).
-    public func audienceEndpoints(message: Int64, limit: Int = 10_000) async throws(StoreError) -> [Int64] {
-        try await pool.withConnection { (c) throws(StoreError) -> [Int64] in
-            try c.query(Self.audienceTargetsSQL, [message, 0, Int64.max, limit, Date(timeIntervalSince1970: 0)])
-                .rows.compactMap { $0.int64(0) }
-        }
-    }
-
     /// Cuts a user or audience message into shards of endpoint-id ranges (lo, hi].
     static func planAudience(_ c: PGConnection, message: Int64, shardSize: Int) throws(StoreError) -> (los: [Int64], his: [Int64], counts: [Int64]) {
         var los: [Int64] = [], his: [Int64] = [], counts: [Int64] = []

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The fan-out job queue in PostgreSQL (design.md "Fan-out protocol"): plan, claim, stream targets,
+/// The fan-out job queue in PostgreSQL (docs/architecture.md, "The life of a publish", steps 3-6): plan, claim, stream targets,
 /// checkpoint, release, finish, retries, and the message status query.
 ///
 /// PostgreSQL is the coordinator: shards are claimed with `FOR UPDATE SKIP LOCKED` under a lease whose
@@ -236,8 +236,8 @@ public struct FanOutJobs: Sendable {
     /// the message's kind checked by primary key; that side is small: ready topic shards, pre-v10 and expired
     /// direct shards). The final select joins the message (primary key) and the endpoint (primary key; none when
     /// the checkpoint already passed it). The endpoint is probed through a `LATERAL ... OFFSET 0` subquery, as in
-    /// `targets`: as a plain join the planner hashed the batch against a sequential scan of every endpoint
-    /// (EXPLAIN ANALYZE, 5,000 endpoints: 1.5 ms of the statement's 7 ms, growing with the table).
+    /// `targets`: as a plain join the planner hashes the batch against a sequential scan of every endpoint, a cost
+    /// that grows with the table.
     static let claimDirectStatement = """
         WITH ready AS (
             SELECT s.id, s.message FROM fanout_shards s
@@ -312,8 +312,8 @@ public struct FanOutJobs: Sendable {
             switch kind {
             case .topic:
                 // One index probe per subscription of the page (a nested loop, in key order, no sort). A plain
-                // join let the planner hash the page against a (parallel) sequential scan of every endpoint:
-                // 75 ms a page at 200k endpoints and growing with the table, against 13 ms this way. `OFFSET 0`
+                // join lets the planner hash the page against a (parallel) sequential scan of every endpoint,
+                // which grows with the table while probes grow with the page. `OFFSET 0`
                 // keeps the lateral subquery from being flattened back into that join.
                 result = try c.query("""
                     SELECT s.id, e.id, e.application, e.token, e.enabled,

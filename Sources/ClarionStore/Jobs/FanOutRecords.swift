@@ -1,6 +1,6 @@
 import Foundation
 
-// Records of the fan-out job queue (design.md "Fan-out protocol"). Plain Sendable values: rows are mapped to
+// Records of the fan-out job queue (docs/architecture.md, "The life of a publish"). Plain Sendable values: rows are mapped to
 // them on the connection's thread, so nothing of libpq leaves the pool.
 //
 // Shard encoding (shared with the publish path):
@@ -308,7 +308,7 @@ public struct DisabledEndpoint: Sendable, Hashable {
     public let applicationName: String
     public let platform: String
     /// The first characters of the refused token (at most 8, at most half of it), never the whole token
-    /// (style.md rule 7).
+    /// (docs/security.md: logs never carry a full device token).
     public let tokenPrefix: String
     public let reason: String
     public let providerStatus: Int?

@@ -4,7 +4,7 @@ extension Schema {
     /// `delivery_retries.endpoint` was a foreign key with `ON DELETE CASCADE`: deleting a platform application (its
     /// endpoints went with it) or an endpoint while one of its deliveries waited for another attempt deleted the
     /// retry row, and with it the only thing that would have finished the message. The message stayed `Processing`
-    /// for good (all shards done, no retry pending; seen in issue 22, finding 10). Now the retry stays: a
+    /// for good (all shards done, no retry pending). So the retry stays: a
     /// statement-level trigger records why its endpoint is gone (`PlatformApplicationDeleted` when the application
     /// went too, else `EndpointDeleted`) and makes it due at once; the retry worker then counts the delivery failed
     /// with that reason, writes a delivery-log row and finishes the message as for any last retry.

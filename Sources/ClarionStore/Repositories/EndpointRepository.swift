@@ -44,7 +44,7 @@ public struct NewEndpoint: Sendable {
     }
 }
 
-/// The outcome of a create under SNS's idempotency rule (providers.md C.8).
+/// The outcome of a create under SNS's idempotency rule (docs/providers.md C.8).
 public enum EndpointCreation: Sendable, Equatable {
     /// A new endpoint.
     case created(EndpointRecord)

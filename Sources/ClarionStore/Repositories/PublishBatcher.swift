@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Group commit for publishes (design.md, "publish intake").
+/// Group commit for publishes (docs/architecture.md, "The life of a publish", step 2).
 ///
 /// Concurrent `publish` calls queue up; a writer thread takes what queued during a short window (250 us by
 /// default) and writes it with one pipelined round trip and one commit on its own session, then answers every

@@ -2,8 +2,8 @@ extension Schema {
     /// Publish intake without per-row foreign-key checks.
     ///
     /// A foreign key costs PostgreSQL an SPI query and a `FOR KEY SHARE` row lock per inserted row; on the durable
-    /// publish path (one `messages` row and one `fanout_shards` row per direct publish) the two checks were 19% of
-    /// the writer sessions' CPU (perf, docs/benchmarks.md). Both references are written by Clarion alone: a
+    /// publish path (one `messages` row and one `fanout_shards` row per direct publish) the two checks are a large
+    /// share of the writer sessions' work (docs/benchmarks.md). Both references are written by Clarion alone: a
     /// message's account is the authenticated caller's, a shard's message is the row inserted by the same
     /// statement (or the planner's, read from the table). What the constraints also did, cascading deletes, is kept
     /// by statement-level triggers, which cost nothing on insert. The `(account, published_at)` index had no reader.

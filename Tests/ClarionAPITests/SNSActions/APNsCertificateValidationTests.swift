@@ -6,7 +6,7 @@ import Foundation
 import Testing
 @testable import ClarionAPI
 
-/// APNs certificate-based auth at the API edge (providers.md C.7): the certificate in PlatformPrincipal and its
+/// APNs certificate-based auth at the API edge (docs/providers.md C.7): the certificate in PlatformPrincipal and its
 /// key in PlatformCredential must load and match when an application is created or changed, over the SNS actions
 /// and the native API alike; token, GCM and ADM credentials are still only checked for presence.
 @Suite("APNs certificate credentials at the API (SNS actions, native API)", .serialized)
