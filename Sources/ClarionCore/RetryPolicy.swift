@@ -28,12 +28,11 @@ public enum RetryDecision: Sendable, Hashable {
 /// |---|---|---|---|---|---|---|---|
 /// | delay (s) | 0.5–1 | 1–2 | 2–4 | 4–8 | 8–16 | | 150–300 |
 ///
-/// Twelve attempts by default, spread over about 9 to 19 minutes. Eight (the earlier default, about 1 to 2
-/// minutes) gave up too easily on a bad day: with independent transient faults on 15% of requests (issue 22's
-/// provider storm: 10% 503, 5% 429) a target fails all eight with probability 0.15^8 = 2.6e-7, so a 1,000,000-target
-/// fan-out gives up on one about one time in four (the storm's 1M run had 2 targets that needed all 8). With twelve it
-/// is 0.15^12 = 1.3e-10 per target, about one in 7,700 such fan-outs; and a provider outage of a few minutes no
-/// longer exhausts every delivery in flight. The TTL still bounds the whole.
+/// Twelve attempts by default, spread over about 9 to 19 minutes: with independent transient faults on 15% of
+/// requests a target then fails every attempt with probability 0.15^12 (about 1e-10), so even a million-target
+/// fan-out on a bad day almost never gives one up (eight attempts would give one up about every fourth such fan-out:
+/// docs/testing.md, "Provider storm"), and a provider outage of a few minutes does not exhaust every delivery in
+/// flight. The TTL still bounds the whole.
 ///
 /// A `Retry-After` from the provider is a floor: the delay is the larger of it and the backoff.
 /// `authTokenExpired` is retried at once: the new token is the fix, and the sender waits for it anyway.

@@ -26,7 +26,7 @@ public struct EmulatorFaults: Codable, Sendable, Hashable {
     public var retryAfterSeconds: Int = 1
     /// The stream is never answered.
     public var stall: Rate?
-    /// The provider stalls once for a while (issue 22's "2 s stall"): from the arrival of send request
+    /// The provider stalls once for a while (a fault test's "2 s stall"): from the arrival of send request
     /// number `StallWindow.atRequest`, every send request that arrives within `StallWindow.milliseconds` is
     /// held and answered as it would have been when the window closes. Refused streams (GOAWAY) and
     /// per-stream faults are not held.
