@@ -1,9 +1,12 @@
 """Shared fixtures for the end-to-end tests: the built `clarion` binary, free ports, fresh databases
 on the test run's PostgreSQL (CLARION_TEST_DATABASE_URL, started by scripts/test), and a running node."""
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -99,3 +102,40 @@ def wait_for(predicate, timeout=60, what="condition"):
             return value
         time.sleep(0.25)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+class Emulator:
+    """A standalone `clarion emulator` process in a folder of its own (`work`), recording in memory, with demo
+    credentials written to `work/demo`. Extra `config` keys go into its JSON configuration, `args` on its command
+    line (`--fault ...`, `--tls`). Use as a context manager; it stops and removes its folder on exit."""
+
+    def __init__(self, prefix, args=(), config=None, tls=False, work=None):
+        self.work = work or tempfile.mkdtemp(prefix=f"clarion-e2e-{prefix}-")
+        self.demo = os.path.join(self.work, "demo")
+        base = os.path.join(self.work, "emulator.json")
+        with open(base, "w") as f:
+            json.dump({"recordInMemory": True, **(config or {})}, f)
+        port = free_port()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+        self.log = open(os.path.join(self.work, "emulator.log"), "w")
+        self.proc = subprocess.Popen([CLARION, "emulator", "--listen", f"127.0.0.1:{port}", "--config", base,
+                                      "--write-demo-credentials", self.demo] + (["--tls"] if tls else []) + list(args),
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def __enter__(self):
+        try:
+            wait_for(lambda: "listening on" in open(self.log.name).read(), timeout=60, what="the emulator")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.log.close()
+        shutil.rmtree(self.work, ignore_errors=True)

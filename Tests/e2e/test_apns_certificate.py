@@ -15,7 +15,7 @@ import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, free_port, wait_for
+from conftest import Emulator, Node, wait_for
 
 KEY = "AKIACLARIONE2ECERT01"
 SECRET = "e2e-certificate-secret-0123456789abcdefgh"
@@ -23,34 +23,20 @@ SECRET = "e2e-certificate-secret-0123456789abcdefgh"
 
 @pytest.fixture(scope="module")
 def stack():
-    work = tempfile.mkdtemp(prefix="clarion-e2e-cert-")
-    demo = os.path.join(work, "demo")
-    base = os.path.join(work, "base.json")
-    with open(base, "w") as f:
-        json.dump({"recordInMemory": True}, f)
-    port = free_port()
-    log = open(os.path.join(work, "emulator.log"), "w")
-    emulator = subprocess.Popen([CLARION, "emulator", "--tls", "--listen", f"127.0.0.1:{port}", "--config", base,
-                                 "--write-demo-credentials", demo], stdout=log, stderr=subprocess.STDOUT)
     data = tempfile.mkdtemp(prefix="clarion-e2e-cert-node-")
     node = None
-    try:
-        url = f"https://127.0.0.1:{port}"
-        wait_for(lambda: "listening on" in open(log.name).read(), timeout=60, what="the emulator")
-        node = Node(["--data-dir", data], env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET})
-        node.wait_ready()
-        sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
-                           aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
-        yield sns, url, demo, work
-        assert node.stop() == 0
-    finally:
-        if node is not None:
-            node.stop()
-        emulator.terminate()
-        emulator.wait(timeout=30)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(data, ignore_errors=True)
+    with Emulator("cert", tls=True) as emulator:
+        try:
+            node = Node(["--data-dir", data], env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET})
+            node.wait_ready()
+            sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
+                               aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
+            yield sns, emulator.url, emulator.demo, emulator.work
+            assert node.stop() == 0
+        finally:
+            if node is not None:
+                node.stop()
+            shutil.rmtree(data, ignore_errors=True)
 
 
 def emulator_get(url, demo, path):

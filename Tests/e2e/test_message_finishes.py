@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, fresh_database, free_port, wait_for
+from conftest import CLARION, Emulator, Node, fresh_database, wait_for
 
 KEY = "AKIACLARIONE2EFINISH"
 SECRET = "e2e-finish-secret-0123456789abcdefghijkl"
@@ -24,24 +24,9 @@ MASTER_KEY = "bWVzc2FnZS1maW5pc2hlcy1lMmUtbWFzdGVyLWtleTA="
 
 @pytest.fixture(scope="module")
 def emulator():
-    work = tempfile.mkdtemp(prefix="clarion-e2e-finish-")
-    demo = os.path.join(work, "demo")
-    base = os.path.join(work, "emulator.json")
-    with open(base, "w") as f:
-        json.dump({"recordInMemory": True}, f)
-    port = free_port()
-    log = open(os.path.join(work, "emulator.log"), "w")
-    proc = subprocess.Popen([CLARION, "emulator", "--listen", f"127.0.0.1:{port}", "--config", base,
-                             "--write-demo-credentials", demo, "--fault", "unavailable=1", "--fault", "retry-after=30",
-                             "--fault", "providers=fcm"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: "listening on" in open(log.name).read(), timeout=60, what="the emulator")
-        yield f"http://127.0.0.1:{port}", demo
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+    with Emulator("finish", args=["--fault", "unavailable=1", "--fault", "retry-after=30",
+                                  "--fault", "providers=fcm"]) as e:
+        yield e.url, e.demo
 
 
 def get(url, headers):

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, free_port, wait_for
+from conftest import CLARION, Emulator, Node, wait_for
 
 KEY = "AKIACLARIONE2ESSRF01"
 SECRET = "e2e-ssrf-secret-0123456789abcdefghijklmn"
@@ -21,23 +21,8 @@ SECRET = "e2e-ssrf-secret-0123456789abcdefghijklmn"
 
 @pytest.fixture(scope="module")
 def emulator():
-    work = tempfile.mkdtemp(prefix="clarion-e2e-ssrf-")
-    demo = os.path.join(work, "demo")
-    base = os.path.join(work, "emulator.json")
-    with open(base, "w") as f:
-        json.dump({"recordInMemory": True}, f)
-    port = free_port()
-    log = open(os.path.join(work, "emulator.log"), "w")
-    proc = subprocess.Popen([CLARION, "emulator", "--listen", f"127.0.0.1:{port}", "--config", base,
-                             "--write-demo-credentials", demo], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: "listening on" in open(log.name).read(), timeout=60, what="the emulator")
-        yield f"http://127.0.0.1:{port}", demo
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+    with Emulator("ssrf") as e:
+        yield e.url, e.demo
 
 
 def node_with(allow):

@@ -25,7 +25,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, free_port, wait_for
+from conftest import Emulator, Node, wait_for
 
 KEY = "AKIACLARIONE2ETLSCA1"
 SECRET = "e2e-tls-own-ca-secret-0123456789abcdefg"
@@ -54,28 +54,14 @@ def make_ca_and_server_certificate(work):
 def emulator():
     work = tempfile.mkdtemp(prefix="clarion-e2e-tlsca-")
     ca = make_ca_and_server_certificate(work)
-    demo = os.path.join(work, "demo")
-    base = os.path.join(work, "emulator.json")
-    with open(base, "w") as f:
-        json.dump({"recordInMemory": True, "tls": {"enabled": True, "certificatePath": os.path.join(work, "server.pem"),
-                                                    "privateKeyPath": os.path.join(work, "server.key")}}, f)
-    port = free_port()
-    log = open(os.path.join(work, "emulator.log"), "w")
-    proc = subprocess.Popen([CLARION, "emulator", "--tls", "--listen", f"127.0.0.1:{port}", "--config", base,
-                             "--write-demo-credentials", demo], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: "listening on" in open(log.name).read(), timeout=60, what="the emulator")
-        url = f"https://127.0.0.1:{port}"
+    tls = {"enabled": True, "certificatePath": os.path.join(work, "server.pem"),
+           "privateKeyPath": os.path.join(work, "server.key")}
+    with Emulator("tlsca", config={"tls": tls}, tls=True, work=work) as e:
         # The emulator serves the test CA's certificate, not a self-signed one: curl trusts it through ca.pem alone.
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca, url + "/_emulator/stats"],
+        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca, e.url + "/_emulator/stats"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0 and r.stdout == "200", (r.returncode, r.stdout, r.stderr)
-        yield {"url": url, "ca": ca, "demo": demo, "work": work}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+        yield {"url": e.url, "ca": ca, "demo": e.demo, "work": work}
 
 
 def start_node(env=None):
