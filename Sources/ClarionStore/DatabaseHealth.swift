@@ -72,14 +72,6 @@ public final class DatabaseHealth: Sendable {
         }
         if let ended { report(ended) }
     }
-
-    /// Reports `result`'s failure or success.
-    func record<T>(_ result: Result<T, StoreError>) {
-        switch result {
-        case .success: succeeded()
-        case .failure(let error): failed(error)
-        }
-    }
 }
 
 extension PGPool {
