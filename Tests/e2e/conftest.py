@@ -40,6 +40,21 @@ def http_get(url, timeout=5):
         return e.code, e.read().decode()
 
 
+def call(url, method, body=None, headers=None):
+    """One JSON request: `body` a value to encode as JSON, or bytes sent as they are. Returns (status, the decoded
+    answer or None), for error statuses too."""
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    request = urllib.request.Request(url, method=method, data=data,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw) if raw else None
+
+
 class Node:
     """A `clarion serve` process; stops it (SIGTERM) when the test ends."""
 

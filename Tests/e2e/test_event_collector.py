@@ -19,7 +19,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, wait_for
+from conftest import CLARION, Node, wait_for, call
 from test_delivery import KEY, SECRET, applications, h2_get
 
 REFUSED_MOVE = ("authorization: firebase.registration_token is bound to another user_id; moving it needs the mobile "
@@ -49,18 +49,6 @@ def stack():
     yield node, emulator, "GCM:" + apps["GCM"].rsplit("/", 1)[1], bearer
     assert node.stop() == 0
 
-
-def call(url, method, body=None, headers=None):
-    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    request = urllib.request.Request(url, method=method, data=data,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        return e.code, json.loads(raw) if raw else None
 
 
 def event(project, user, token, model="Pixel 8"):

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import boto3
 from botocore.config import Config
 
-from conftest import CLARION, Node, fresh_database, wait_for
+from conftest import CLARION, Node, fresh_database, wait_for, call
 
 KEY = "AKIACLARIONE2EKILL01"
 SECRET = "e2e-sigkill-secret-0123456789abcdefghijk"
@@ -68,17 +68,6 @@ class Receiver:
     def close(self):
         self.server.shutdown()
 
-
-def call(url, method, body=None, headers=None):
-    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        return e.code, json.loads(raw) if raw else None
 
 
 def sql(url, query):

@@ -6,20 +6,9 @@ import subprocess
 import time
 import urllib.request
 
-from conftest import CLARION
+from conftest import CLARION, call
 from test_delivery import KEY, SECRET, applications, h2_get, stack, wait_for  # noqa: F401  (fixture re-used)
 
-
-def call(url, method, body=None, headers=None):
-    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        return e.code, json.loads(raw) if raw else None
 
 
 def test_a_device_registered_through_the_registration_api_becomes_a_reachable_endpoint(stack):
