@@ -50,19 +50,43 @@ public struct CampaignRepository: Sendable {
 
     /// Records an open of a verified delivery id. False, and nothing stored, when its message or endpoint does
     /// not exist (any more). The first and last open times are kept; `count` counts beacons, the reports count
-    /// each (message, endpoint) once.
+    /// each (message, endpoint) once. The API records through `OpenRecorder` (group commit) instead.
     public func recordOpen(_ delivery: DeliveryID, at time: Date) async throws(StoreError) -> Bool {
         try await pool.withConnection { (c) throws(StoreError) -> Bool in
+            try Self.writeOpens([OpenRecord(delivery: delivery, at: time)], on: c)[0].get()
+        }
+    }
+
+    /// Records many opens in one statement (one commit): the same delivery twice in a batch is one upsert with
+    /// both times and a count of 2. One result per open, in order: false when its message or endpoint does not
+    /// exist.
+    static func writeOpens(_ opens: [OpenRecord], on c: PGConnection) -> [Result<Bool, StoreError>] {
+        do throws(StoreError) {
             let result = try c.query("""
+                WITH v AS (
+                    SELECT message, endpoint, min(t) AS first_at, max(t) AS last_at, count(*) AS n
+                    FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(message, endpoint, t)
+                    GROUP BY message, endpoint)
                 INSERT INTO opens (message, endpoint, first_opened_at, last_opened_at, count)
-                SELECT m.id, e.id, $3, $3, 1 FROM messages m, endpoints e WHERE m.id = $1 AND e.id = $2
+                SELECT v.message, v.endpoint, v.first_at, v.last_at, least(v.n, 2147483647)::integer
+                FROM v JOIN messages m ON m.id = v.message JOIN endpoints e ON e.id = v.endpoint
                 ON CONFLICT (message, endpoint) DO UPDATE SET
                     first_opened_at = least(opens.first_opened_at, EXCLUDED.first_opened_at),
                     last_opened_at = greatest(opens.last_opened_at, EXCLUDED.last_opened_at),
-                    count = least(opens.count::bigint + 1, 2147483647)::integer
-                RETURNING 1
-                """, [delivery.messageKey, delivery.endpointKey, time])
-            return result.rowCount > 0
+                    count = least(opens.count::bigint + EXCLUDED.count, 2147483647)::integer
+                RETURNING message, endpoint
+                """, [PGArrayParameter(text: PGArrayLiteral.int64s(opens.map(\.delivery.messageKey))),
+                      PGArrayParameter(text: PGArrayLiteral.int64s(opens.map(\.delivery.endpointKey))),
+                      PGArrayParameter(text: PGArrayLiteral.dates(opens.map(\.at)))])
+            var stored = Set<DeliveryID>()
+            for row in result.rows {
+                if let message = row.int64(0), let endpoint = row.int64(1) {
+                    stored.insert(DeliveryID(messageKey: message, endpointKey: endpoint))
+                }
+            }
+            return opens.map { .success(stored.contains($0.delivery)) }
+        } catch {
+            return opens.map { _ in .failure(error) }
         }
     }
 
