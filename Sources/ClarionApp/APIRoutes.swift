@@ -1,7 +1,31 @@
 import ClarionAPI
+import ClarionCrypto
+import ClarionStore
 
-/// Every route the API serves, in one place. `/health` and `/ready` come with the server.
+/// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
+/// campaigns and beacons, the device registration API and event collector, `/health` and `/ready`.
+/// `RouteTableTests` checks this table against the OpenAPI document in both directions.
 enum APIRoutes {
-    static func register(on router: inout Router, node: ClarionNode) {
+    static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
+                       readiness: @escaping @Sendable () async -> Readiness) -> Router {
+        var router = Router()
+        let region = configuration.region
+        let listensOnLoopbackOnly = ClarionNode.isLoopback(configuration.listenHost)
+        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region)
+        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
+        let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: accounts),
+                                                               listensOnLoopbackOnly: listensOnLoopbackOnly))
+        SNSQueryService(region: region, actions: makeSNSActionTable(context: sns),
+                        authentication: .sigV4(SigV4Verifier(region: region, resolver: keys)))
+            .register(on: &router)
+        registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
+        let beaconLimiter = configuration.beaconLimitBurst > 0 ? BeaconLimiter(settings: .init(
+            burst: Double(configuration.beaconLimitBurst), perSecond: Double(configuration.beaconLimitRate))) : nil
+        registerCampaignAPI(on: &router, context: CampaignContext(
+            pool: pool, masterKey: masterKey, beaconLimiter: beaconLimiter,
+            trustedProxies: TrustedProxies(list: configuration.trustedProxies) ?? TrustedProxies()))
+        registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
+        HealthRoutes.addMissing(to: &router, readiness: readiness)
+        return router
     }
 }

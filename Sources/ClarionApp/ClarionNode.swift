@@ -210,20 +210,9 @@ public final class ClarionNode: @unchecked Sendable {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
         let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters)
         self.batcher = batcher
-        var router = Router()
-        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region)
-        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
-        SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),
-                        authentication: .sigV4(SigV4Verifier(region: configuration.region,
-                                                             resolver: CachingAccessKeyResolver(base: DemoKeyGuard(
-                                                                base: StoreAccessKeyResolver(accounts: accounts),
-                                                                listensOnLoopbackOnly: Self.isLoopback(configuration.listenHost))))))
-            .register(on: &router)
-        registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
-        registerCampaignAPI(on: &router, context: CampaignContext(pool: pool, masterKey: masterKey))
-        registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
+        let router = APIRoutes.router(pool: pool, masterKey: masterKey, batcher: batcher, configuration: configuration,
+                                      readiness: { [weak self] in await self?.readiness() ?? .notReady(reason: "shutting down") })
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
-        APIRoutes.register(on: &router, node: self)
         let budget = FileDescriptorBudget(configuration: configuration,
                                           descriptorLimit: descriptorLimit ?? FileDescriptorBudget.raiseSoftLimit().after)
         let fields = ["connections": String(budget.connections), "configured": String(budget.configured),

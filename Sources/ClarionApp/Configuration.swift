@@ -45,6 +45,11 @@ public struct Configuration: Sendable, Equatable {
     public var staleAfterDays = 270
     /// Let registration webhooks reach loopback, link-local and private addresses (off by default: SSRF).
     public var webhookAllowPrivate = false
+    /// Proxies and load balancers (CIDRs) whose `Forwarded` / `X-Forwarded-For` name the client address.
+    public var trustedProxies = ""
+    /// Open beacons that fail verification: a source's burst, then this many per second (burst 0: no limit).
+    public var beaconLimitBurst = 20
+    public var beaconLimitRate = 2
 
     public init() {}
 
@@ -137,6 +142,23 @@ public struct Configuration: Sendable, Equatable {
                     }
                     c.providerAllowHosts = v
                 }, read: { $0.providerAllowHosts }),
+        Setting(key: "CLARION_TRUSTED_PROXIES", flag: "--trusted-proxies", secret: false,
+                help: "proxies/load balancers (CIDRs, comma-separated) whose Forwarded / X-Forwarded-For name the client",
+                apply: { (c, v) throws(ConfigurationError) in
+                    let entries = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    guard entries.allSatisfy({ IPNetwork($0) != nil }) else {
+                        throw ConfigurationError(key: "CLARION_TRUSTED_PROXIES", message: "'\(v)' is not a comma-separated list of IP addresses and CIDR networks")
+                    }
+                    c.trustedProxies = v
+                }, read: { $0.trustedProxies }),
+        Setting(key: "CLARION_BEACON_LIMIT_BURST", flag: "--beacon-limit-burst", secret: false,
+                help: "open beacons failing verification a source may send at once (default 20; 0: no limit)",
+                apply: { (c, v) throws(ConfigurationError) in c.beaconLimitBurst = try parseInt(v, key: "CLARION_BEACON_LIMIT_BURST", range: 0...1_000_000) },
+                read: { String($0.beaconLimitBurst) }),
+        Setting(key: "CLARION_BEACON_LIMIT_RATE", flag: "--beacon-limit-rate", secret: false,
+                help: "open beacons failing verification per second and source after the burst (default 2)",
+                apply: { (c, v) throws(ConfigurationError) in c.beaconLimitRate = try parseInt(v, key: "CLARION_BEACON_LIMIT_RATE", range: 0...1_000_000) },
+                read: { String($0.beaconLimitRate) }),
         Setting(key: "CLARION_WITH_EMULATOR", flag: "--with-emulator", secret: false,
                 help: "also run the provider emulator in-process (true/false)",
                 apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },

@@ -4,38 +4,41 @@ import ClarionStore
 import Foundation
 
 /// What the campaign routes stand on: the campaign repository, the delivery-id codec the dispatcher also uses,
-/// the API-key authenticator and accounts (reports are per account), the beacon limiter and the clock.
+/// the API-key authenticator and accounts (reports are per account), the open recorder (group commit), the limiter
+/// for beacons that fail verification, the trusted proxies and the clock.
 public struct CampaignContext: Sendable {
     public let authenticator: BearerAuthenticator
     public let accounts: AccountRepository
     public let campaigns: CampaignRepository
     /// Must be the codec of `DispatcherConfiguration.deliveryIDs`, or no beacon verifies.
     public let deliveryIDs: DeliveryIDCodec
-    public let beaconLimiter: BeaconLimiter
-    /// When set (e.g. "X-Forwarded-For" behind a trusted load balancer), the beacon's source for rate limiting
-    /// is the last address in this header instead of the peer address.
-    public let clientAddressHeader: String?
+    public let opens: OpenRecorder
+    /// Charged only by delivery ids that fail verification; nil when `CLARION_BEACON_LIMIT_BURST` is 0.
+    public let beaconLimiter: BeaconLimiter?
+    /// Whose forwarding headers name the client (`CLARION_TRUSTED_PROXIES`).
+    public let trustedProxies: TrustedProxies
     public let clock: @Sendable () -> Date
 
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, campaigns: CampaignRepository,
-                deliveryIDs: DeliveryIDCodec, beaconLimiter: BeaconLimiter = BeaconLimiter(),
-                clientAddressHeader: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }) {
+                deliveryIDs: DeliveryIDCodec, opens: OpenRecorder, beaconLimiter: BeaconLimiter? = BeaconLimiter(),
+                trustedProxies: TrustedProxies = TrustedProxies(), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.authenticator = authenticator
         self.accounts = accounts
         self.campaigns = campaigns
         self.deliveryIDs = deliveryIDs
+        self.opens = opens
         self.beaconLimiter = beaconLimiter
-        self.clientAddressHeader = clientAddressHeader
+        self.trustedProxies = trustedProxies
         self.clock = clock
     }
 
     /// Everything over one pool and master key; delivery ids keyed from the master key (`DeliveryIDSecret`).
-    public init(pool: PGPool, masterKey: AESGCMKey, beaconLimiter: BeaconLimiter = BeaconLimiter(),
-                clientAddressHeader: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(pool: PGPool, masterKey: AESGCMKey, beaconLimiter: BeaconLimiter? = BeaconLimiter(),
+                trustedProxies: TrustedProxies = TrustedProxies(), clock: @escaping @Sendable () -> Date = { Date() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.init(authenticator: BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: accounts)), accounts: accounts,
                   campaigns: CampaignRepository(pool: pool), deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
-                  beaconLimiter: beaconLimiter, clientAddressHeader: clientAddressHeader, clock: clock)
+                  opens: OpenRecorder(pool: pool), beaconLimiter: beaconLimiter, trustedProxies: trustedProxies, clock: clock)
     }
 
     /// The account key of an authenticated request.

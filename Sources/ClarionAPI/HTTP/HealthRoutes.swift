@@ -1,8 +1,9 @@
 /// `GET /health` (liveness: the process answers) and `GET /ready` (readiness: the configured check passes).
-enum HealthRoutes {
+public enum HealthRoutes {
     static let healthBody = Array("{\"status\":\"ok\"}".utf8)
 
-    static func addMissing(to router: inout Router, readiness: @escaping @Sendable () async -> Readiness) {
+    /// Adds `/health` and `/ready` unless the router has them already (the server calls this too).
+    public static func addMissing(to router: inout Router, readiness: @escaping @Sendable () async -> Readiness) {
         if case .notFound = router.resolve(method: .get, rawPath: "/health") {
             router.add(.get, "/health", errorFormat: .json, .synchronous { _ in .json(healthBody) })
         }

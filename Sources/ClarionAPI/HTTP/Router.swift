@@ -148,6 +148,8 @@ public struct Router: Sendable {
     private let formatForPath: @Sendable (String) -> ErrorFormat
     private var literalRoutes: [String: [Route]] = [:]
     private var patternRoutes: [Route] = []
+    /// Every route, in the order added: the route table the OpenAPI document is checked against.
+    public private(set) var routes: [Route] = []
 
     public init(defaultMaxBodyBytes: Int = 1 << 20,
                 errorFormat: @escaping @Sendable (String) -> ErrorFormat = Router.defaultErrorFormat) {
@@ -161,6 +163,7 @@ public struct Router: Sendable {
         let route = Route(method: method, pattern: pattern, handler: handler,
                           maxBodyBytes: maxBodyBytes ?? defaultMaxBodyBytes,
                           errorFormat: errorFormat ?? formatForPath(path))
+        routes.append(route)
         if pattern.isLiteral {
             literalRoutes[path, default: []].append(route)
         } else {

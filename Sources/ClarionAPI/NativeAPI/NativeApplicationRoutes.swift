@@ -7,7 +7,7 @@ enum NativeApplicationRoutes {
     /// The reason recorded when a client disables an application or endpoint (the SNS actions' wording).
     static let disabledReason = "set by the API"
 
-    static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
+    static func register(on routes: inout Router, context c: NativeAPIContext) {
         routes.add(.post, "/v1/applications", errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let body = try NativeFields.body(request)
@@ -149,7 +149,7 @@ enum NativeEndpointRoutes {
     ]
     static let userIDLimit = 256
 
-    static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
+    static func register(on routes: inout Router, context c: NativeAPIContext) {
         routes.add(.post, "/v1/applications/{id}/endpoints", errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let application = try await c.application(request.pathParameters["id"] ?? "", caller, field: "id")

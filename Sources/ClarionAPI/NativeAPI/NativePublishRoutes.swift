@@ -24,7 +24,7 @@ package enum NativePublishRoutes {
         let field: String
     }
 
-    static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
+    static func register(on routes: inout Router, context c: NativeAPIContext) {
         routes.add(.post, "/v1/publish", maxBodyBytes: publishLimit, errorFormat: .json, .suspending { request, responder in
             // Starts on the server's thread (a body over `loopThreadBodyLimit` on the cooperative pool); once the
             // messages are handed to the batcher, the answer is built and sent from the writer thread right after

@@ -4,7 +4,7 @@ import Foundation
 
 /// Topics and their subscriptions under `/v1`.
 enum NativeTopicRoutes {
-    static func register(on routes: inout NativeRoutes, context c: NativeAPIContext) {
+    static func register(on routes: inout Router, context c: NativeAPIContext) {
         routes.add(.post, "/v1/topics", errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let body = try NativeFields.body(request)

@@ -94,10 +94,11 @@ struct CampaignFixture {
         }
     }
 
-    func context(limiter: BeaconLimiter = BeaconLimiter()) -> CampaignContext {
+    func context(limiter: BeaconLimiter? = BeaconLimiter(), trustedProxies: TrustedProxies = TrustedProxies()) -> CampaignContext {
         CampaignContext(authenticator: BearerAuthenticator(resolver: FixedKeyResolver(accountID: Self.accountID)),
                         accounts: AccountRepository(pool: pool, masterKey: masterKey), campaigns: CampaignRepository(pool: pool),
-                        deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey), beaconLimiter: limiter)
+                        deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey), opens: OpenRecorder(pool: pool),
+                        beaconLimiter: limiter, trustedProxies: trustedProxies)
     }
 
     func waitForFinal(_ message: Int64, timeout: Double = 60) async throws -> MessageStatus {

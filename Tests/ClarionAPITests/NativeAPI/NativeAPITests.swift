@@ -22,7 +22,7 @@ struct NativeAPITests {
             #expect(publish.status == 401)
             let document = try await f.call("GET", "/v1/openapi.json", key: "")
             #expect(document.status == 200)
-            #expect(document.body == NativeOpenAPIDocument.bytes)
+            #expect(document.body == OpenAPIDocument.bytes)
             _ = try await f.json("GET", "/v1/topics", expect: 200)
         }
     }

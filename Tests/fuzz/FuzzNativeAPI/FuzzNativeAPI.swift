@@ -178,10 +178,20 @@ private func ids(_ body: [UInt8], _ extra: String) {
     _ = UUID(text: text)
 }
 
+private let proxies = TrustedProxies(list: "10.0.0.0/8,::1/128")!
+
 private let codec = DeliveryIDCodec { Digest.hmacSHA256(key: Array("fuzz delivery-id secret".utf8), data: $0) }
 
 private func beacon(_ body: [UInt8], _ extra: String) {
     _ = BeaconLimiter.sourceKey(extra)
+    // The beacon's client address from forwarding headers a client wrote: whatever they say, the answer is the peer
+    // or one of the hops they name.
+    let headers: HTTPHeaders = ["Forwarded": extra, "X-Forwarded-For": String(decoding: body.prefix(200), as: UTF8.self)]
+    let client = proxies.clientAddress(peer: "10.1.2.3", headers: headers)
+    require(!client.isEmpty, "an empty client address")
+    require(client == "10.1.2.3" || extra.contains(client) || String(decoding: body.prefix(200), as: UTF8.self).contains(client),
+            "client address \(client) is neither the peer nor a forwarded hop")
+    _ = try? CampaignRoutes.parseBody(body)
     let text = ((try? JSONValue.parse(bytes: body))?["delivery_id"]?.stringValue) ?? String(decoding: body, as: UTF8.self)
     if let id = try? codec.decode(text) { require(codec.encode(id) == text, "delivery id \(text) has another spelling") }
     if body.count >= 16 {

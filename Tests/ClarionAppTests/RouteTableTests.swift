@@ -1,0 +1,42 @@
+import ClarionAPI
+import ClarionCrypto
+import ClarionStore
+import Foundation
+import Testing
+@testable import ClarionApp
+
+/// The route table a node serves against the OpenAPI document it ships (docs/openapi.json): a route added without
+/// documentation, or documentation left behind when a route goes, fails here.
+@Suite struct RouteTableTests {
+    /// The registered routes as "METHOD /path/{param}", from the node's own table on a pool that never connects.
+    static func registeredRoutes() -> Set<String> {
+        let pool = PGPool(conninfo: "postgresql://127.0.0.1:1/none", size: 1)
+        defer { pool.shutdown() }
+        let router = APIRoutes.router(pool: pool, masterKey: AESGCMKey.generate(), batcher: PublishBatcher(pool: pool),
+                                      configuration: Configuration(), readiness: { .ready })
+        return Set(router.routes.map { "\($0.method.rawValue) \($0.pattern.description)" })
+    }
+
+    static func documentedRoutes() throws -> Set<String> {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.bytes)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let methods: Set<String> = ["get", "post", "put", "patch", "delete", "head", "options"]
+        var documented = Set<String>()
+        for (path, item) in paths {
+            for key in item.keys where methods.contains(key) { documented.insert("\(key.uppercased()) \(path)") }
+        }
+        return documented
+    }
+
+    @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
+        let registered = Self.registeredRoutes()
+        let documented = try Self.documentedRoutes()
+        // The table has every family: the Query API, /v1, beacons, registration, events, health.
+        for route in ["POST /", "GET /v1/topics", "POST /v1/beacons/open", "POST /meiro_mobile", "GET /health",
+                      "POST /api/v1.0/orgs/{org}/pushdeviceregistration/devices"] {
+            #expect(registered.contains(route), "\(route) missing from the route table")
+        }
+        #expect(registered.subtracting(documented).isEmpty, "served but not documented: \(registered.subtracting(documented).sorted())")
+        #expect(documented.subtracting(registered).isEmpty, "documented but not served: \(documented.subtracting(registered).sorted())")
+    }
+}
