@@ -27,7 +27,9 @@ let modules: [Target] = [
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
     .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
-    .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], swiftSettings: swiftSettings),
+    .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"],
+            // The migrations, numbered .sql files compiled into the binary.
+            resources: [.embedInCode("Migrations")], swiftSettings: swiftSettings),
     // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
     .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
     // APNs, FCM v1, ADM: credentials, token sources, request building, response classification.

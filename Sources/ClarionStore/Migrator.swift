@@ -11,6 +11,11 @@ public struct Migration: Sendable {
         self.name = name
         self.sql = sql
     }
+
+    /// A migration from its `.sql` resource's bytes.
+    public init(version: Int, name: String, sql bytes: [UInt8]) {
+        self.init(version: version, name: name, sql: String(decoding: bytes, as: UTF8.self))
+    }
 }
 
 /// Applies pending migrations, each in its own transaction, recorded in `schema_migrations`.

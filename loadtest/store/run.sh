@@ -25,7 +25,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .target(name: "ClarionCore", path: "Sources/ClarionCore"),
         .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], path: "Sources/ClarionCrypto"),
-        .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore"),
+        .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore",
+                resources: [.embedInCode("Migrations")]),
         .executableTarget(name: "storebench", dependencies: ["ClarionStore"], path: "Sources/storebench"),
     ]
 )
