@@ -113,7 +113,7 @@ struct HostileJSONTests {
     @Test("finding 8: the escape \\u0000 in a registration or event string is refused by name, not cut short by libpq")
     func nulEscapesAreRefused() throws {
         let event = Array(#"{"user_id":"victim\u0000x","event_type":"x"}"#.utf8)
-        #expect(throws: MobileEventError(text: "user_id must be a string without U+0000")) { try MobileEvent.parse(event) }
+        #expect(throws: MobileEventError(text: "user_id must be a string without U+0000", field: "user_id")) { try MobileEvent.parse(event) }
 
         let object = try #require(try JSONValue.parse(#"{"token":"tok\u0000other","list":["a\u0000"]}"#).objectValue)
         let fields = RegistrationFields(object, path: "device")

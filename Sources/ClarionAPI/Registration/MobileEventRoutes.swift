@@ -32,7 +32,7 @@ enum MobileEventRoutes {
         do {
             event = try MobileEvent.parse(request.body)
         } catch {
-            return answer(400, message: "validation: " + error.text)
+            return answer(400, message: "validation: " + error.text, field: error.field)
         }
         let apps: [MobileAppRecord]
         do {
@@ -115,18 +115,40 @@ enum MobileEventRoutes {
         }
     }
 
-    static func answer(_ status: Int, message: String) -> HTTPResponse {
-        let body = JSONObject([("message", .string(message)), ("status", .string("error"))])
-        return .json(body.encoded(), status: status)
+    /// `{"message", "status": "error"}`, the collector's shape, and for a field at fault its full path in `field`
+    /// (the collector's clients ignore members they do not know).
+    static func answer(_ status: Int, message: String, field: String? = nil) -> HTTPResponse {
+        var members: [(String, JSONValue)] = [("message", .string(message)), ("status", .string("error"))]
+        if let field { members.append(("field", .string(field))) }
+        return .json(JSONObject(members).encoded(), status: status)
     }
 }
 
-/// Why an event was refused: the text after `validation: `.
+/// Why an event was refused: the text after `validation: `, and the full path of the field at fault.
+///
+/// The text names the property by its own name, as the event collector writes it (`registration_token is required
+/// property` for `firebase.registration_token`); SDKs and their tests match these messages. The path goes in the
+/// answer's `field` member.
 package struct MobileEventError: Error, Sendable, Equatable {
     let text: String
+    /// `firebase.registration_token`; nil when the body as a whole is at fault.
+    let field: String?
 
-    static func required(_ field: String) -> MobileEventError { MobileEventError(text: "\(field) is required property") }
-    static func type(_ field: String, _ type: String) -> MobileEventError { MobileEventError(text: "\(field) must be \(type)") }
+    init(text: String, field: String? = nil) {
+        self.text = text
+        self.field = field
+    }
+
+    /// `field`'s own name: the last component of its path.
+    static func property(_ path: String) -> String { String(path.split(separator: ".").last ?? Substring(path)) }
+
+    static func required(_ path: String) -> MobileEventError {
+        MobileEventError(text: "\(property(path)) is required property", field: path)
+    }
+
+    static func type(_ path: String, _ type: String) -> MobileEventError {
+        MobileEventError(text: "\(property(path)) must be \(type)", field: path)
+    }
 
     /// A body the JSON parser refused. Bad syntax keeps the collector's one wording; text that is not UTF-8, an
     /// unpaired surrogate escape and the JSON limits (docs/api.md) say which.
@@ -179,7 +201,7 @@ package struct MobileEvent: Sendable, Equatable {
         let userID = try requiredString(root, "user_id", path: "user_id")
         let typeText = try requiredString(root, "event_type", path: "event_type")
         guard let eventType = EventType(rawValue: typeText) else {
-            throw MobileEventError(text: "event_type must be one of [\(EventType.allCases.map(\.rawValue).joined(separator: " "))]")
+            throw MobileEventError.type("event_type", "one of [\(EventType.allCases.map(\.rawValue).joined(separator: " "))]")
         }
         let timestamp = try requiredDate(root, "event_timestamp", path: "event_timestamp")
         _ = try requiredString(root, "version", path: "version")
@@ -198,14 +220,14 @@ package struct MobileEvent: Sendable, Equatable {
         var language = try optionalString(app, "language", path: "app.language")
         if let code = language {
             guard code.utf8.count == 2, code.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) }) else {
-                throw MobileEventError(text: "app.language must be a 2-letter ISO-639-1 code")
+                throw MobileEventError.type("app.language", "a 2-letter ISO-639-1 code")
             }
             language = code.lowercased()
         }
         let os = try requiredObject(root, "os", path: "os")
         let osType = try requiredString(os, "type", path: "os.type")
         guard osTypes.contains(osType) else {
-            throw MobileEventError(text: "os.type must be one of [\(osTypes.joined(separator: " "))]")
+            throw MobileEventError.type("os.type", "one of [\(osTypes.joined(separator: " "))]")
         }
         let osVersion = try optionalString(os, "version", path: "os.version")
         let device = try optionalObject(root, "device", path: "device")
@@ -214,7 +236,7 @@ package struct MobileEvent: Sendable, Equatable {
         let firebase = try requiredObject(root, "firebase", path: "firebase")
         let project = try requiredString(firebase, "project_id", path: "firebase.project_id")
         let token = try requiredString(firebase, "registration_token", path: "firebase.registration_token")
-        guard token.utf8.count <= 4096 else { throw MobileEventError(text: "firebase.registration_token must be at most 4096 bytes") }
+        guard token.utf8.count <= 4096 else { throw MobileEventError.type("firebase.registration_token", "at most 4096 bytes") }
         return MobileEvent(userID: userID, eventType: eventType, timestamp: timestamp, appID: appID, appVersion: appVersion,
                            language: language, osType: osType, osVersion: osVersion, manufacturer: manufacturer, model: model,
                            firebaseProjectID: project, registrationToken: token, refreshedAt: refreshedAt)
