@@ -298,7 +298,7 @@ public final class ClarionNode: @unchecked Sendable {
         let processor = RegistrationProcessor(
             pool: pool, masterKey: masterKey, validator: validator,
             configuration: RegistrationProcessorConfiguration(
-                webhookTimeout: 5,
+                leaseSeconds: Double(configuration.registrationLease), webhookTimeout: 5,
                 outboundPolicy: OutboundAddressPolicy(allowPrivateNetworks: configuration.webhookAllowPrivate)))
         registrationProcessor = processor
         let done = DispatchSemaphore(value: 0)

@@ -50,6 +50,9 @@ public struct Configuration: Sendable, Equatable {
     /// Open beacons that fail verification: a source's burst, then this many per second (burst 0: no limit).
     public var beaconLimitBurst = 20
     public var beaconLimitRate = 2
+    /// Seconds a node holds the registrations (and webhooks) it claimed: after a node dies, another takes its claims
+    /// over this long after they were made. Longer than any batch takes to process.
+    public var registrationLease = 30
 
     public init() {}
 
@@ -159,6 +162,10 @@ public struct Configuration: Sendable, Equatable {
                 help: "open beacons failing verification per second and source after the burst (default 2)",
                 apply: { (c, v) throws(ConfigurationError) in c.beaconLimitRate = try parseInt(v, key: "CLARION_BEACON_LIMIT_RATE", range: 0...1_000_000) },
                 read: { String($0.beaconLimitRate) }),
+        Setting(key: "CLARION_REGISTRATION_LEASE", flag: "--registration-lease", secret: false,
+                help: "seconds a node holds the registrations it claimed; another node takes over a dead node's after it (default 30)",
+                apply: { (c, v) throws(ConfigurationError) in c.registrationLease = try parseInt(v, key: "CLARION_REGISTRATION_LEASE", range: 5...3600) },
+                read: { String($0.registrationLease) }),
         Setting(key: "CLARION_WITH_EMULATOR", flag: "--with-emulator", secret: false,
                 help: "also run the provider emulator in-process (true/false)",
                 apply: { (c, v) throws(ConfigurationError) in c.withEmulator = try parseBool(v, key: "CLARION_WITH_EMULATOR") },

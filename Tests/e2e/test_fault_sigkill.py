@@ -79,7 +79,10 @@ def sql(url, query):
 def start_node(url, data):
     env = {"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET, "CLARION_MASTER_KEY": MASTER_KEY,
            # The receiver listens on loopback, which webhooks may reach only when the node allows it (SSRF guard).
-           "CLARION_WEBHOOK_ALLOW_PRIVATE": "true"}
+           "CLARION_WEBHOOK_ALLOW_PRIVATE": "true",
+           # Claims of a dead node come back after the lease: 5 s registrations, 10 s webhooks (twice the send timeout),
+           # instead of the default 30 s, so the test does not sit out the default.
+           "CLARION_REGISTRATION_LEASE": "5"}
     node = Node(["--database-url", url, "--data-dir", data, "--with-emulator"], env=env)
     node.wait_ready()
     return node
@@ -143,7 +146,7 @@ def test_sigkill_during_registrations_and_webhooks_loses_nothing():
         def all_final():
             return sql(url, "SELECT count(*) FROM registration_requests WHERE status NOT IN ('Success', 'Failed')") == "0"
 
-        # Claims held by the killed node come back when their lease (30 s) runs out.
+        # Claims held by the killed node come back when their lease (5 s; 10 s for webhooks) runs out.
         wait_for(all_final, timeout=90, what="every registration to end Success or Failed")
         wait_for(lambda: sql(url, "SELECT count(*) FROM webhook_outbox WHERE state = 'pending'") == "0", timeout=90,
                  what="every webhook to be attempted")
