@@ -133,3 +133,48 @@ def test_nul_bytes_and_attribute_rules_are_invalid_parameter(node):
         assert error.value.response["Error"]["Code"] == "ParameterValueInvalid", error.value.response
     sns.publish(TargetArn=endpoint, Message="hello", MessageAttributes={
         "n": {"DataType": "Number", "StringValue": "12.5"}, "a": {"DataType": "String.Array", "StringValue": '["x", 1]'}})
+
+
+def test_sns_error_codes_statuses_and_check_order(node):
+    """SNS's own answers where a migrating backend relies on them (issue 16), as the AWS SDK reads them
+    (`Error.Code` and `ResponseMetadata.HTTPStatusCode`):
+    - a well-formed ARN of the wrong kind (an SQS queue's where a subscription's is expected, a topic's where an
+      endpoint's is) is NotFound 404, not InvalidParameter 400;
+    - SNS checks a direct publish's endpoint before its message: to a disabled endpoint, a message that would not
+      parse is still EndpointDisabled 400 "Endpoint is disabled";
+    - tag actions on an ARN that names no resource: ResourceNotFound 404 "Resource does not exist"."""
+    import boto3
+    import botocore.exceptions
+    from botocore.config import Config
+    sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
+                       aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
+
+    def error(call, **kwargs):
+        with pytest.raises(botocore.exceptions.ClientError) as raised:
+            call(**kwargs)
+        e = raised.value.response
+        return e["Error"]["Code"], e["ResponseMetadata"]["HTTPStatusCode"], e["Error"]["Message"]
+
+    queue = "arn:aws:sqs:us-east-1:123456789012:queue:0b6941c3-f04d-4d3e-a63d-0b6941c3f04d"
+    assert error(sns.get_subscription_attributes, SubscriptionArn=queue)[:2] == ("NotFound", 404)
+    assert error(sns.get_topic_attributes, TopicArn="arn:aws:sqs:us-east-1:123456789012:orders")[:2] == ("NotFound", 404)
+    topic = sns.create_topic(Name="order-topic")["TopicArn"]
+    assert error(sns.get_endpoint_attributes, EndpointArn=topic)[:2] == ("NotFound", 404)
+    assert error(sns.unsubscribe, SubscriptionArn=topic)[:2] == ("NotFound", 404)
+    # Not an ARN at all stays InvalidParameter.
+    assert error(sns.get_topic_attributes, TopicArn="orders")[:2] == ("InvalidParameter", 400)
+
+    app = sns.create_platform_application(Name="order-app", Platform="GCM",
+                                          Attributes={"PlatformCredential": "{}"})["PlatformApplicationArn"]
+    endpoint = sns.create_platform_endpoint(PlatformApplicationArn=app, Token="order-token")["EndpointArn"]
+    # Enabled: the message's own error.
+    assert error(sns.publish, TargetArn=endpoint, Message="not json", MessageStructure="json")[:2] == ("InvalidParameter", 400)
+    sns.set_endpoint_attributes(EndpointArn=endpoint, Attributes={"Enabled": "false"})
+    assert error(sns.publish, TargetArn=endpoint, Message="not json", MessageStructure="json") == \
+        ("EndpointDisabled", 400, "Endpoint is disabled")
+    assert error(sns.publish, TargetArn=endpoint, Message="fine") == ("EndpointDisabled", 400, "Endpoint is disabled")
+
+    missing = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
+    assert error(sns.tag_resource, ResourceArn=missing, Tags=[{"Key": "a", "Value": "b"}]) == \
+        ("ResourceNotFound", 404, "Resource does not exist")
+    assert error(sns.list_tags_for_resource, ResourceArn=missing) == ("ResourceNotFound", 404, "Resource does not exist")

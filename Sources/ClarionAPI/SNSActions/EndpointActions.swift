@@ -69,7 +69,7 @@ enum EndpointActions {
         table.register("DeleteEndpoint") { request throws(SNSError) in
             let arn = try request.arn("EndpointArn")
             guard case .endpoint(_, _, let id) = arn.resource else {
-                throw SNSError.invalidParameter("EndpointArn", reason: "not an endpoint ARN")
+                throw SNSError.noSuchResource(parameter: "EndpointArn")
             }
             // Idempotent: deleting an endpoint that does not exist succeeds.
             let account = try await context.accountKey(request.caller)
@@ -115,7 +115,7 @@ enum EndpointActions {
         let arn: SNSARN
         if let value { arn = try request.arn(parameter, value: value) } else { arn = try request.arn(parameter) }
         guard case .endpoint(let platform, let application, let id) = arn.resource else {
-            throw SNSError.invalidParameter(parameter, reason: "not an endpoint ARN")
+            throw SNSError.noSuchResource(parameter: parameter)
         }
         let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in try await context.endpoints.get(externalID: id) }

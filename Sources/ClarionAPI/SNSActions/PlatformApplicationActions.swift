@@ -108,7 +108,7 @@ enum PlatformApplicationActions {
         table.register("DeletePlatformApplication") { request throws(SNSError) in
             let arn = try request.arn("PlatformApplicationArn")
             guard case .application(let platform, let name) = arn.resource else {
-                throw SNSError.invalidParameter("PlatformApplicationArn", reason: "not a platform application ARN")
+                throw SNSError.noSuchResource(parameter: "PlatformApplicationArn")
             }
             let account = try await context.accountKey(request.caller)
             // Idempotent, as SNS: deleting what does not exist succeeds.
@@ -209,7 +209,7 @@ enum PlatformApplicationActions {
     static func application(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> (PlatformApplicationRecord, SNSARN) {
         let arn = try request.arn("PlatformApplicationArn")
         guard case .application(let platform, let name) = arn.resource else {
-            throw SNSError.invalidParameter("PlatformApplicationArn", reason: "not a platform application ARN")
+            throw SNSError.noSuchResource(parameter: "PlatformApplicationArn")
         }
         let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in

@@ -25,12 +25,16 @@ package enum PublishActions {
         // No table-level size limit: a message over 256 KB is SNS's InvalidParameter "Message too long",
         // answered by the handler (the router's body limit still bounds what is read).
         table.registerCompleting("Publish") { request, reply in
+            let target: Target
+            do throws(SNSError) { target = try await resolveTarget(request, context) } catch {
+                reply(.failure(error))
+                return
+            }
             let message: NewMessage
             do throws(SNSError) {
-                let target = try await resolveTarget(request, context)
                 message = try accept(request.parameters, target: target, request: request, context: context)
             } catch {
-                reply(.failure(error))
+                reply(.failure(await endpointStateError(target, context) ?? error))
                 return
             }
             // Answered from the batcher's writer thread, right after the commit that holds the message.
@@ -94,6 +98,22 @@ package enum PublishActions {
         !id.isEmpty && id.utf8.count <= 80 && id.utf8AllSatisfy(PlatformApplicationActions.isNameByte)
     }
 
+    /// SNS checks a direct publish's endpoint before its message: to a disabled endpoint, a message that would not
+    /// parse is still EndpointDisabled ("Endpoint is disabled"). The store checks the endpoint only when it writes
+    /// the message, so when validation refuses one this looks the endpoint up (on the error path only): its
+    /// disabled state, a disabled application, or NotFound for a missing endpoint. Nil: the message's own error stands.
+    static func endpointStateError(_ target: Target, _ context: SNSActionContext) async -> SNSError? {
+        guard case .endpoint(let id, _, _, _, let account) = target else { return nil }
+        let record: EndpointRecord
+        do throws(StoreError) { record = try await context.endpoints.get(externalID: id) } catch {
+            return error.code == .notFound ? snsError(for: error) : nil
+        }
+        guard record.accountKey == account else { return snsError(for: StoreError(.notFound, "no such endpoint")) }
+        if !record.enabled { return SNSError.endpointDisabled() }
+        if !record.applicationEnabled { return SNSError.platformApplicationDisabled() }
+        return nil
+    }
+
     /// What a failed store of a publish means to the caller, in SNS's terms.
     static func snsError(for error: StoreError) -> SNSError {
         switch (error.code, error.constraint) {
@@ -132,7 +152,7 @@ package enum PublishActions {
                 let account = try await context.accountKey(request.caller)
                 return .endpoint(id: id, platform: platform, application: application, arn: arn.text, account: account)
             default:
-                throw SNSError.invalidParameter("TargetArn", reason: "not an endpoint or topic ARN")
+                throw SNSError.noSuchResource(parameter: "TargetArn")
             }
         }
     }

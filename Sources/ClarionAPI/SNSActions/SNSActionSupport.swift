@@ -10,6 +10,8 @@ extension SNSRequest {
 
     func arn(_ name: String, value: String) throws(SNSError) -> SNSARN {
         guard let arn = SNSARN.parse(value) else {
+            // A well-formed ARN of another service (`arn:aws:sqs:...:queue`) names nothing here: NotFound, as in SNS.
+            if SNSRequest.isWellFormedARN(value) { throw SNSError.noSuchResource(parameter: name) }
             throw SNSError.invalidParameter(name, reason: "An ARN must have the form arn:aws:sns:<region>:<account>:<resource>")
         }
         guard arn.region == region else {
@@ -21,11 +23,33 @@ extension SNSRequest {
         return arn
     }
 
+    /// `arn:<partition>:<service>:<region>:<account>:<resource>` with a partition, service and resource.
+    static func isWellFormedARN(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", maxSplits: 5, omittingEmptySubsequences: false)
+        return parts.count == 6 && parts[0] == "arn" && !parts[1].isEmpty && !parts[2].isEmpty && !parts[5].isEmpty
+    }
+
     /// A NextToken as the key to continue after; tokens are the decimal key of the last item of a page.
     func nextToken() throws(SNSError) -> Int64? {
         guard let token = parameters["NextToken"], !token.isEmpty else { return nil }
         guard let key = Int64(token), key > 0 else { throw SNSError.invalidParameter("NextToken") }
         return key
+    }
+}
+
+extension SNSError {
+    /// What SNS answers for a well-formed ARN of the wrong kind in `parameter` (an SQS queue's where a subscription's
+    /// is expected, a topic's where an endpoint's is): the NotFound (404) of the resource the parameter names.
+    static func noSuchResource(parameter: String) -> SNSError {
+        switch parameter {
+        case "TopicArn": SNSError.notFound("Topic does not exist")
+        case "SubscriptionArn": SNSError.notFound("Subscription does not exist")
+        case "EndpointArn": SNSError.notFound("Endpoint does not exist")
+        case "PlatformApplicationArn": SNSError.notFound("PlatformApplication does not exist")
+        case "TargetArn": SNSError.notFound("Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified")
+        case "ResourceArn": SNSError.resourceNotFound("Resource does not exist")
+        default: SNSError.notFound("\(parameter) does not exist")
+        }
     }
 }
 

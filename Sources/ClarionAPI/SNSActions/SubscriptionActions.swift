@@ -36,7 +36,7 @@ enum SubscriptionActions {
         table.register("Unsubscribe") { request throws(SNSError) in
             let arn = try request.arn("SubscriptionArn")
             guard case .subscription(_, let id) = arn.resource else {
-                throw SNSError.invalidParameter("SubscriptionArn", reason: "not a subscription ARN")
+                throw SNSError.noSuchResource(parameter: "SubscriptionArn")
             }
             let account = try await context.accountKey(request.caller)
             if let record = try? await context.subscriptions.get(externalID: id), record.accountKey == account {
@@ -126,7 +126,7 @@ enum SubscriptionActions {
     static func subscription(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> SubscriptionRecord {
         let arn = try request.arn("SubscriptionArn")
         guard case .subscription(let topic, let id) = arn.resource else {
-            throw SNSError.invalidParameter("SubscriptionArn", reason: "not a subscription ARN")
+            throw SNSError.noSuchResource(parameter: "SubscriptionArn")
         }
         let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in

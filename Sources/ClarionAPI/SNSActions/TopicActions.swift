@@ -106,7 +106,7 @@ enum TopicActions {
         let arn: SNSARN
         if let value { arn = try request.arn(parameter, value: value) } else { arn = try request.arn(parameter) }
         guard case .topic(let name) = arn.resource else {
-            throw SNSError.invalidParameter(parameter, reason: "not a topic ARN")
+            throw SNSError.noSuchResource(parameter: parameter)
         }
         let account = try await context.accountKey(request.caller)
         let topic = try await store(notFound: notFound) { () async throws(StoreError) in
