@@ -20,6 +20,8 @@ public enum Schema {
         Migration(version: 11, name: "event collector settings per mobile app; webhook signing key by reference",
                   sql: eventCollectorSettingsAndWebhookSigning),
         Migration(version: 12, name: "retries outlive their endpoint, so their message finishes", sql: retriesOutliveEndpoints),
+        Migration(version: 13, name: "fan-out shards count subscribers filtered out by their filter policy",
+                  sql: filteredDeliveries),
     ]
 
     static let v1 = """

@@ -1745,6 +1745,7 @@ enum NativeOpenAPIDocument {
           "endpoint",
           "endpoint_arn",
           "filter_policy",
+          "filter_policy_scope",
           "created_at"
         ],
         "properties": {
@@ -1775,7 +1776,16 @@ enum NativeOpenAPIDocument {
           "filter_policy": {
             "type": "object",
             "nullable": true,
-            "description": "SNS filter policy, as given."
+            "description": "SNS filter policy, as given; subscribers it does not match are counted `filtered`."
+          },
+          "filter_policy_scope": {
+            "type": "string",
+            "enum": [
+              "MessageAttributes",
+              "MessageBody"
+            ],
+            "nullable": true,
+            "description": "Where the filter policy looks (null without a policy)."
           },
           "created_at": {
             "type": "string",
@@ -1796,7 +1806,15 @@ enum NativeOpenAPIDocument {
           },
           "filter_policy": {
             "type": "object",
-            "description": "SNS filter policy."
+            "description": "SNS filter policy (the grammar and limits of SNS's FilterPolicy; docs/api.md)."
+          },
+          "filter_policy_scope": {
+            "type": "string",
+            "enum": [
+              "MessageAttributes",
+              "MessageBody"
+            ],
+            "description": "Where the filter policy looks: message attributes (default) or the JSON message body (nested keys)."
           }
         },
         "additionalProperties": false
@@ -2147,7 +2165,7 @@ enum NativeOpenAPIDocument {
           },
           "deliveries": {
             "type": "object",
-            "description": "Counters summed over the shards: targeted = skipped + accepted + failed + expired once finished; sent counts provider hand-offs, retries included.",
+            "description": "Counters summed over the shards: targeted = filtered + skipped + accepted + failed + expired once finished; sent counts provider hand-offs, retries included. filtered counts subscribers whose filter policy did not match the message.",
             "required": [
               "targeted",
               "sent",
@@ -2155,7 +2173,8 @@ enum NativeOpenAPIDocument {
               "failed",
               "retried",
               "skipped",
-              "expired"
+              "expired",
+              "filtered"
             ],
             "properties": {
               "targeted": {
@@ -2183,6 +2202,10 @@ enum NativeOpenAPIDocument {
                 "format": "int64"
               },
               "expired": {
+                "type": "integer",
+                "format": "int64"
+              },
+              "filtered": {
                 "type": "integer",
                 "format": "int64"
               }
