@@ -320,8 +320,10 @@ public struct FanOutJobs: Sendable {
                 result = try c.query("""
                     SELECT s.id, e.id, e.application, e.token, e.enabled,
                         coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at),
-                        s.filter_policy::text, s.attributes->>'FilterPolicyScope'
-                    FROM (SELECT id, endpoint, filter_policy, attributes FROM subscriptions
+                        s.filter_policy::text, s.scope
+                    FROM (SELECT id, endpoint, filter_policy,
+                              CASE WHEN filter_policy IS NOT NULL THEN attributes->>'FilterPolicyScope' END AS scope
+                          FROM subscriptions
                           WHERE topic = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4) s
                     CROSS JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = s.endpoint OFFSET 0) e
                     ORDER BY s.id
