@@ -24,7 +24,7 @@ struct MessageWatch {
             }
             guard let status else { throw NodeError(.usage, "no message \(id)") }
             let c = status.counters
-            let done = c.accepted + c.failed + c.skipped + c.expired
+            let done = c.finished
             let now = Date()
             if let previous, now.timeIntervalSince(previous.at) > 0 {
                 let instant = Double(done - previous.done) / now.timeIntervalSince(previous.at)
@@ -57,6 +57,7 @@ struct MessageWatch {
         var text = "[\(bar)] \(percent) \(done)/\(total) \(status.state.rawValue)"
         text += " accepted \(status.counters.accepted) failed \(status.counters.failed)"
         text += " skipped \(status.counters.skipped) expired \(status.counters.expired)"
+        if status.counters.filtered > 0 { text += " filtered \(status.counters.filtered)" }
         if rate > 0 {
             text += String(format: " %.0f/s", rate)
             if !status.state.isFinal, total > done {

@@ -41,6 +41,13 @@ struct DeliveryAccounting {
         return effects
     }
 
+    /// A subscriber whose filter policy did not match the message: a target of the topic, never sent, never a
+    /// failure. The one place a delivery is counted filtered (a metrics counter belongs here).
+    mutating func recordFiltered() {
+        effects.counters.targeted += 1
+        effects.counters.filtered += 1
+    }
+
     mutating func recordSkipped(targeted: Bool) {
         if targeted { effects.counters.targeted += 1 }
         effects.counters.skipped += 1

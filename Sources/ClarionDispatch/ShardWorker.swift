@@ -18,6 +18,8 @@ final class ShardWorker {
         var key: Int64
         var facts: DeliveryFacts?
         var skipped: Bool
+        /// The subscription's filter policy did not match the message: not sent, counted `filtered`.
+        var filtered = false
     }
 
     let claim: ShardClaim
@@ -47,6 +49,8 @@ final class ShardWorker {
     private var drainStarted: ContinuousClock.Instant?
     /// Seconds until a send-rate bucket that held deliveries back has a token again (this loop turn).
     private var rateWait: Double?
+    /// Compiled filter policies of this shard's subscriptions (set once the message is read).
+    private var filters: SubscriptionFilters?
 
     init(claim: ShardClaim, context: DispatchContext) {
         self.claim = claim
@@ -88,6 +92,7 @@ final class ShardWorker {
     private func work() async throws(StoreError) -> ShardWorkerExit {
         let job = try await context.jobs.message(claim.message)
         let content = MessageContent(job)
+        filters = SubscriptionFilters(job: job)
         let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
         var page: [ShardTarget] = []
         var index = 0
@@ -139,6 +144,7 @@ final class ShardWorker {
                     enqueue(target, publishedAt: job.publishedAt, message: job.key)
                 }
                 if !exhausted, index == page.count, page.count < configuration.pageSize { exhausted = true }
+                logUnusableFilterPolicies()
                 submitAll()
                 if exhausted, !slotReleased, let onStreamEnd {
                     slotReleased = onStreamEnd()
@@ -209,6 +215,13 @@ final class ShardWorker {
     // MARK: Stream -> window
 
     private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
+        // A subscriber whose filter policy does not match is decided first: it is not a target of this message,
+        // whatever the state of its endpoint (counted `filtered`, in `popCompleted`).
+        if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false {
+            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, filtered: true))
+            window.complete(sequence, .expired, sent: false)
+            return
+        }
         guard target.enabled, !target.stale, let lane = lanes[target.application] else {
             let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
             window.complete(sequence, .expired, sent: false)
@@ -227,6 +240,17 @@ final class ShardWorker {
             PushDelivery(token: target.token, deliveryID: deliveryID, tokenUpdatedAt: target.tokenUpdatedAt, tag: sequence))
         pendingCount += 1
         if pending[target.application]!.count >= configuration.submitBatchSize { submit(target.application) }
+    }
+
+    /// A stored policy that does not compile (saved before policies were checked) lets every message through;
+    /// said once per policy and worker, with the subscription's topic message, never per delivery.
+    private func logUnusableFilterPolicies() {
+        guard let unusable = filters?.takeUnusable(), !unusable.isEmpty else { return }
+        for item in unusable {
+            configuration.log.warning("filter policy unusable, subscribers with it get every message", [
+                "message_key": String(claim.message), "reason": item.reason, "policy_bytes": String(item.policy.utf8.count),
+            ])
+        }
     }
 
     private func submitAll() {
@@ -294,7 +318,9 @@ final class ShardWorker {
         var accounting = self.accounting
         let random = configuration.unitRandom
         window.popCompleted { entry, outcome, sent, status in
-            if entry.skipped {
+            if entry.filtered {
+                accounting.recordFiltered()
+            } else if entry.skipped {
                 accounting.recordSkipped(targeted: true)
             } else if let facts = entry.facts {
                 accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, providerStatus: status,

@@ -35,5 +35,7 @@ public enum Schema {
                   sql: PackageResources.V011__event_collector_settings_webhook_signing_sql),
         Migration(version: 12, name: "retries outlive their endpoint, so their message finishes",
                   sql: PackageResources.V012__retries_outlive_endpoints_sql),
+        Migration(version: 13, name: "fan-out counts subscribers a filter policy filtered out",
+                  sql: PackageResources.V013__filtered_deliveries_sql),
     ]
 }

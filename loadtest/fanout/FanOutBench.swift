@@ -227,6 +227,9 @@ func runBench(directory: String, count: Int) async {
     let cpu = cpuSeconds() - cpuBefore
     try? await Task.sleep(for: .milliseconds(100))  // the last worker adds its timings just after its commit
     let timings = dispatcher.timings
+    if ProcessInfo.processInfo.environment["FILTER"] == "1" {
+        await compareFilteredFanOut(url: url, account: account, plainTopic: topic, jobs: jobs, dispatcher: dispatcher)
+    }
 
     // Direct publishes at a fixed rate, each as the publish path writes it (message + one-endpoint shard +
     // NOTIFY in one commit); latency is the database's publish time to the message's completion.
@@ -321,6 +324,109 @@ func runBench(directory: String, count: Int) async {
         mean awaiting \(timings.awaitingAtWaitSum / waits), mean window \(timings.windowAtWaitSum / waits)
         gateway CPU/delivery \(String(format: "%.2f", cpu / Double(max(1, delivered)) * 1e6)) µs
         """)
+}
+
+// MARK: Filter policies (issue 16)
+
+/// The attributes of the filter comparison's publishes: the transaction of SNS's example-filter-policies.
+let filterAttributes = #"{"store": {"DataType": "String", "StringValue": "example_corp"}, "event": {"DataType": "String", "StringValue": "order_placed"}, "price_usd": {"DataType": "Number", "StringValue": "210.75"}}"#
+
+/// FILTER=1: a second topic with the same N endpoints where every subscription has a 3-key policy (exact string,
+/// anything-but, numeric range) and half of them match the message (every other pair of endpoint ids, so both
+/// platforms are in each half); 20 distinct policy texts. Then, FILTER_ROUNDS times (default 2), the plain topic and
+/// the filtered one are published to in turn (both with the same attributes), each run to completion alone, and
+/// deliveries/s compared: the filtered topic's accepted deliveries over its publish-to-completion time against the
+/// plain topic's.
+func compareFilteredFanOut(url: String, account: Int64, plainTopic: Int64, jobs: FanOutJobs, dispatcher: Dispatcher) async {
+    let filterTopic: Int64
+    do {
+        let c = try PGConnection(conninfo: url)
+        let count = try c.query("SELECT count(*) FROM subscriptions WHERE topic = $1", [plainTopic]).first!.int64(0)!
+        if let row = try c.query("""
+            SELECT t.id, (SELECT count(*) FROM subscriptions s WHERE s.topic = t.id) FROM topics t WHERE t.name = 'bench-filter'
+            """).first, row.int64(1) == count {
+            filterTopic = row.int64(0)!
+        } else {
+            try c.query("DELETE FROM topics WHERE name = 'bench-filter'")
+            filterTopic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'bench-filter') RETURNING id",
+                                      [account]).first!.int64(0)!
+            let started = Date()
+            try c.query("""
+                INSERT INTO subscriptions (external_id, topic, protocol, endpoint, filter_policy)
+                SELECT gen_random_uuid(), $1, 'application', s.endpoint, format(
+                    '{"store": ["%s", "store-%s"], "event": [{"anything-but": "order_cancelled"}], "price_usd": [{"numeric": [">=", %s]}]}',
+                    CASE WHEN (s.endpoint / 2) % 2 = 0 THEN 'example_corp' ELSE 'other_corp' END, s.endpoint % 10,
+                    s.endpoint % 10 * 10)::jsonb
+                FROM subscriptions s WHERE s.topic = $2 ORDER BY s.id
+                """, [filterTopic, plainTopic])
+            try c.execute("ANALYZE subscriptions")
+            print("filter topic         \(count) subscriptions with 3-key policies in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        }
+    } catch {
+        fail("filter topic: \(error)")
+    }
+    func fanOut(_ topic: Int64) async -> (status: MessageStatus, seconds: Double, cpu: Double, timings: String) {
+        let before = dispatcher.timings
+        let cpuBefore = cpuSeconds()
+        let publishedAt = Date()
+        let message: Int64
+        do {
+            let c = try PGConnection(conninfo: url)
+            message = try c.query("""
+                INSERT INTO messages (external_id, account, target_kind, target_id, message, structure, attributes)
+                VALUES (gen_random_uuid(), $1, 'topic', $2, $3, 'json', $4::jsonb) RETURNING id
+                """, [account, topic, benchMessage, filterAttributes]).first!.int64(0)!
+            try c.notify(FanOutJobs.workChannel)
+        } catch {
+            fail("publish: \(error)")
+        }
+        while true {
+            try? await Task.sleep(for: .milliseconds(20))
+            if let status = try? await jobs.messageStatus(key: message), status.state.isFinal {
+                let seconds = Date().timeIntervalSince(publishedAt)
+                let cpu = cpuSeconds() - cpuBefore
+                try? await Task.sleep(for: .milliseconds(100))  // the last worker adds its timings after its commit
+                let t = dispatcher.timings
+                // Where the shard workers' wall time went in this fan-out alone (summed over workers).
+                let timings = String(format: "worker wall %.1f s: page waits %.1f s (%d pages), checkpoints %.1f s, outcome waits %.1f s",
+                                     t.workerSeconds - before.workerSeconds, t.pageWaitSeconds - before.pageWaitSeconds,
+                                     t.pagesRead - before.pagesRead, t.checkpointSeconds - before.checkpointSeconds,
+                                     t.outcomeWaitSeconds - before.outcomeWaitSeconds)
+                return (status, seconds, cpu, timings)
+            }
+        }
+    }
+    let rounds = setting("FILTER_ROUNDS", 2)
+    var plainRate: [Double] = []
+    var filteredRate: [Double] = []
+    var plainSubscriberRate: [Double] = []
+    var filteredSubscriberRate: [Double] = []
+    for round in 1...max(1, rounds) {
+        let plain = await fanOut(plainTopic)
+        let filtered = await fanOut(filterTopic)
+        let a = Double(plain.status.counters.accepted) / plain.seconds
+        let b = Double(filtered.status.counters.accepted) / filtered.seconds
+        plainRate.append(a)
+        filteredRate.append(b)
+        plainSubscriberRate.append(Double(plain.status.counters.targeted) / plain.seconds)
+        filteredSubscriberRate.append(Double(filtered.status.counters.targeted) / filtered.seconds)
+        print("""
+            filter round \(round)       no policies: \(plain.status.counters.accepted) accepted in \(String(format: "%.2f", plain.seconds)) s, \
+            \(String(format: "%.0f", a)) deliveries/s, CPU \(String(format: "%.1f", plain.cpu)) s
+                                 3-key policies: \(filtered.status.counters.accepted) accepted + \(filtered.status.counters.filtered) \
+            filtered in \(String(format: "%.2f", filtered.seconds)) s, \(String(format: "%.0f", b)) deliveries/s \
+            (\(String(format: "%.0f", Double(filtered.status.counters.targeted) / filtered.seconds)) subscribers/s), \
+            CPU \(String(format: "%.1f", filtered.cpu)) s, failed \(filtered.status.counters.failed); ratio \(String(format: "%.2f", b / a))
+                                 no policies: \(plain.timings)
+                                 3-key policies: \(filtered.timings)
+            """)
+    }
+    let meanPlain = plainRate.reduce(0, +) / Double(plainRate.count)
+    let meanFiltered = filteredRate.reduce(0, +) / Double(filteredRate.count)
+    print("filter ratio         \(String(format: "%.2f", meanFiltered / meanPlain)) (mean deliveries/s with policies over without, \(plainRate.count) rounds)")
+    let subscribersPlain = plainSubscriberRate.reduce(0, +) / Double(plainSubscriberRate.count)
+    let subscribersFiltered = filteredSubscriberRate.reduce(0, +) / Double(filteredSubscriberRate.count)
+    print("subscriber ratio     \(String(format: "%.2f", subscribersFiltered / subscribersPlain)) (mean subscribers decided per second, sent or filtered, with policies over without)")
 }
 
 let arguments = CommandLine.arguments

@@ -258,7 +258,7 @@ package enum NativePublishRoutes {
             "deliveries": [
                 "targeted": number(counters.targeted), "sent": number(counters.sent), "accepted": number(counters.accepted),
                 "failed": number(counters.failed), "retried": number(counters.retried), "skipped": number(counters.skipped),
-                "expired": number(counters.expired),
+                "expired": number(counters.expired), "filtered": number(counters.filtered),
             ],
             "failures_by_reason": .object(failures),
             "pending_retries": number(status.pendingRetries),

@@ -66,13 +66,30 @@ enum NativeTopicRoutes {
             let caller = try await c.caller(request)
             let topic = try await c.topic(request.pathParameters["id"] ?? "", caller, field: "id")
             let body = try NativeFields.body(request)
-            try body.allowOnly(["endpoint", "filter_policy"])
+            try body.allowOnly(["endpoint", "filter_policy", "filter_policy_scope"])
             let endpoint = try await c.endpoint(try body.requiredString("endpoint"), caller, field: "endpoint")
             let policy = try body.object("filter_policy").map { JSONValue.object($0.object).jsonText }
             if let policy { try NativeFields.checkStorableJSON("filter_policy", policy) }
+            var attributes: [String: String] = [:]
+            if let scopeText = try body.string("filter_policy_scope") {
+                guard FilterPolicyScope(rawValue: scopeText) != nil else {
+                    throw JSONAPIError.invalidField("filter_policy_scope", "must be MessageAttributes or MessageBody")
+                }
+                attributes["FilterPolicyScope"] = scopeText
+            }
+            if let policy {
+                // The same grammar and limits as SNS Subscribe (FilterPolicy, docs/api.md).
+                do throws(FilterPolicyError) {
+                    _ = try FilterPolicy.compile(
+                        policy, scope: attributes["FilterPolicyScope"].flatMap(FilterPolicyScope.init(rawValue:)) ?? .messageAttributes)
+                } catch {
+                    throw JSONAPIError.invalidField("filter_policy", error.message)
+                }
+            }
             do throws(StoreError) {
                 let (record, created) = try await c.subscriptions.subscribe(
-                    topicKey: topic.key, endpointKey: endpoint.key, externalID: c.makeID(), filterPolicy: policy, attributes: [:])
+                    topicKey: topic.key, endpointKey: endpoint.key, externalID: c.makeID(), filterPolicy: policy,
+                    attributes: attributes)
                 return NativeResponse.json(render(record, caller), status: created ? 201 : 200)
             } catch {
                 throw JSONAPIError.store(error)
@@ -139,6 +156,8 @@ enum NativeTopicRoutes {
             "endpoint": endpoint,
             "endpoint_arn": endpointARN,
             "filter_policy": policy,
+            "filter_policy_scope": record.filterPolicy == nil ? .null
+                : .string(record.attributes["FilterPolicyScope"] ?? FilterPolicyScope.messageAttributes.rawValue),
             "created_at": NativeResponse.time(record.createdAt),
         ]
     }

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionStore
 import Foundation
 
@@ -24,6 +25,9 @@ enum SubscriptionActions {
             for (name, value) in attributes { try validate(name, value) }
             var stored = attributes
             let policy = stored.removeValue(forKey: "FilterPolicy").flatMap { $0.isEmpty ? nil : $0 }
+            if let policy {
+                try compileFilterPolicy(policy, scope: attributes["FilterPolicyScope"], prefix: "Invalid parameter: Attributes Reason: ")
+            }
             let id = context.makeID()
             let (subscription, _) = try await store { () async throws(StoreError) in
                 try await context.subscriptions.subscribe(topicKey: topic.key, endpointKey: endpoint.key, externalID: id,
@@ -71,6 +75,13 @@ enum SubscriptionActions {
             }
             let value = request.parameters["AttributeValue"].flatMap { $0.isEmpty ? nil : $0 }
             if let value { try validate(name, value) }
+            // The policy is checked against the scope it will be applied in: a new policy against the stored
+            // scope, a new scope against the stored policy (a nested policy cannot become attribute-scoped).
+            if name == "FilterPolicy", let value {
+                try compileFilterPolicy(value, scope: record.attributes["FilterPolicyScope"], prefix: "Invalid parameter: ")
+            } else if name == "FilterPolicyScope", let policy = record.filterPolicy {
+                try compileFilterPolicy(policy, scope: value, prefix: "Invalid parameter: ")
+            }
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.subscriptions.setAttribute(externalID: record.externalID, name: name, value: value)
             }
@@ -134,6 +145,17 @@ enum SubscriptionActions {
         }
         guard record.accountKey == account, record.topicName == topic else { throw notFound }
         return record
+    }
+
+    /// Compiles a FilterPolicy for its scope (nil: MessageAttributes), refusing it with SNS's message: Subscribe
+    /// reports it under `Attributes`, SetSubscriptionAttributes directly (docs/providers.md).
+    static func compileFilterPolicy(_ text: String, scope: String?, prefix: String) throws(SNSError) {
+        let scope = scope.flatMap(FilterPolicyScope.init(rawValue:)) ?? .messageAttributes
+        do {
+            _ = try FilterPolicy.compile(text, scope: scope)
+        } catch {
+            throw SNSError.invalidParameter(message: prefix + error.message)
+        }
     }
 
     static func validate(_ name: String, _ value: String) throws(SNSError) {

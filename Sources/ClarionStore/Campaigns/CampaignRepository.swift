@@ -164,7 +164,8 @@ public struct CampaignRepository: Sendable {
                 coalesce(sum(s.failed), 0), coalesce(sum(s.skipped), 0), coalesce(sum(s.expired), 0),
                 coalesce(sum(s.planned_targets), 0) + (
                     SELECT count(*) FROM messages m
-                    WHERE NOT m.planned AND m.target_kind = 'endpoint' AND m.id IN (SELECT id FROM scope))
+                    WHERE NOT m.planned AND m.target_kind = 'endpoint' AND m.id IN (SELECT id FROM scope)),
+                coalesce(sum(s.filtered), 0)
             FROM fanout_shards s WHERE s.message IN (SELECT id FROM scope)
             """, [key])
         guard let row = totals.first else { throw StoreError(.invalidData, "report totals returned nothing") }
@@ -177,6 +178,7 @@ public struct CampaignRepository: Sendable {
         report.failed = row.int64(5) ?? 0
         report.skipped = row.int64(6) ?? 0
         report.expired = row.int64(7) ?? 0
+        report.filtered = row.int64(9) ?? 0
 
         let failures = try c.query("""
             WITH scope AS (\(scope))

@@ -32,6 +32,8 @@ public struct EngagementReport: Sendable, Hashable {
     public var failed: Int64 = 0
     public var skipped: Int64 = 0
     public var expired: Int64 = 0
+    /// Subscribers whose filter policy did not match (not sent, not a failure).
+    public var filtered: Int64 = 0
     public var failuresByReason: [String: Int64] = [:]
     /// (message, endpoint) pairs opened at least once.
     public var uniqueOpens: Int64 = 0
@@ -74,6 +76,7 @@ public struct EngagementReport: Sendable, Hashable {
         object["deliveries"] = .object(JSONObject([
             ("targeted", number(targeted)), ("sent", number(sent)), ("accepted", number(accepted)),
             ("failed", number(failed)), ("skipped", number(skipped)), ("expired", number(expired)),
+            ("filtered", number(filtered)),
         ]))
         object["failures_by_reason"] = .object(JSONObject(failuresByReason.keys.sorted().map { ($0, number(failuresByReason[$0]!)) }))
         object["opens"] = .object(JSONObject([
@@ -108,6 +111,7 @@ public struct EngagementReport: Sendable, Hashable {
         for reason in failuresByReason.keys.sorted() { rows.append(("  " + reason, String(failuresByReason[reason]!))) }
         if skipped > 0 { rows.append(("Skipped", String(skipped))) }
         if expired > 0 { rows.append(("Expired", String(expired))) }
+        if filtered > 0 { rows.append(("Filtered", String(filtered))) }
         rows.append(("Unique opens", String(uniqueOpens)))
         rows.append(("Open rate", openRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-"))
         if let p = timeToOpen {

@@ -315,10 +315,15 @@ public struct FanOutJobs: Sendable {
                 // join lets the planner hash the page against a (parallel) sequential scan of every endpoint,
                 // which grows with the table while probes grow with the page. `OFFSET 0`
                 // keeps the lateral subquery from being flattened back into that join.
+                // The subscription's filter policy comes with it (NULL for most): the worker compiles each
+                // distinct policy text once and applies it to every target that carries it.
                 result = try c.query("""
                     SELECT s.id, e.id, e.application, e.token, e.enabled,
-                        coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at)
-                    FROM (SELECT id, endpoint FROM subscriptions
+                        coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at),
+                        s.filter_policy::text, s.scope
+                    FROM (SELECT id, endpoint, filter_policy,
+                              CASE WHEN filter_policy IS NOT NULL THEN attributes->>'FilterPolicyScope' END AS scope
+                          FROM subscriptions
                           WHERE topic = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4) s
                     CROSS JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = s.endpoint OFFSET 0) e
                     ORDER BY s.id
@@ -336,7 +341,14 @@ public struct FanOutJobs: Sendable {
             }
             var out: [ShardTarget] = []
             out.reserveCapacity(result.rowCount)
-            for row in result.rows { out.append(try Self.target(row, offset: 0)) }
+            for row in result.rows {
+                var target = try Self.target(row, offset: 0)
+                if kind == .topic {
+                    target.filterPolicy = row.string(7)
+                    target.filterPolicyScope = row.string(8)
+                }
+                out.append(target)
+            }
             return out
         }
     }
@@ -391,13 +403,13 @@ public struct FanOutJobs: Sendable {
                         UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
                             targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
                             retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
-                            state = $11,
+                            filtered = filtered + $14, state = $11,
                             lease_owner = CASE WHEN $11 = 'leased' THEN lease_owner END,
                             lease_expires_at = CASE WHEN $11 = 'leased' THEN now() + make_interval(secs => $12) END,
                             updated_at = now()
                         WHERE id = $1 AND claims = $2 AND state = 'leased' AND lease_owner = $13
                         """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
-                              n.skipped, n.expired, state, renew ?? 0, claim.owner])
+                              n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
                     var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
                                                        effects: effects, retryShard: claim.shard)
@@ -682,7 +694,7 @@ public struct FanOutJobs: Sendable {
         let totals = try c.query("""
             SELECT s.message, count(*) FILTER (WHERE s.state <> 'done'), sum(s.targeted), sum(s.sent), sum(s.accepted),
                 sum(s.failed), sum(s.retried), sum(s.skipped), sum(s.expired),
-                EXISTS (SELECT 1 FROM delivery_retries r WHERE r.message = s.message)
+                EXISTS (SELECT 1 FROM delivery_retries r WHERE r.message = s.message), sum(s.filtered)
             FROM fanout_shards s WHERE s.message = ANY($1::bigint[])
             GROUP BY s.message
             """, [openIDs])
@@ -695,7 +707,7 @@ public struct FanOutJobs: Sendable {
             let counters = DeliveryCounters(
                 targeted: row.int64(2) ?? 0, sent: row.int64(3) ?? 0, accepted: row.int64(4) ?? 0,
                 failed: row.int64(5) ?? 0, retried: row.int64(6) ?? 0, skipped: row.int64(7) ?? 0,
-                expired: row.int64(8) ?? 0)
+                expired: row.int64(8) ?? 0, filtered: row.int64(10) ?? 0)
             let state = MessageState.final(for: counters)
             done.append(message)
             states.append(state.rawValue)
@@ -877,7 +889,7 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
                 coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
                 coalesce(sum(s.expired), 0),
-                (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id)
+                (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0)
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
             GROUP BY m.id
@@ -899,7 +911,7 @@ public struct FanOutJobs: Sendable {
             counters: DeliveryCounters(
                 targeted: row.int64(13) ?? 0, sent: row.int64(14) ?? 0, accepted: row.int64(15) ?? 0,
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
-                expired: row.int64(19) ?? 0),
+                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0),
             failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
             startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9))
     }

@@ -14,8 +14,9 @@ import Foundation
 
 /// Per-shard delivery counters, added at each checkpoint.
 ///
-/// Invariant once a message is finished: `targeted == skipped + accepted + failed + expired`; `sent` counts
-/// provider hand-offs (retries included), `retried` the retries scheduled.
+/// Invariant once a message is finished: `targeted == filtered + skipped + accepted + failed + expired`; `sent`
+/// counts provider hand-offs (retries included), `retried` the retries scheduled, `filtered` the subscribers whose
+/// filter policy did not match the message (not sent, not a failure).
 public struct DeliveryCounters: Sendable, Hashable {
     public var targeted: Int64 = 0
     public var sent: Int64 = 0
@@ -24,9 +25,10 @@ public struct DeliveryCounters: Sendable, Hashable {
     public var retried: Int64 = 0
     public var skipped: Int64 = 0
     public var expired: Int64 = 0
+    public var filtered: Int64 = 0
 
     public init(targeted: Int64 = 0, sent: Int64 = 0, accepted: Int64 = 0, failed: Int64 = 0, retried: Int64 = 0,
-                skipped: Int64 = 0, expired: Int64 = 0) {
+                skipped: Int64 = 0, expired: Int64 = 0, filtered: Int64 = 0) {
         self.targeted = targeted
         self.sent = sent
         self.accepted = accepted
@@ -34,12 +36,13 @@ public struct DeliveryCounters: Sendable, Hashable {
         self.retried = retried
         self.skipped = skipped
         self.expired = expired
+        self.filtered = filtered
     }
 
     public var isZero: Bool { self == DeliveryCounters() }
 
     /// Deliveries with a final outcome (or not attempted at all).
-    public var finished: Int64 { accepted + failed + skipped + expired }
+    public var finished: Int64 { accepted + failed + skipped + expired + filtered }
 
     public static func += (lhs: inout DeliveryCounters, rhs: DeliveryCounters) {
         lhs.targeted += rhs.targeted
@@ -49,6 +52,7 @@ public struct DeliveryCounters: Sendable, Hashable {
         lhs.retried += rhs.retried
         lhs.skipped += rhs.skipped
         lhs.expired += rhs.expired
+        lhs.filtered += rhs.filtered
     }
 }
 
@@ -147,6 +151,9 @@ public struct ShardTarget: Sendable, Hashable {
     public let stale: Bool
     /// When the token was last set (an APNs 410 older than this does not disable the endpoint).
     public let tokenUpdatedAt: Date?
+    /// The subscription's FilterPolicy text and FilterPolicyScope (topic messages only; nil: no policy).
+    public var filterPolicy: String? = nil
+    public var filterPolicyScope: String? = nil
 }
 
 /// A platform application as the dispatcher sees it.

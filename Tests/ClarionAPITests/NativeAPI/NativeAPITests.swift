@@ -217,8 +217,19 @@ struct NativeAPITests {
             #expect(subscription["endpoint"] as? String == endpointIDs[0])
             let again = try await f.json("POST", "/v1/topics/news/subscriptions", #"{"endpoint":"\#(endpointIDs[0])"}"#, expect: 200)
             #expect(again["id"] as? String == subscriptionID)
-            _ = try await f.json("POST", "/v1/topics/news/subscriptions",
+            // SNS's filter policy rules (issue 16): a nested policy needs the MessageBody scope; 6 keys are too many.
+            #expect(try await f.error("POST", "/v1/topics/news/subscriptions",
+                                      #"{"endpoint":"\#(endpointIDs[1])","filter_policy":{"a":{"b":["c"]}}}"#)
+                    == (400, "invalid_field", "filter_policy"))
+            #expect(try await f.error("POST", "/v1/topics/news/subscriptions",
+                                      #"{"endpoint":"\#(endpointIDs[1])","filter_policy":{"a":["1"],"b":["1"],"c":["1"],"d":["1"],"e":["1"],"f":["1"]}}"#)
+                    == (400, "invalid_field", "filter_policy"))
+            #expect(try await f.error("POST", "/v1/topics/news/subscriptions",
+                                      #"{"endpoint":"\#(endpointIDs[1])","filter_policy_scope":"Body"}"#)
+                    == (400, "invalid_field", "filter_policy_scope"))
+            let filtered = try await f.json("POST", "/v1/topics/news/subscriptions",
                                  #"{"endpoint":"\#(endpointIDs[1])","filter_policy":{"kind":["breaking"]}}"#, expect: 201)
+            #expect(filtered["filter_policy_scope"] as? String == "MessageAttributes")
             _ = try await f.json("POST", "/v1/topics/news/subscriptions", #"{"endpoint":"\#(endpointIDs[2])"}"#, expect: 201)
             #expect(try await f.error("POST", "/v1/topics/news/subscriptions", #"{"endpoint":"\#(UUID())"}"#) == (404, "not_found", "endpoint"))
             #expect(try await f.error("POST", "/v1/topics/nope/subscriptions", #"{"endpoint":"\#(endpointIDs[0])"}"#) == (404, "not_found", "id"))
