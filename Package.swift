@@ -24,6 +24,8 @@ let systemLibraries: [Target] = [
 let modules: [Target] = [
     // Pure domain: no C module, no socket, no clock.
     .target(name: "ClarionCore", swiftSettings: swiftSettings),
+    // Counters, gauges and histograms updated with atomics; the Prometheus text exposition. No dependency.
+    .target(name: "ClarionMetrics", swiftSettings: swiftSettings),
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
     .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
@@ -50,6 +52,7 @@ let modules: [Target] = [
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
     "ClarionCryptoTests": ["ClarionCrypto"],
+    "ClarionMetricsTests": ["ClarionMetrics"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
     "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
