@@ -156,11 +156,12 @@ final class DirectBatchWorker {
             let job = members[i].claim.job
             let lane = await ApplicationLane.make(
                 application, content: MessageContent(job), directory: context.directory,
-                disabledInProcess: context.isApplicationDisabled(application.key), now: now)
+                disabledInProcess: context.isApplicationDisabled(application.key), now: now, metrics: configuration.metrics)
             members[i].lane = lane
             members[i].facts = DeliveryFacts(
                 endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
-                expiresAt: lane.expiresAt, publishedAt: job.publishedAt, successSampleRate: lane.successSampleRate)
+                expiresAt: lane.expiresAt, publishedAt: job.publishedAt, successSampleRate: lane.successSampleRate,
+                counters: lane.counters)
             if let unsent = lane.unsent {
                 record(i, unsent, sent: false)
                 continue

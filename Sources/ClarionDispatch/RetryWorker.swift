@@ -128,7 +128,7 @@ struct RetryWorker {
                 let facts = DeliveryFacts(
                     endpoint: claim.target.endpoint, application: claim.target.application, token: claim.target.token,
                     attempt: claim.attempt + 1, expiresAt: lane.expiresAt, publishedAt: job.publishedAt,
-                    successSampleRate: lane.successSampleRate)
+                    successSampleRate: lane.successSampleRate, counters: lane.counters)
                 let outcome = outcomes[i] ?? .retryable(reason: "NoProviderAnswer", retryAfter: nil)
                 if outcome.disablesApplication, !disabled.contains(claim.target.application) {
                     disabled.insert(claim.target.application)

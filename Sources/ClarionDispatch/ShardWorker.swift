@@ -210,13 +210,15 @@ final class ShardWorker {
 
     private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
         guard target.enabled, !target.stale, let lane = lanes[target.application] else {
+            lanes[target.application]?.counters?.skipped(stale: target.stale)
             let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
         let facts = DeliveryFacts(
             endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
-            expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate)
+            expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate,
+            counters: lane.counters)
         let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
         if let unsent = lane.unsent {
             window.complete(sequence, unsent, sent: false)

@@ -168,4 +168,6 @@ public struct HTTP2PoolStatistics: Sendable {
     public var connectionsOpened: Int
     /// Attempts that failed before that (resolution, TCP, TLS, timeout).
     public var connectAttemptsFailed: Int
+    /// GOAWAY frames received from the server since the pool started.
+    public var goAwaysReceived: Int = 0
 }

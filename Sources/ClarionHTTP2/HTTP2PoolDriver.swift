@@ -94,6 +94,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     private var shutdownDone = false
     private var connectionsOpened = 0
     private var connectAttemptsFailed = 0
+    private var goAwaysReceived = 0
 
     init(configuration: HTTP2PoolConfiguration, loop: EventLoop, resolver: HostResolver) throws(TLSConfigurationError) {
         self.loop = loop
@@ -236,6 +237,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     }
 
     func goAwayReceived(_ connection: HTTP2ClientConnection) {
+        goAwaysReceived += 1
         perform(machine.goAwayReceived(connection.connectionID))
         scheduleDispatch()
     }
@@ -397,7 +399,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         return HTTP2PoolStatistics(
             activeConnections: machine.activeConnectionCount, drainingConnections: machine.draining.count,
             queuedRequests: machine.queuedCount, inFlightRequests: inFlight, maxConcurrentStreams: limits,
-            connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed)
+            connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed,
+            goAwaysReceived: goAwaysReceived)
     }
 }
 
