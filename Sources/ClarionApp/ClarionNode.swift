@@ -86,6 +86,8 @@ public final class ClarionNode: @unchecked Sendable {
             if configuration.withEmulator { try startEmulator() }
             if configuration.role.dispatches { try startDispatcher() }
             if configuration.role.servesAPI { try startAPI() }
+            // Any role: a dispatcher-only node has no API listener, and its delivery metrics are the ones that matter.
+            try startMetricsListener()
         } catch {
             stop()
             throw error
@@ -259,7 +261,6 @@ public final class ClarionNode: @unchecked Sendable {
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
         serverConfiguration.requestMetrics = metrics?.api
-        try startMetricsListener()
         let server = HTTPServer(configuration: serverConfiguration, router: router)
         do { try server.start() } catch {
             throw NodeError(.unavailable, "API server on \(configuration.listenHost):\(configuration.listenPort): \(error.message)")

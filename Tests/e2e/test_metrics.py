@@ -3,7 +3,7 @@ workload shows exact counter deltas (deliveries by outcome class per platform an
 provider answers timed, API requests by route pattern and status class), the whole exposition parses with
 prometheus_client's parser, no label carries a token or an endpoint id, and `CLARION_METRICS_LISTEN` moves the
 route off the API port."""
-import json
+import os
 import re
 import tempfile
 import time
@@ -13,13 +13,13 @@ import pytest
 from botocore.config import Config
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import Node, call, fresh_database, free_port, http_get, wait_for
+from conftest import ROOT, Node, fresh_database, free_port, http_get
 
 KEY = "AKIACLARIONE2EMETRIC1"
 SECRET = "e2e-metrics-secret-0123456789abcdefghij"
 MASTER_KEY = {"CLARION_MASTER_KEY": "B" * 43 + "="}
 
-# Every family the dashboard (deploy/grafana/clarion.json) reads must be in a running node's exposition.
+# The families issue 17 lists; with the ones the dashboard reads (below), all must be in a running node's exposition.
 FAMILIES = {
     "clarion_deliveries", "clarion_deliveries_sent", "clarion_delivery_retries", "clarion_provider_response_seconds",
     "clarion_api_requests", "clarion_api_request_duration_seconds", "clarion_api_connections_open",
@@ -29,6 +29,13 @@ FAMILIES = {
     "clarion_http2_connections_opened", "clarion_mobile_token_reassignments", "process_cpu_seconds",
     "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds", "clarion_build_info",
 }
+
+
+def dashboard_families():
+    """The metric families deploy/grafana/clarion.json queries (sample names reduced to their family)."""
+    text = open(os.path.join(ROOT, "deploy", "grafana", "clarion.json")).read()
+    names = set(re.findall(r"\b((?:clarion|process)_[a-z0-9_]+)", text))
+    return {re.sub(r"_(bucket|total)$", "", name) for name in names}
 
 
 def scrape(url):
@@ -108,8 +115,10 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     assert value(after, "clarion_api_request_duration_seconds", "clarion_api_request_duration_seconds_count", **api) \
         - value(before, "clarion_api_request_duration_seconds", "clarion_api_request_duration_seconds_count", **api) == 6
 
-    # The whole exposition parsed (scrape did it); every family the dashboard reads is there.
+    # The whole exposition parsed (scrape did it); every family the issue lists and the dashboard reads is there.
     assert FAMILIES <= set(after), sorted(FAMILIES - set(after))
+    assert len(dashboard_families()) >= 20
+    assert dashboard_families() <= set(after), sorted(dashboard_families() - set(after))
     # Histogram buckets are cumulative and +Inf equals the count.
     for sample_family in ("clarion_provider_response_seconds", "clarion_api_request_duration_seconds"):
         series = {}
@@ -159,5 +168,27 @@ def test_metrics_off_serves_no_route():
         node.wait_ready()
         status, _ = http_get(node.url + "/metrics")
         assert status == 404
+    finally:
+        assert node.stop() == 0
+
+
+def test_a_dispatcher_only_node_serves_metrics_on_its_metrics_listener():
+    # CLARION_ROLE=dispatcher has no API listener; its delivery metrics are still reachable.
+    metrics_port = free_port()
+    node = Node(["--database-url", fresh_database(), "--role", "dispatcher", "--metrics-listen", f"127.0.0.1:{metrics_port}"],
+                env=MASTER_KEY)
+    try:
+        deadline = time.time() + 60
+        status = None
+        while time.time() < deadline and status != 200:
+            assert node.proc.poll() is None, node.output()
+            try:
+                status, text = http_get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=2)
+            except OSError:
+                time.sleep(0.2)
+        assert status == 200, node.output()
+        names = {family.name for family in text_string_to_metric_families(text)}
+        assert {"clarion_deliveries", "clarion_provider_response_seconds", "clarion_work_waiting"} <= names
+        assert "clarion_api_connections_open" not in names  # no API listener, no API figures
     finally:
         assert node.stop() == 0
