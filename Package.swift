@@ -56,7 +56,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
     "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
-    "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionDispatchTests": ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],
