@@ -6,8 +6,13 @@ final class ChildTable<Child: AnyObject & Sendable>: Sendable {
     let labelNames: [String]
     let seriesLimit: Int
     private let make: @Sendable () -> Child
-    private let children = Mutex<[(values: [String], child: Child)]>([])
-    private let index = Mutex<[[String]: Int]>([:])
+
+    private struct State {
+        var index: [[String]: Int] = [:]
+        var children: [(values: [String], child: Child)] = []
+    }
+
+    private let state = Mutex(State())
 
     init(labelNames: [String], seriesLimit: Int, make: @escaping @Sendable () -> Child) {
         self.labelNames = labelNames
@@ -17,21 +22,21 @@ final class ChildTable<Child: AnyObject & Sendable>: Sendable {
 
     func child(_ values: [String]) -> Child {
         precondition(values.count == labelNames.count, "expected \(labelNames.count) label values, got \(values.count)")
-        return index.withLock { index in
-            if let position = index[values] { return children.withLock { $0[position].child } }
-            let key = index.count >= seriesLimit ? Array(repeating: "_other", count: values.count) : values
-            if let position = index[key] { return children.withLock { $0[position].child } }
+        let make = self.make
+        let seriesLimit = self.seriesLimit
+        return state.withLock { state in
+            if let position = state.index[values] { return state.children[position].child }
+            let key = state.index.count >= seriesLimit ? Array(repeating: "_other", count: values.count) : values
+            if let position = state.index[key] { return state.children[position].child }
             let child = make()
-            let position = children.withLock { children in
-                children.append((key, child))
-                return children.count - 1
-            }
-            index[key] = position
+            state.children.append((key, child))
+            state.index[key] = state.children.count - 1
             return child
         }
     }
 
-    var all: [(values: [String], child: Child)] { children.withLock { $0 } }
+    /// Every child in the order first resolved.
+    var all: [(values: [String], child: Child)] { state.withLock { $0.children } }
 }
 
 // MARK: - Counter
