@@ -80,7 +80,7 @@ final class NodeMetrics: Sendable {
         if let registry = node.providersForMetrics {
             var sums: [String: [Double]] = [:]
             for (provider, figures) in await registry.poolStatistics() {
-                var row = sums[provider] ?? Array(repeating: 0, count: 7)
+                var row = sums[provider] ?? Array(repeating: 0, count: 9)
                 row[0] += Double(figures.activeConnections)
                 row[1] += Double(figures.drainingConnections)
                 row[2] += Double(figures.inFlightRequests)
@@ -88,6 +88,8 @@ final class NodeMetrics: Sendable {
                 row[4] += Double(figures.connectionsOpened)
                 row[5] += Double(figures.connectAttemptsFailed)
                 row[6] += Double(figures.goAwaysReceived)
+                row[7] += Double(figures.connectingConnections)
+                row[8] += Double(figures.backingOffSlots)
                 sums[provider] = row
             }
             let providers = sums.keys.sorted()
@@ -96,6 +98,10 @@ final class NodeMetrics: Sendable {
                                    labels: ["provider"], column(0)))
             families.append(.gauge("clarion_http2_connections_draining", help: "Provider HTTP/2 connections finishing after GOAWAY or a recycle.",
                                    labels: ["provider"], column(1)))
+            families.append(.gauge("clarion_http2_connections_connecting", help: "Provider HTTP/2 connections being opened.",
+                                   labels: ["provider"], column(7)))
+            families.append(.gauge("clarion_http2_connections_backing_off", help: "Provider HTTP/2 connection slots waiting out a backoff after a failed attempt.",
+                                   labels: ["provider"], column(8)))
             families.append(.gauge("clarion_http2_streams_in_flight", help: "Requests on provider HTTP/2 streams now.",
                                    labels: ["provider"], column(2)))
             families.append(.gauge("clarion_http2_queued_requests", help: "Requests waiting for a provider HTTP/2 stream.",

@@ -392,15 +392,22 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     func statistics() -> HTTP2PoolStatistics {
         var limits: [Int] = []
         var inFlight = 0
+        var connecting = 0
+        var backingOff = 0
         for (i, slot) in machine.slots.enumerated() {
-            if case .active = slot.state { limits.append(machine.maxStreams(slot: i)) }
+            switch slot.state {
+            case .active: limits.append(machine.maxStreams(slot: i))
+            case .connecting: connecting += 1
+            case .backingOff: backingOff += 1
+            default: break
+            }
         }
         for connection in connections.values { inFlight += connection.openStreamCount }
         return HTTP2PoolStatistics(
             activeConnections: machine.activeConnectionCount, drainingConnections: machine.draining.count,
             queuedRequests: machine.queuedCount, inFlightRequests: inFlight, maxConcurrentStreams: limits,
             connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed,
-            goAwaysReceived: goAwaysReceived)
+            goAwaysReceived: goAwaysReceived, connectingConnections: connecting, backingOffSlots: backingOff)
     }
 }
 
