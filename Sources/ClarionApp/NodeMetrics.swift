@@ -68,6 +68,8 @@ final class NodeMetrics: Sendable {
         families.append(.counter("clarion_db_pool_waits_total", help: "Database jobs that found no free connection, since start.",
                                  labels: ["pool"], waits))
 
+        families.append(.counter("clarion_db_errors_total", help: "Failed database calls of the node's pools, by error code (unavailable, connection_lost, serialization_failure, ...).",
+                                 labels: ["code"], node.databaseHealth.errorsByCode.sorted { $0.key < $1.key }.map { ([$0.key], Double($0.value)) }))
         // Work waiting in the database (cached for a few seconds).
         if let pool = node.pool, let work = await workWaiting(pool) {
             families.append(.gauge("clarion_work_waiting", help: "Rows of work waiting in the database, per queue.",

@@ -24,7 +24,7 @@ FAMILIES = {
     "clarion_deliveries", "clarion_deliveries_sent", "clarion_delivery_retries", "clarion_provider_response_seconds",
     "clarion_api_requests", "clarion_api_request_duration_seconds", "clarion_api_connections_open",
     "clarion_api_connections_refused", "clarion_db_pool_connections_busy", "clarion_db_pool_connections_idle",
-    "clarion_db_pool_queued", "clarion_db_pool_waits", "clarion_work_waiting", "clarion_work_oldest_seconds",
+    "clarion_db_pool_queued", "clarion_db_pool_waits", "clarion_db_errors", "clarion_work_waiting", "clarion_work_oldest_seconds",
     "clarion_http2_connections_open", "clarion_http2_connections_connecting",
     "clarion_http2_connections_backing_off", "clarion_http2_streams_in_flight", "clarion_http2_goaways_received",
     "clarion_http2_connections_opened", "clarion_mobile_token_reassignments", "process_cpu_seconds",
