@@ -226,7 +226,7 @@ public final class ClarionNode: @unchecked Sendable {
 
     func startAPI() throws(NodeError) {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
-        let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters)
+        let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters, onBatch: metrics?.publishBatchObserver)
         self.batcher = batcher
         var router = Router()
         let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region)

@@ -15,6 +15,8 @@ final class NodeMetrics: Sendable {
     let deliveries: DeliveryMetrics
     let providers: ProviderMetrics
     let api: APIRequestMetrics
+    private let publishBatchSize: Histogram
+    private let publishCommit: Histogram
     private let startTime = Date()
     private let workCache = Mutex<(at: ContinuousClock.Instant, figures: WorkWaiting)?>(nil)
     /// Work waiting is read from the database at most this often, whatever the number of scrapers.
@@ -24,6 +26,20 @@ final class NodeMetrics: Sendable {
         deliveries = DeliveryMetrics(registry: registry)
         providers = ProviderMetrics(registry: registry)
         api = APIRequestMetrics(registry: registry)
+        publishBatchSize = registry.histogram(
+            "clarion_publish_batch_messages", help: "Messages per group-commit batch of the publish path.",
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256]).labels()
+        publishCommit = registry.histogram(
+            "clarion_publish_commit_seconds", help: "Seconds to write and commit one group-commit batch of publishes.",
+            buckets: MetricBuckets.latencySeconds).labels()
+    }
+
+    /// For `PublishBatcher(onBatch:)`: one observation of each histogram per batch.
+    var publishBatchObserver: @Sendable (Int, Duration) -> Void {
+        { [publishBatchSize, publishCommit] messages, write in
+            publishBatchSize.observe(Double(messages))
+            publishCommit.observe(write)
+        }
     }
 
     /// The scrape-time families. `node` is held weakly: the registry outlives nothing, but a collector must not

@@ -120,8 +120,17 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     assert FAMILIES <= set(after), sorted(FAMILIES - set(after))
     assert len(dashboard_families()) >= 20
     assert dashboard_families() <= set(after), sorted(dashboard_families() - set(after))
+    # Six publishes went through the group commit: in at most six batches, and at least one.
+    batches = value(after, "clarion_publish_batch_messages", "clarion_publish_batch_messages_count") \
+        - value(before, "clarion_publish_batch_messages", "clarion_publish_batch_messages_count")
+    assert value(after, "clarion_publish_batch_messages", "clarion_publish_batch_messages_sum") \
+        - value(before, "clarion_publish_batch_messages", "clarion_publish_batch_messages_sum") == 6
+    assert 1 <= batches <= 6
+    assert value(after, "clarion_publish_commit_seconds", "clarion_publish_commit_seconds_count") \
+        - value(before, "clarion_publish_commit_seconds", "clarion_publish_commit_seconds_count") == batches
     # Histogram buckets are cumulative and +Inf equals the count.
-    for sample_family in ("clarion_provider_response_seconds", "clarion_api_request_duration_seconds"):
+    for sample_family in ("clarion_provider_response_seconds", "clarion_api_request_duration_seconds",
+                          "clarion_publish_batch_messages", "clarion_publish_commit_seconds"):
         series = {}
         for s in after[sample_family].samples:
             if s.name.endswith("_bucket"):

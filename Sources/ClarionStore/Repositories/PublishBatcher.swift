@@ -35,9 +35,13 @@ public final class PublishBatcher: Sendable {
     private let state = Mutex(State())
     private let wake = NSCondition()
 
+    /// Told of each batch written: its size and how long writing and committing it took (for `/metrics`).
+    private let onBatch: (@Sendable (_ messages: Int, _ write: Duration) -> Void)?
+
     public init(pool: PGPool, window: Duration = .microseconds(250), maxBatch: Int = 256, writers: Int = 2,
-                maxQueued: Int = 50_000) {
+                maxQueued: Int = 50_000, onBatch: (@Sendable (_ messages: Int, _ write: Duration) -> Void)? = nil) {
         self.pool = pool
+        self.onBatch = onBatch
         self.window = window
         self.maxBatch = max(1, maxBatch)
         self.writers = max(1, writers)
@@ -152,6 +156,7 @@ public final class PublishBatcher: Sendable {
             }
             guard !batch.isEmpty else { continue }
             let messages = batch.map(\.message)
+            let writeStart = ContinuousClock.now
             let results: [Result<MessageID, StoreError>]
             do throws(StoreError) {
                 if connection == nil || connection?.isHealthy == false {
@@ -172,6 +177,7 @@ public final class PublishBatcher: Sendable {
                 }
             }
             state.withLock { $0.batches += 1 }
+            onBatch?(batch.count, writeStart.duration(to: .now))
             for (waiter, result) in zip(batch, results) { waiter.completion(result) }
         }
         state.withLock { $0.running -= 1 }
