@@ -36,7 +36,7 @@ def dashboard_families():
     """The metric families deploy/grafana/clarion.json queries (sample names reduced to their family)."""
     text = open(os.path.join(ROOT, "deploy", "grafana", "clarion.json")).read()
     names = set(re.findall(r"\b((?:clarion|process)_[a-z0-9_]+)", text))
-    return {re.sub(r"_(bucket|total)$", "", name) for name in names}
+    return {re.sub(r"_(bucket|total|sum|count)$", "", name) for name in names}
 
 
 def scrape(url):
