@@ -1,5 +1,7 @@
 import ClarionCore
 import ClarionMetrics
+import ClarionStore
+import Foundation
 import Synchronization
 
 /// The dispatcher's delivery counters, per platform and application (its name: a bounded set an operator chose,
@@ -21,6 +23,8 @@ public final class DeliveryMetrics: Sendable {
     let deliveries: CounterFamily
     let sent: CounterFamily
     let retried: CounterFamily
+    /// Publish to completion per target kind, observed by the worker whose committed checkpoint finished the message.
+    private let completion: [MessageJob.TargetKind: Histogram]
     private let cache = Mutex<[String: ApplicationDeliveryCounters]>([:])
 
     public init(registry: MetricsRegistry) {
@@ -33,6 +37,21 @@ public final class DeliveryMetrics: Sendable {
         retried = registry.counter(
             "clarion_delivery_retries_total", help: "Retries scheduled after a retryable outcome, per platform and application.",
             labels: ["platform", "application"])
+        let completionFamily = registry.histogram(
+            "clarion_message_completion_seconds",
+            help: "Seconds from a message's publish to its final state (Completed, Failed or Expired), per target kind.",
+            labels: ["target_kind"], buckets: MetricBuckets.completionSeconds)
+        var completion: [MessageJob.TargetKind: Histogram] = [:]
+        for kind in [MessageJob.TargetKind.endpoint, .topic, .user, .audience] {
+            completion[kind] = completionFamily.labels(kind.rawValue)
+        }
+        self.completion = completion
+    }
+
+    /// A message reached its final state in a checkpoint that committed (so it is observed once: exactly one
+    /// checkpoint finishes a message).
+    func messageFinished(_ kind: MessageJob.TargetKind, publishedAt: Date, now: Date) {
+        completion[kind]?.observe(max(0, now.timeIntervalSince(publishedAt)))
     }
 
     /// The counters of one application; the first call for a pair makes every outcome's child (so a scrape shows

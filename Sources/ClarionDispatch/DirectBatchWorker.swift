@@ -335,7 +335,12 @@ final class DirectBatchWorker {
             let exit: ShardWorkerExit?
             switch (result, progress.lease) {
             case (.leaseLost, _): exit = .leaseLost
-            case (.applied, .finish): exit = .finished
+            case (.applied(let finishedMessage), .finish):
+                exit = .finished
+                if finishedMessage != nil {
+                    let job = members[i].claim.job
+                    configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
+                }
             case (.applied, .release): exit = .released
             case (.applied, .renew): exit = nil
             }

@@ -155,7 +155,11 @@ final class ShardWorker {
 
             if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
                 switch try await writeCheckpoint(.finish) {
-                case .applied: return .finished
+                case .applied(let finishedMessage):
+                    if finishedMessage != nil {
+                        configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
+                    }
+                    return .finished
                 case .leaseLost: return leaseLost()
                 }
             }

@@ -22,6 +22,7 @@ MASTER_KEY = {"CLARION_MASTER_KEY": "B" * 43 + "="}
 # The families issue 17 lists; with the ones the dashboard reads (below), all must be in a running node's exposition.
 FAMILIES = {
     "clarion_deliveries", "clarion_deliveries_sent", "clarion_delivery_retries", "clarion_provider_response_seconds",
+    "clarion_message_completion_seconds", "clarion_publish_batch_messages", "clarion_publish_commit_seconds",
     "clarion_api_requests", "clarion_api_request_duration_seconds", "clarion_api_connections_open",
     "clarion_api_connections_refused", "clarion_db_pool_connections_busy", "clarion_db_pool_connections_idle",
     "clarion_db_pool_queued", "clarion_db_pool_waits", "clarion_db_errors", "clarion_work_waiting", "clarion_work_oldest_seconds",
@@ -109,6 +110,12 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     # Each of the six pushes got one provider answer, timed.
     assert value(after, "clarion_provider_response_seconds", "clarion_provider_response_seconds_count", platform="GCM") \
         - value(before, "clarion_provider_response_seconds", "clarion_provider_response_seconds_count", platform="GCM") == 6
+    # Six messages (direct publishes: target kind "endpoint") reached their final state, each observed once.
+    completion = "clarion_message_completion_seconds"
+    assert value(after, completion, completion + "_count", target_kind="endpoint") \
+        - value(before, completion, completion + "_count", target_kind="endpoint") == 6
+    assert value(after, completion, completion + "_count", target_kind="topic") \
+        - value(before, completion, completion + "_count", target_kind="topic") == 0
     # Six SNS Publish calls, counted under the route pattern "/" (SNS's Query API), status class 2xx.
     api = {"method": "POST", "route": "/"}
     assert value(after, "clarion_api_requests", "clarion_api_requests_total", **api, status_class="2xx") \
@@ -129,7 +136,7 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     assert value(after, "clarion_publish_commit_seconds", "clarion_publish_commit_seconds_count") \
         - value(before, "clarion_publish_commit_seconds", "clarion_publish_commit_seconds_count") == batches
     # Histogram buckets are cumulative and +Inf equals the count.
-    for sample_family in ("clarion_provider_response_seconds", "clarion_api_request_duration_seconds",
+    for sample_family in ("clarion_provider_response_seconds", "clarion_api_request_duration_seconds", completion,
                           "clarion_publish_batch_messages", "clarion_publish_commit_seconds"):
         series = {}
         for s in after[sample_family].samples:
