@@ -24,6 +24,8 @@ let systemLibraries: [Target] = [
 let modules: [Target] = [
     // Pure domain: no C module, no socket, no clock.
     .target(name: "ClarionCore", swiftSettings: swiftSettings),
+    // Counters, gauges and histograms updated with atomics; the Prometheus text exposition. No dependency.
+    .target(name: "ClarionMetrics", swiftSettings: swiftSettings),
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
     .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
@@ -33,9 +35,9 @@ let modules: [Target] = [
     // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
     .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
     // APNs, FCM v1, ADM: credentials, token sources, request building, response classification.
-    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
+    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionMetrics", "CCurl"], swiftSettings: swiftSettings),
     // Fan-out jobs, shard workers, retries, delivery accounting.
-    .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
+    .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
     // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
     .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"],
             // The OpenAPI document, compiled into the binary (no resource bundle to ship beside it).
@@ -43,7 +45,7 @@ let modules: [Target] = [
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
     .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
@@ -54,10 +56,11 @@ let modules: [Target] = [
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
     "ClarionCryptoTests": ["ClarionCrypto"],
+    "ClarionMetricsTests": ["ClarionMetrics"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
     "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
-    "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
+    "ClarionDispatchTests": ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],

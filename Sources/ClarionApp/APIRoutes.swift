@@ -3,10 +3,16 @@ import ClarionCrypto
 import ClarionStore
 
 /// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
-/// campaigns and beacons, the device registration API and event collector, `/health` and `/ready`.
+/// campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
 /// `RouteTableTests` checks this table against the OpenAPI document in both directions.
 enum APIRoutes {
+    /// - Parameters:
+    ///   - registration: the registration routes' context (the node keeps it: the metrics read its counters).
+    ///   - metrics: the Prometheus exposition's handler, served here unless `CLARION_METRICS_LISTEN` moves it to a
+    ///     listener of its own or `CLARION_METRICS=off` (then nil). No authentication: it carries no secret, token
+    ///     or id (docs/security.md).
     static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
+                       registration: RegistrationContext, metrics: RouteHandler?,
                        readiness: @escaping @Sendable () async -> Readiness) -> Router {
         var router = Router()
         let region = configuration.region
@@ -24,7 +30,8 @@ enum APIRoutes {
         registerCampaignAPI(on: &router, context: CampaignContext(
             pool: pool, masterKey: masterKey, beaconLimiter: beaconLimiter,
             trustedProxies: TrustedProxies(list: configuration.trustedProxies) ?? TrustedProxies()))
-        registerDeviceRegistrationAPI(on: &router, context: RegistrationContext(pool: pool, masterKey: masterKey))
+        registerDeviceRegistrationAPI(on: &router, context: registration)
+        if let metrics { router.add(.get, "/metrics", errorFormat: .json, metrics) }
         HealthRoutes.addMissing(to: &router, readiness: readiness)
         return router
     }

@@ -18,6 +18,11 @@ public final class ClarionNode: @unchecked Sendable {
     public private(set) var pool: PGPool?
     public private(set) var masterKey: AESGCMKey?
     private var server: HTTPServer?
+    /// The `CLARION_METRICS_LISTEN` listener, serving `/metrics` only.
+    private var metricsServer: HTTPServer?
+    /// Nil with `CLARION_METRICS=off`: nothing is counted and `/metrics` is not served.
+    let metrics: NodeMetrics?
+    private var registrationContext: RegistrationContext?
     private var batcher: PublishBatcher?
     private var dispatcher: Dispatcher?
     /// The dispatcher's own connections (2 per shard worker + 2, see `Dispatcher`), so a burst of API
@@ -51,7 +56,18 @@ public final class ClarionNode: @unchecked Sendable {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
+        metrics = configuration.metricsEnabled ? NodeMetrics() : nil
+        metrics?.installCollectors(node: self)
     }
+
+    // What the metrics collectors read (set while the node runs).
+    var dispatcherPoolForMetrics: PGPool? { dispatcherPool }
+    var providersForMetrics: ProviderRegistry? { providers }
+    var serverForMetrics: HTTPServer? { server }
+    var registrationForMetrics: RegistrationContext? { registrationContext }
+
+    /// The port `/metrics` is served on when `CLARION_METRICS_LISTEN` is set (the bound one for port 0).
+    public var metricsPort: Int? { metricsServer?.port }
 
     /// The emulator's base URL when `--with-emulator` runs one.
     public var emulatorURL: String? { emulator?.baseURL }
@@ -70,6 +86,8 @@ public final class ClarionNode: @unchecked Sendable {
             if configuration.withEmulator { try startEmulator() }
             if configuration.role.dispatches { try startDispatcher() }
             if configuration.role.servesAPI { try startAPI() }
+            // Any role: a dispatcher-only node has no API listener, and its delivery metrics are the ones that matter.
+            try startMetricsListener()
         } catch {
             stop()
             throw error
@@ -208,9 +226,13 @@ public final class ClarionNode: @unchecked Sendable {
 
     func startAPI() throws(NodeError) {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
-        let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters)
+        let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters, onBatch: metrics?.publishBatchObserver)
         self.batcher = batcher
+        let registration = RegistrationContext(pool: pool, masterKey: masterKey)
+        registrationContext = registration
         let router = APIRoutes.router(pool: pool, masterKey: masterKey, batcher: batcher, configuration: configuration,
+                                      registration: registration,
+                                      metrics: configuration.metricsListen == nil ? metrics?.route() : nil,
                                       readiness: { [weak self] in await self?.readiness() ?? .notReady(reason: "shutting down") })
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
         let budget = FileDescriptorBudget(configuration: configuration,
@@ -222,19 +244,35 @@ public final class ClarionNode: @unchecked Sendable {
         } else {
             log.info("API connection limit", fields)
         }
-        let serverConfiguration = HTTPServerConfiguration(
+        var serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
             requestHeadTimeout: .seconds(configuration.headTimeout), requestBodyTimeout: .seconds(configuration.bodyTimeout),
             requestBodyMinimumRate: configuration.bodyMinimumRate, connectionLimit: budget.connections,
             accessLog: JSONLinesAccessLog(), readiness: { [weak self] in
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
+        serverConfiguration.requestMetrics = metrics?.api
         let server = HTTPServer(configuration: serverConfiguration, router: router)
         do { try server.start() } catch {
             throw NodeError(.unavailable, "API server on \(configuration.listenHost):\(configuration.listenPort): \(error.message)")
         }
         self.server = server
         log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue])
+    }
+
+    /// `/metrics` on its own listener when `CLARION_METRICS_LISTEN` is set (then the API listener has no such route).
+    func startMetricsListener() throws(NodeError) {
+        guard let metrics, let address = configuration.metricsListen else { return }
+        var router = Router()
+        router.add(.get, "/metrics", errorFormat: .json, metrics.route())
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threadPoolSize: 1,
+                                                                       connectionLimit: 64),
+                                router: router)
+        do { try server.start() } catch {
+            throw NodeError(.unavailable, "metrics listener on \(address.host):\(address.port): \(error.message)")
+        }
+        metricsServer = server
+        log.info("metrics listening", ["address": "\(address.host):\(server.port)", "path": "/metrics"])
     }
 
     /// The fan-out dispatcher: shard workers over provider clients that share pools, JWT signers and
@@ -249,6 +287,7 @@ public final class ClarionNode: @unchecked Sendable {
         let providerLog = Log("clarion.providers")
         var options = ProviderOptions()
         options.addressPolicy = providerAddressPolicy
+        options.metrics = metrics?.providers
         do {
             registry = try ProviderRegistry(options: options, log: ProviderLog { level, message, fields in
                 level == .warning ? providerLog.warning(message, fields) : providerLog.info(message, fields)
@@ -268,12 +307,13 @@ public final class ClarionNode: @unchecked Sendable {
         // The dispatcher's warnings (applications and endpoints disabled, messages given up) and store errors go
         // to the node's structured log; without this they went nowhere.
         let dispatchLog = Log("clarion.dispatch")
-        let dispatcherConfiguration = DispatcherConfiguration(
+        var dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
             deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
             log: DispatcherLog { level, message, fields in
                 dispatchLog.write(Log.Level(rawValue: level.rawValue) ?? .warning, message, fields)
             })
+        dispatcherConfiguration.metrics = metrics?.deliveries
         let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
                               applicationName: "clarion-dispatch", health: databaseHealth)
         dispatcherPool = workPool
@@ -349,6 +389,12 @@ public final class ClarionNode: @unchecked Sendable {
             Task.detached { await server.shutdown(); done.signal() }
             done.wait()
             self.server = nil
+        }
+        if let metricsServer {
+            let done = DispatchSemaphore(value: 0)
+            Task.detached { await metricsServer.shutdown(); done.signal() }
+            done.wait()
+            self.metricsServer = nil
         }
         if let registrationProcessor {
             registrationProcessor.shutdown()

@@ -53,6 +53,15 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds a node holds the registrations (and webhooks) it claimed: after a node dies, another takes its claims
     /// over this long after they were made. Longer than any batch takes to process.
     public var registrationLease = 30
+    /// `GET /metrics` and the counters behind it (on by default; off for a measurement without them).
+    public var metricsEnabled = true
+    /// Where `/metrics` is served instead of the API listener (host, port); nil serves it on the API listener.
+    public var metricsListen: ListenAddress?
+
+    public struct ListenAddress: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+    }
 
     public init() {}
 
@@ -182,6 +191,25 @@ public struct Configuration: Sendable, Equatable {
                 help: "emulator address with --with-emulator (default 127.0.0.1:0 = a free port)",
                 apply: { (c, v) throws(ConfigurationError) in _ = try parseHostPort(v, key: "CLARION_EMULATOR_LISTEN"); c.emulatorListen = v },
                 read: { $0.emulatorListen }),
+        Setting(key: "CLARION_METRICS", flag: "--metrics", secret: false,
+                help: "count deliveries and requests and serve GET /metrics (on/off, default on)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    switch v.lowercased() {
+                    case "on", "true", "1": c.metricsEnabled = true
+                    case "off", "false", "0": c.metricsEnabled = false
+                    default: throw ConfigurationError(key: "CLARION_METRICS", message: "must be on or off")
+                    }
+                }, read: { $0.metricsEnabled ? "on" : "off" }),
+        Setting(key: "CLARION_METRICS_LISTEN", flag: "--metrics-listen", secret: false,
+                help: "serve /metrics only on this host:port, not on the API listener (default: on the API listener)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    if v.isEmpty {
+                        c.metricsListen = nil
+                    } else {
+                        let (host, port) = try parseHostPort(v, key: "CLARION_METRICS_LISTEN")
+                        c.metricsListen = ListenAddress(host: host, port: port)
+                    }
+                }, read: { $0.metricsListen.map { "\($0.host):\($0.port)" } }),
     ]
 
     /// Builds the configuration from a file (`--config` or `CLARION_CONFIG`), the environment and flags.

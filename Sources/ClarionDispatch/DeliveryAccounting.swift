@@ -14,6 +14,8 @@ struct DeliveryFacts: Sendable, Hashable {
     var publishedAt: Date
     /// `SuccessFeedbackSampleRate` of the application, 0...100.
     var successSampleRate: Int
+    /// The application's metrics (nil when metrics are off, or for a delivery without an application).
+    var counters: ApplicationDeliveryCounters? = nil
 }
 
 /// Turns outcomes into the writes of the next checkpoint: counters, failures by reason, delivery-log rows,
@@ -64,20 +66,26 @@ struct DeliveryAccounting {
         // `unitRandom` is drawn only when a success is sampled or a retry jittered: the system generator is a
         // getrandom(2) call, which per delivery was a visible share of the gateway's CPU.
         if targeted { effects.counters.targeted += 1 }
-        if sent { effects.counters.sent += 1 }
+        if sent {
+            effects.counters.sent += 1
+            facts.counters?.sent.increment()
+        }
         let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
         switch outcome {
         case .accepted:
             effects.counters.accepted += 1
+            facts.counters?.accepted.increment()
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .tokenReplaced(let newToken, _):
             effects.counters.accepted += 1
+            facts.counters?.accepted.increment()
             effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .expired:
             effects.counters.expired += 1
+            facts.counters?.expired.increment()
             return .final
         case .tokenInvalid(let reason, let at):
             fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
@@ -99,10 +107,12 @@ struct DeliveryAccounting {
                                unitRandom: unitRandom()) {
             case .retry(let at):
                 effects.counters.retried += 1
+                facts.counters?.retried.increment()
                 effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt, notBefore: at, reason: reason))
                 return .retry
             case .stop(.expired):
                 effects.counters.expired += 1
+                facts.counters?.expired.increment()
                 return .final
             case .stop:
                 fail(outcome, reason: reason, facts: facts, dwell: dwell, status: providerStatus)
@@ -113,6 +123,7 @@ struct DeliveryAccounting {
 
     private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int, status: Int?) {
         effects.counters.failed += 1
+        facts.counters?.failed(outcome)
         let key = Self.reasonKey(reason)
         effects.failures[key, default: 0] += 1
         effects.log.append(DeliveryLogEntry(

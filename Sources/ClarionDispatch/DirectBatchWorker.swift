@@ -156,11 +156,12 @@ final class DirectBatchWorker {
             let job = members[i].claim.job
             let lane = await ApplicationLane.make(
                 application, content: MessageContent(job), directory: context.directory,
-                disabledInProcess: context.isApplicationDisabled(application.key), now: now)
+                disabledInProcess: context.isApplicationDisabled(application.key), now: now, metrics: configuration.metrics)
             members[i].lane = lane
             members[i].facts = DeliveryFacts(
                 endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
-                expiresAt: lane.expiresAt, publishedAt: job.publishedAt, successSampleRate: lane.successSampleRate)
+                expiresAt: lane.expiresAt, publishedAt: job.publishedAt, successSampleRate: lane.successSampleRate,
+                counters: lane.counters)
             if let unsent = lane.unsent {
                 record(i, unsent, sent: false)
                 continue
@@ -334,7 +335,12 @@ final class DirectBatchWorker {
             let exit: ShardWorkerExit?
             switch (result, progress.lease) {
             case (.leaseLost, _): exit = .leaseLost
-            case (.applied, .finish): exit = .finished
+            case (.applied(let finishedMessage), .finish):
+                exit = .finished
+                if finishedMessage != nil {
+                    let job = members[i].claim.job
+                    configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
+                }
             case (.applied, .release): exit = .released
             case (.applied, .renew): exit = nil
             }

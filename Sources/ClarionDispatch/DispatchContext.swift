@@ -108,7 +108,7 @@ final class DispatchContext: Sendable {
         for application in applications {
             let lane = await ApplicationLane.make(
                 application, content: content, directory: directory,
-                disabledInProcess: isApplicationDisabled(application.key), now: wall)
+                disabledInProcess: isApplicationDisabled(application.key), now: wall, metrics: configuration.metrics)
             lanes[application.key] = lane
             made.append(lane)
         }

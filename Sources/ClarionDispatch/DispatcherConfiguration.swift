@@ -58,6 +58,8 @@ public struct DispatcherConfiguration: Sendable {
     public var now: @Sendable () -> Date
     /// Uniform in 0..<1: retry jitter and success sampling.
     public var unitRandom: @Sendable () -> Double
+    /// Delivery counters for `/metrics`; nil counts nothing (`CLARION_METRICS=off`).
+    public var metrics: DeliveryMetrics? = nil
 
     public init(
         owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, drainingWorkers: Int? = nil,

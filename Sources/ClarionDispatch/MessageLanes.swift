@@ -54,6 +54,8 @@ struct ApplicationLane: @unchecked Sendable {
     /// `ClarionSendRate`: deliveries per second this process may send to the application; nil is unlimited.
     /// Read once when the lane is made (the shard worker consults it on every submit).
     let sendRate: Double?
+    /// The application's delivery counters (nil when metrics are off).
+    var counters: ApplicationDeliveryCounters?
 
     static let sendRateAttribute = "ClarionSendRate"
 
@@ -66,12 +68,23 @@ struct ApplicationLane: @unchecked Sendable {
         self.expiresAt = expiresAt
         self.successSampleRate = successSampleRate
         sendRate = SendRateLimiter.rate(attribute: application.attributes[Self.sendRateAttribute])
+        counters = nil
     }
 
     /// The outcome sends get once the application is disabled.
     static let applicationDisabled = DeliveryOutcome.rejected(reason: "PlatformApplicationDisabled")
 
     static func make(
+        _ application: DispatchApplication, content: MessageContent, directory: any PushTransportDirectory,
+        disabledInProcess: Bool, now: Date, metrics: DeliveryMetrics?
+    ) async -> ApplicationLane {
+        var lane = await makeUncounted(application, content: content, directory: directory, disabledInProcess: disabledInProcess,
+                                       now: now)
+        lane.counters = metrics?.counters(platform: application.platform, application: application.name)
+        return lane
+    }
+
+    private static func makeUncounted(
         _ application: DispatchApplication, content: MessageContent, directory: any PushTransportDirectory,
         disabledInProcess: Bool, now: Date
     ) async -> ApplicationLane {

@@ -128,7 +128,7 @@ struct RetryWorker {
                 let facts = DeliveryFacts(
                     endpoint: claim.target.endpoint, application: claim.target.application, token: claim.target.token,
                     attempt: claim.attempt + 1, expiresAt: lane.expiresAt, publishedAt: job.publishedAt,
-                    successSampleRate: lane.successSampleRate)
+                    successSampleRate: lane.successSampleRate, counters: lane.counters)
                 let outcome = outcomes[i] ?? .retryable(reason: "NoProviderAnswer", retryAfter: nil)
                 if outcome.disablesApplication, !disabled.contains(claim.target.application) {
                     disabled.insert(claim.target.application)
@@ -152,10 +152,13 @@ struct RetryWorker {
             merge(part, into: &effects)
         }
         merge(unsharded.take(), into: &effects)
-        let (_, report) = try await context.jobs.completeRetries(
+        let (finishedState, report) = try await context.jobs.completeRetries(
             message: message, owner: configuration.owner, finished: finished, deferred: deferred, shardCounters: shardCounters,
             shardFailures: shardFailures, effects: effects)
         configuration.log.report(report)
+        if finishedState != nil {
+            configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
+        }
     }
 
     private func collect(_ results: [PushResult], into outcomes: inout [DeliveryOutcome?], statuses: inout [Int?],

@@ -161,7 +161,11 @@ final class ShardWorker {
 
             if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
                 switch try await writeCheckpoint(.finish) {
-                case .applied: return .finished
+                case .applied(let finishedMessage):
+                    if finishedMessage != nil {
+                        configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
+                    }
+                    return .finished
                 case .leaseLost: return leaseLost()
                 }
             }
@@ -218,18 +222,21 @@ final class ShardWorker {
         // A subscriber whose filter policy does not match is decided first: it is not a target of this message,
         // whatever the state of its endpoint (counted `filtered`, in `popCompleted`).
         if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false {
+            lanes[target.application]?.counters?.filtered.increment()
             let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, filtered: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
         guard target.enabled, !target.stale, let lane = lanes[target.application] else {
+            lanes[target.application]?.counters?.skipped(stale: target.stale)
             let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
         let facts = DeliveryFacts(
             endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
-            expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate)
+            expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate,
+            counters: lane.counters)
         let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
         if let unsent = lane.unsent {
             window.complete(sequence, unsent, sent: false)

@@ -168,4 +168,10 @@ public struct HTTP2PoolStatistics: Sendable {
     public var connectionsOpened: Int
     /// Attempts that failed before that (resolution, TCP, TLS, timeout).
     public var connectAttemptsFailed: Int
+    /// GOAWAY frames received from the server since the pool started.
+    public var goAwaysReceived: Int = 0
+    /// Connection slots opening a connection now (TCP, TLS, the server's SETTINGS).
+    public var connectingConnections: Int = 0
+    /// Connection slots waiting out a backoff after a failed attempt.
+    public var backingOffSlots: Int = 0
 }

@@ -94,6 +94,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     private var shutdownDone = false
     private var connectionsOpened = 0
     private var connectAttemptsFailed = 0
+    private var goAwaysReceived = 0
 
     init(configuration: HTTP2PoolConfiguration, loop: EventLoop, resolver: HostResolver) throws(TLSConfigurationError) {
         self.loop = loop
@@ -236,6 +237,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     }
 
     func goAwayReceived(_ connection: HTTP2ClientConnection) {
+        goAwaysReceived += 1
         perform(machine.goAwayReceived(connection.connectionID))
         scheduleDispatch()
     }
@@ -390,14 +392,22 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     func statistics() -> HTTP2PoolStatistics {
         var limits: [Int] = []
         var inFlight = 0
+        var connecting = 0
+        var backingOff = 0
         for (i, slot) in machine.slots.enumerated() {
-            if case .active = slot.state { limits.append(machine.maxStreams(slot: i)) }
+            switch slot.state {
+            case .active: limits.append(machine.maxStreams(slot: i))
+            case .connecting: connecting += 1
+            case .backingOff: backingOff += 1
+            default: break
+            }
         }
         for connection in connections.values { inFlight += connection.openStreamCount }
         return HTTP2PoolStatistics(
             activeConnections: machine.activeConnectionCount, drainingConnections: machine.draining.count,
             queuedRequests: machine.queuedCount, inFlightRequests: inFlight, maxConcurrentStreams: limits,
-            connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed)
+            connectionsOpened: connectionsOpened, connectAttemptsFailed: connectAttemptsFailed,
+            goAwaysReceived: goAwaysReceived, connectingConnections: connecting, backingOffSlots: backingOff)
     }
 }
 

@@ -1,5 +1,6 @@
 import ClarionCore
 import ClarionHTTP2
+import ClarionMetrics
 import Foundation
 import Synchronization
 
@@ -71,12 +72,15 @@ public final class ProviderClient: Sendable {
     let goAway: GoAwayMemo
     let log: ProviderLog
     private let logLimiter = ProviderLogLimiter()
+    /// Provider response time of this client's platform (nil when metrics are off).
+    let responseTime: Histogram?
     /// `/v1/projects/<project>/messages:send` for FCM.
     private let fcmPath: String?
 
     init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
-         clock: @escaping @Sendable () -> Date, log: ProviderLog) {
+         clock: @escaping @Sendable () -> Date, log: ProviderLog, responseTime: Histogram? = nil) {
         self.application = application
+        self.responseTime = responseTime
         self.pool = pool
         self.auth = auth
         self.goAway = goAway
@@ -506,9 +510,12 @@ final class BatchContext: HTTP2CompletionSink {
     let deliveries: [ProviderDelivery]
     let authorization: String?
     let sink: any ProviderResultSink
+    /// When the batch was handed over, for the response-time histogram.
+    let started: ContinuousClock.Instant?
 
     init(client: ProviderClient, deliveries: [ProviderDelivery], authorization: String?, sink: any ProviderResultSink) {
         self.client = client
+        started = client.responseTime == nil ? nil : .now
         self.deliveries = deliveries
         self.authorization = authorization
         self.sink = sink
@@ -517,6 +524,10 @@ final class BatchContext: HTTP2CompletionSink {
     func receive(_ completions: [HTTP2Completion]) {
         var results: [ProviderDeliveryResult] = []
         results.reserveCapacity(completions.count)
+        if let histogram = client.responseTime, let started {
+            let elapsed = started.duration(to: .now)
+            for _ in completions { histogram.observe(elapsed) }
+        }
         for completion in completions {
             let index = Int(completion.tag)
             guard deliveries.indices.contains(index) else { continue }

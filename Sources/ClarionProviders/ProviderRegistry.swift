@@ -30,6 +30,8 @@ public struct ProviderOptions: Sendable {
     /// Which addresses provider endpoints may resolve to (SSRF guard); nil allows any (tests, the load tests).
     /// `clarion serve` sets public addresses plus `CLARION_PROVIDER_ALLOW_HOSTS`.
     public var addressPolicy: OutboundAddressPolicy?
+    /// Provider response-time histograms (nil: none).
+    public var metrics: ProviderMetrics? = nil
 
     public init(eventLoopThreads: Int = 1, connectionsPerPool: Int = 2, fcmConnectionsPerPool: Int = 8,
                 maxConcurrentStreamsPerConnection: Int = 1000,
@@ -146,7 +148,8 @@ public final class ProviderRegistry: Sendable {
         } catch {
             throw Self.poolError(error)
         }
-        let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log)
+        let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log,
+                                    responseTime: options.metrics?.responseTime(application.platform))
         return state.withLock { state in
             if let existing = state.clients[application.id], existing.application.fingerprint == application.fingerprint {
                 return existing
@@ -256,6 +259,18 @@ public final class ProviderRegistry: Sendable {
             return http.poolKeys.filter { !poolKeys.contains($0) }
         }
         for key in unusedPools { await http.removePool(key) }
+    }
+
+    /// Each pool in use with its platform's provider (`apns`, `fcm`, `adm`) and its figures, for `/metrics`.
+    public func poolStatistics() async -> [(provider: String, statistics: HTTP2PoolStatistics)] {
+        let pools = state.withLock { state -> [HTTP2Client.PoolKey: (String, HTTP2ClientPool)] in
+            var pools: [HTTP2Client.PoolKey: (String, HTTP2ClientPool)] = [:]
+            for client in state.clients.values { pools[client.pool.key] = (client.platform.provider.rawValue, client.pool) }
+            return pools
+        }
+        var out: [(provider: String, statistics: HTTP2PoolStatistics)] = []
+        for (provider, pool) in pools.values { out.append((provider, await pool.statistics())) }
+        return out
     }
 
     /// Closes every pool, stops the token thread and the event loops.

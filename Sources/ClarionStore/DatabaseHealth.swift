@@ -43,8 +43,15 @@ public final class DatabaseHealth: Sendable {
     /// True from the first outage failure until the database answers again.
     public var isDown: Bool { down.load(ordering: .relaxed) }
 
-    /// A store call failed; only outage errors count (a constraint violation is the caller's business).
+    /// Failed store calls since start, by `StoreError.Code` (for `/metrics`). Every failure is counted here, outage
+    /// or not; failures are rare, so the lock costs nothing on the paths that succeed.
+    private let errorCounts = Mutex<[String: Int]>([:])
+
+    public var errorsByCode: [String: Int] { errorCounts.withLock { $0 } }
+
+    /// A store call failed; only outage errors count as an outage (a constraint violation is the caller's business).
     public func failed(_ error: StoreError) {
+        errorCounts.withLock { $0[error.code.rawValue, default: 0] += 1 }
         guard error.isOutage else { return }
         let now = ContinuousClock.now
         let started = state.withLock { state -> Bool in

@@ -25,6 +25,25 @@ public final class PGPool: Sendable {
         var head = 0
         var shutDown = false
         var threadsRunning = 0
+        /// Threads waiting for a job.
+        var idle = 0
+        /// Jobs that found no idle thread when queued, since start.
+        var waits = 0
+        /// Jobs running now.
+        var busy = 0
+    }
+
+    /// What a metrics endpoint shows of the pool: connections (threads) busy and idle, jobs queued, and how many
+    /// jobs had to wait for a connection since start.
+    public struct Statistics: Sendable {
+        public var size: Int
+        public var busy: Int
+        public var queued: Int
+        public var waits: Int
+    }
+
+    public var statistics: Statistics {
+        state.withLock { Statistics(size: size, busy: $0.busy, queued: $0.jobs.count - $0.head, waits: $0.waits) }
     }
 
     private let state = Mutex(State())
@@ -114,6 +133,7 @@ public final class PGPool: Sendable {
         condition.lock()
         let accepted = state.withLock { state -> Bool in
             guard !state.shutDown else { return false }
+            if state.idle <= state.jobs.count - state.head { state.waits += 1 }
             state.jobs.append(Job(run: run))
             return true
         }
@@ -130,6 +150,7 @@ public final class PGPool: Sendable {
                 if state.head < state.jobs.count {
                     let job = state.jobs[state.head]
                     state.head += 1
+                    state.busy += 1
                     if state.head > 1024, state.head * 2 > state.jobs.count {
                         state.jobs.removeFirst(state.head)
                         state.head = 0
@@ -140,7 +161,9 @@ public final class PGPool: Sendable {
             }
             if let job { return job }
             if stop { return nil }
+            state.withLock { $0.idle += 1 }
             condition.wait()
+            state.withLock { $0.idle -= 1 }
         }
     }
 
@@ -154,10 +177,12 @@ public final class PGPool: Sendable {
                 } catch {
                     health?.failed(error)
                     _ = job.run(nil, error)
+                    state.withLock { $0.busy -= 1 }
                     continue
                 }
             }
             if job.run(connection, nil) { connection = nil }
+            state.withLock { $0.busy -= 1 }
         }
         connection = nil
         state.withLock { $0.threadsRunning -= 1 }

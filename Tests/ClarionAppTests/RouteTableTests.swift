@@ -12,8 +12,11 @@ import Testing
     static func registeredRoutes() -> Set<String> {
         let pool = PGPool(conninfo: "postgresql://127.0.0.1:1/none", size: 1)
         defer { pool.shutdown() }
+        // As a node with the default settings serves it: /metrics on the API port.
         let router = APIRoutes.router(pool: pool, masterKey: AESGCMKey.generate(), batcher: PublishBatcher(pool: pool),
-                                      configuration: Configuration(), readiness: { .ready })
+                                      configuration: Configuration(),
+                                      registration: RegistrationContext(pool: pool, masterKey: AESGCMKey.generate()),
+                                      metrics: .synchronous { _ in HTTPResponse(status: 200) }, readiness: { .ready })
         return Set(router.routes.map { "\($0.method.rawValue) \($0.pattern.description)" })
     }
 

@@ -28,6 +28,16 @@ struct DatabaseHealthTests {
         #expect(events.count == 1 && health.isDown)
     }
 
+    @Test("every failure is counted by its code for clarion_db_errors_total, outage or not")
+    func errorsByCode() {
+        let health = DatabaseHealth(settle: .seconds(60)) { _ in }
+        health.failed(StoreError(.uniqueViolation, "duplicate key"))
+        health.failed(StoreError(.unavailable, "cannot connect"))
+        health.failed(StoreError(.unavailable, "cannot connect"))
+        health.succeeded()
+        #expect(health.errorsByCode == ["uniqueViolation": 1, "unavailable": 2])
+    }
+
     @Test("the first success once failures stopped for `settle` reports the end, with the failures counted; the next outage is reported again")
     func endAndAgain() async throws {
         let events = Events()

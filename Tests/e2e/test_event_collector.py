@@ -1,7 +1,7 @@
 """Issue "Hardening" findings 3 and 11 end to end against `clarion serve --with-emulator`: the public event
 collector refuses by default to redirect a user's pushes to another device (checked at the emulator with a
 user-targeted publish), lets the app's API token do it, can require the token on every event (set by
-`clarion apps create` and PATCH), logs each reassignment without the full token; and a registration webhook
+`clarion apps create` and PATCH), logs and counts (`/metrics`) each reassignment without the full token; and a registration webhook
 carries an x-clarion-signature that the verification in docs/api.md accepts."""
 import hashlib
 import hmac
@@ -19,7 +19,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, wait_for, call
+from conftest import CLARION, Node, wait_for, call, http_get
 from test_delivery import KEY, SECRET, applications, h2_get
 
 REFUSED_MOVE = ("authorization: firebase.registration_token is bound to another user_id; moving it needs the mobile "
@@ -64,6 +64,14 @@ def delivered(emulator, stamp):
     return [r for r in records if stamp in (r.get("token") or "") and r.get("status") == 200]
 
 
+def reassignments(node):
+    """clarion_mobile_token_reassignments_total by outcome, from the node's /metrics."""
+    status, text = http_get(node.url + "/metrics")
+    assert status == 200, text
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r'^clarion_mobile_token_reassignments_total\{outcome="(\w+)"\} (\S+)$', text, re.M)}
+
+
 def publish_to(node, bearer, fcm_app, user, text):
     status, accepted = call(node.url + "/v1/publish", "POST", {
         "targets": [{"user": {"app": fcm_app, "user_id": user}}], "message": text}, bearer)
@@ -99,6 +107,7 @@ def test_an_anonymous_event_cannot_redirect_a_users_pushes_but_the_app_token_can
     assert call(node.url + "/meiro_mobile", "POST", event(project, victim, victim_token))[0] == 200
     assert call(node.url + "/meiro_mobile", "POST", event(project, mallory, mallory_token, model="Galaxy"))[0] == 200
 
+    counted_before = reassignments(node)
     # The attacker's own token under the victim's user_id, then the victim's token under the attacker's.
     for path, body in [("/meiro_mobile", event(project, victim, mallory_token, model="Galaxy")),
                        ("/v1/events", event(project, mallory, victim_token))]:
@@ -119,6 +128,10 @@ def test_an_anonymous_event_cannot_redirect_a_users_pushes_but_the_app_token_can
     wait_for(lambda: len(delivered(emulator, stamp)) == 3 or None, what="the second publish at both devices")
     assert sorted(r["token"] for r in delivered(emulator, stamp)) == sorted([victim_token, victim_token, mallory_token])
 
+    # Issue 22 finding 3: a metric for each reassignment, refused or made.
+    counted = reassignments(node)
+    assert counted["refused"] - counted_before["refused"] == 2
+    assert counted["allowed"] - counted_before["allowed"] == 1
     # Each reassignment, refused or made, is a warning with the token's prefix only.
     refused = [e for e in log_lines(node, "event token reassignment refused") if e.get("app") == app["id"]]
     allowed = [e for e in log_lines(node, "event token reassigned") if e.get("app") == app["id"]]

@@ -11,6 +11,7 @@ import ClarionCore
 import ClarionHTTP2
 import ClarionDispatch
 import ClarionEmulator
+import ClarionMetrics
 import ClarionProviders
 import ClarionStore
 import Foundation
@@ -168,14 +169,18 @@ func runBench(directory: String, count: Int) async {
     let seedSeconds = Date().timeIntervalSince(seedStart)
 
     let workers = setting("WORKERS", 4)
+    // METRICS=off: no delivery counters, no provider response-time histogram (as `CLARION_METRICS=off`).
+    let metrics: MetricsRegistry? = ProcessInfo.processInfo.environment["METRICS"] == "off" ? nil : MetricsRegistry()
     let pool = PGPool(conninfo: url, size: 3 * workers + 2, applicationName: "fanoutbench")
     let registry: ProviderRegistry
     do {
-        registry = try ProviderRegistry(options: ProviderOptions(
+        var options = ProviderOptions(
             eventLoopThreads: setting("LOOPS", 1), connectionsPerPool: setting("CONNS", 2),
             fcmConnectionsPerPool: setting("FCM_CONNS", ProviderOptions().fcmConnectionsPerPool),
             maxConcurrentStreamsPerConnection: 1000,
-            maxQueuedRequestsPerPool: 10_000, requestTimeout: .seconds(30), pingInterval: nil))
+            maxQueuedRequestsPerPool: 10_000, requestTimeout: .seconds(30), pingInterval: nil)
+        options.metrics = metrics.map { ProviderMetrics(registry: $0) }
+        registry = try ProviderRegistry(options: options)
     } catch {
         fail("registry: \(error)")
     }
@@ -183,10 +188,11 @@ func runBench(directory: String, count: Int) async {
     let directoryImpl = ProviderRegistryDirectory(registry: registry, credentials: { key in
         key == apnsKey ? PlatformCredentials(credential: keyPEM, principal: keyID) : PlatformCredentials(credential: serviceAccountJSON)
     })
-    let configuration = DispatcherConfiguration(
+    var configuration = DispatcherConfiguration(
         owner: "bench", shardWorkers: workers, leaseDuration: 30, checkpointEvery: setting("CHECKPOINT_EVERY", 5_000),
         checkpointInterval: 0.25, maxInFlightPerShard: setting("INFLIGHT", 4_000), submitBatchSize: 256,
         pageSize: setting("PAGE", 5_000), shardSize: setting("SHARD", 10_000), maxPollInterval: 0.1)
+    configuration.metrics = metrics.map { DeliveryMetrics(registry: $0) }
     print("settings             WORKERS=\(workers) INFLIGHT=\(configuration.maxInFlightPerShard) PAGE=\(configuration.pageSize) "
           + "SHARD=\(configuration.shardSize) CHECKPOINT_EVERY=\(configuration.checkpointEvery) "
           + "CONNS=\(registry.options.connectionsPerPool) FCM_CONNS=\(registry.options.fcmConnectionsPerPool) LOOPS=\(registry.options.eventLoopThreads)")
@@ -306,6 +312,15 @@ func runBench(directory: String, count: Int) async {
         p99 \(String(format: "%.1f", latency.p99)) ms, max \(String(format: "%.1f", latency.max)) ms (publish commit -> Completed)
         """)
     if status.failuresByReason.count > 0 { print("failures             \(status.failuresByReason)") }
+    if let metrics {
+        // The counters must agree with the message's own counts, or the measurement measured nothing.
+        let text = await metrics.exposition()
+        let accepted = text.split(separator: "\n").filter { $0.hasPrefix("clarion_deliveries_total{") && $0.contains("outcome=\"accepted\"") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+        print("metrics              on: clarion_deliveries_total{outcome=\"accepted\"} sums to \(accepted) (the fan-out's message says \(delivered), plus \(latency.done) direct publishes)")
+    } else {
+        print("metrics              off")
+    }
     // Where the shard workers' wall time went (summed over workers; includes the direct publishes' workers).
     let waits = max(1, timings.outcomeWaits)
     func share(_ seconds: Double) -> String {

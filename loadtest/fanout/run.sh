@@ -7,6 +7,7 @@
 #   loadtest/fanout/run.sh                    # N=1000000, release build
 #   N=100000 CONFIG=debug loadtest/fanout/run.sh
 #   WORKERS=4 DATABASE_URL=postgresql://... loadtest/fanout/run.sh
+#   N=100000 METRICS_COMPARE=2 loadtest/fanout/run.sh   # metrics off and on, alternated, 2 rounds each
 #
 # Builds into its own scratch path from a generated package that links the Sources modules it needs.
 set -euo pipefail
@@ -18,7 +19,7 @@ PKG="$SCRATCH/pkg"
 WORK="$(mktemp -d /tmp/fanoutbench.XXXXXX)"
 chmod 755 "$WORK"  # the embedded PostgreSQL runs as its own user
 mkdir -p "$PKG/Sources/fanoutbench"
-for module in ClarionCore ClarionCrypto ClarionStore ClarionHTTP2 ClarionProviders ClarionDispatch ClarionEmulator \
+for module in ClarionCore ClarionCrypto ClarionMetrics ClarionStore ClarionHTTP2 ClarionProviders ClarionDispatch ClarionEmulator \
               CPQ COpenSSL CNghttp2 CCurl; do
     ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
 done
@@ -36,14 +37,15 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
         .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
+        .target(name: "ClarionMetrics", path: "Sources/ClarionMetrics", swiftSettings: settings),
         .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], path: "Sources/ClarionCrypto", swiftSettings: settings),
         .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore",
                 resources: [.embedInCode("Migrations")], swiftSettings: settings),
         .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], path: "Sources/ClarionHTTP2", swiftSettings: settings),
-        .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "CCurl"], path: "Sources/ClarionProviders", swiftSettings: settings),
-        .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], path: "Sources/ClarionDispatch", swiftSettings: settings),
+        .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionMetrics", "CCurl"], path: "Sources/ClarionProviders", swiftSettings: settings),
+        .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders"], path: "Sources/ClarionDispatch", swiftSettings: settings),
         .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], path: "Sources/ClarionEmulator", swiftSettings: settings),
-        .executableTarget(name: "fanoutbench", dependencies: ["ClarionDispatch", "ClarionEmulator"], path: "Sources/fanoutbench", swiftSettings: settings),
+        .executableTarget(name: "fanoutbench", dependencies: ["ClarionDispatch", "ClarionEmulator", "ClarionMetrics", "ClarionProviders", "ClarionStore", "ClarionHTTP2", "ClarionCore"], path: "Sources/fanoutbench", swiftSettings: settings),
     ]
 )
 SWIFT
@@ -62,7 +64,24 @@ for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
 [ -s "$WORK/port" ] || { echo "emulator did not start" >&2; cat "$WORK/emulator.log" >&2; exit 1; }
 
 echo "fan-out of $N endpoints ($CONFIG build, $(nproc) cores, emulator on the same machine); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${METRICS_COMPARE:-}" ]; then
+    # Metrics on and off in one run (issue 17): alternate the modes so drift in the machine's load hits both;
+    # each round is a whole fan-out from a fresh seed. METRICS_COMPARE=<rounds per mode>.
+    for round in $(seq 1 "$METRICS_COMPARE"); do
+        for mode in off on; do
+            echo "== round $round, metrics $mode"
+            METRICS=$mode "$BIN" run "$WORK" "$N" | tee "$WORK/run.out" | grep -E "^(deliveries/s|gateway CPU|metrics|publish)|CPU/delivery"
+            echo "$mode $(awk '/^deliveries\/s/ {print $2}' "$WORK/run.out") $(awk '/gateway CPU\/delivery/ {print $(NF-1)}' "$WORK/run.out")" >> "$WORK/compare"
+        done
+    done
+    awk '{ n[$1]++; d[$1] += $2; c[$1] += $3 } END {
+        printf "metrics off          mean %.0f deliveries/s, %.2f µs CPU/delivery over %d rounds\n", d["off"]/n["off"], c["off"]/n["off"], n["off"];
+        printf "metrics on           mean %.0f deliveries/s, %.2f µs CPU/delivery over %d rounds\n", d["on"]/n["on"], c["on"]/n["on"], n["on"];
+        printf "ratio on/off         %.3f deliveries/s, %.3f CPU/delivery\n", (d["on"]/n["on"]) / (d["off"]/n["off"]), (c["on"]/n["on"]) / (c["off"]/n["off"]) }' "$WORK/compare"
+    H2LOAD=0
+else
 "$BIN" run "$WORK" "$N" | tee "$WORK/run.out"
+fi
 echo "load average after   $(cut -d' ' -f1-3 /proc/loadavg)"
 # The emulator's own cost (separate process): CPU ticks and peak RSS from /proc.
 read -r UTIME STIME < <(awk '{print $14, $15}' "/proc/$EMU_PID/stat")

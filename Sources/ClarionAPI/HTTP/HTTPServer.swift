@@ -49,8 +49,13 @@ public final class HTTPServer: Sendable {
                                                            body: configuration.requestBodyTimeout,
                                                            bodyMinimumRate: configuration.requestBodyMinimumRate),
                                connectionLimit: max(1, configuration.connectionLimit),
-                               loops: max(1, configuration.threadPoolSize))
+                               loops: max(1, configuration.threadPoolSize), requestMetrics: configuration.requestMetrics)
     }
+
+    /// Connections open now.
+    public var openConnections: Int { core.liveConnections.load(ordering: .relaxed) }
+    /// Connections closed on accept because the connection limit was reached, since start.
+    public var connectionsRefusedAtLimit: Int { core.refusedAtLimit.load(ordering: .relaxed) }
 
     deinit {
         // Not shut down gracefully: stop hard.
@@ -320,6 +325,7 @@ private final class Listener: EventLoopSelectable, @unchecked Sendable {
                 return
             }
             if core.liveConnections.load(ordering: .relaxed) >= core.connectionLimit || core.refusing.isSet {
+                if !core.refusing.isSet { core.refusedAtLimit.add(1, ordering: .relaxed) }
                 Glibc.close(client)
                 continue
             }

@@ -30,6 +30,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// How long `shutdown()` waits for in-flight requests before answering the stragglers 503.
     public var shutdownGracePeriod: Duration
     public var accessLog: (any AccessLogSink)?
+    /// Told of every finished request with its route pattern (for `/metrics`); nil counts nothing.
+    public var requestMetrics: (any HTTPRequestMetrics)? = nil
     /// Asked by `GET /ready`; a database ping belongs here.
     public var readiness: @Sendable () async -> Readiness
 

@@ -13,6 +13,9 @@ final class ServerCore: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Open connections.
     let liveConnections = Atomic<Int>(0)
+    /// Connections closed at once because `connectionLimit` connections were open.
+    let refusedAtLimit = Atomic<Int>(0)
+    let requestMetrics: (any HTTPRequestMetrics)?
     /// Set when shutdown begins: responses then carry `Connection: close` so keep-alive connections drain,
     /// and `/ready` answers 503.
     let draining: DrainFlag
@@ -24,8 +27,9 @@ final class ServerCore: Sendable {
     let acceptPause = AcceptPause()
 
     init(router: Router, accessLog: (any AccessLogSink)?, draining: DrainFlag, deadlines: RequestDeadlines,
-         connectionLimit: Int, loops: Int) {
+         connectionLimit: Int, loops: Int, requestMetrics: (any HTTPRequestMetrics)? = nil) {
         self.router = router
+        self.requestMetrics = requestMetrics
         self.draining = draining
         self.accessLog = accessLog
         self.deadlines = deadlines
@@ -40,8 +44,20 @@ final class ServerCore: Sendable {
                                       duration: .now - context.started, requestID: context.requestID,
                                       remoteAddress: context.remoteAddress, completed: completed, cause: context.cause))
         }
+        if let metrics = requestMetrics {
+            let route: String? = if case .matched(let route, _) = context.match { route.pattern.description } else { nil }
+            metrics.requestFinished(method: context.method, route: route, status: context.status, duration: .now - context.started)
+        }
         inFlight.subtract(1, ordering: .relaxed)
     }
+}
+
+/// Counts finished requests by route for a metrics endpoint. Called on the server's loop threads once per
+/// request: keep it to a lookup and a few atomic adds.
+public protocol HTTPRequestMetrics: Sendable {
+    /// `route` is the matched route's pattern (`/v1/topics/{id}`), never the path; nil when no route matched.
+    /// `status` is 0 when the connection ended before a response was queued.
+    func requestFinished(method: String, route: String?, status: Int, duration: Duration)
 }
 
 /// Set while the listener rests because `accept` ran out of file descriptors. The first connection to close

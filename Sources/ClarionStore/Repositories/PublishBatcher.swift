@@ -4,10 +4,20 @@
 public final class PublishBatcher: Sendable {
     private let group: GroupCommit<NewMessage, MessageID>
 
+    /// Told of each batch written: its size and how long writing and committing it took (for `/metrics`).
+    private let onBatch: (@Sendable (_ messages: Int, _ write: Duration) -> Void)?
+
     public init(pool: PGPool, window: Duration = .microseconds(250), maxBatch: Int = 256, writers: Int = 2,
-                maxQueued: Int = 50_000) {
+                maxQueued: Int = 50_000, onBatch: (@Sendable (_ messages: Int, _ write: Duration) -> Void)? = nil) {
+        self.onBatch = onBatch
         group = GroupCommit(pool: pool, name: "publish", items: "publishes", window: window, maxBatch: maxBatch, writers: writers,
-                            maxQueued: maxQueued, write: { messages, connection in MessageRepository.write(messages, on: connection) })
+                            maxQueued: maxQueued, write: { messages, connection in
+            guard let onBatch else { return MessageRepository.write(messages, on: connection) }
+            let started = ContinuousClock.now
+            let results = MessageRepository.write(messages, on: connection)
+            onBatch(messages.count, ContinuousClock.now - started)
+            return results
+        })
     }
 
     public var window: Duration { group.window }
