@@ -14,6 +14,8 @@ let swiftSettings: [SwiftSetting] = [
 
 let systemLibraries: [Target] = [
     .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    // Linux primitives Glibc's Swift module does not export: epoll, eventfd, accept4, thread names.
+    .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
     .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -28,16 +30,18 @@ let modules: [Target] = [
     .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
     .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], swiftSettings: swiftSettings),
-    // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
-    .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    // epoll + OpenSSL: event loops, sockets, name resolution, TLS, `SocketChannel` (the byte pipe under a connection).
+    .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], swiftSettings: swiftSettings),
+    // nghttp2 on ClarionTransport: HTTP/2 client pools and server sessions.
+    .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], swiftSettings: swiftSettings),
     // APNs, FCM v1, ADM: credentials, token sources, request building, response classification.
-    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
+    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
     // Fan-out jobs, shard workers, retries, delivery accounting.
     .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
-    // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
+    // HTTP/1.1 server (on ClarionTransport's event loops), SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
-    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
     .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
@@ -51,12 +55,13 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
     "ClarionCryptoTests": ["ClarionCrypto"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
-    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
+    "ClarionTransportTests": ["ClarionTransport"],
+    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
     "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
-    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],
+    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
     "ClarionAppTests": ["ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CNghttp2
+import ClarionTransport
 
 /// One accepted HTTP/2 connection: an nghttp2 server session driven with `mem_recv`/`mem_send` on its loop.
 ///
@@ -163,7 +164,7 @@ final class HTTP2ServerConnection: SocketChannel {
         }
     }
 
-    override func didClose(error: HTTP2Error?) {
+    override func didClose(error: TransportError?) {
         for i in 0..<streams.count where streams.storage[i].timer != 0 {
             loop.cancelTimer(streams.storage[i].timer)
             streams.storage[i].timer = 0

@@ -1,6 +1,6 @@
 import Testing
 @testable import ClarionAPI
-import ClarionHTTP2
+import ClarionTransport
 
 @Suite("application/x-www-form-urlencoded decoding")
 struct FormParametersTests {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import ClarionHTTP2
+internal import ClarionTransport
 
 /// One HTTP/1.1 connection on an event loop: reads and parses requests, runs their handlers one at a time (a
 /// pipelined request waits in the buffer until the response before it is written), writes responses, keeps the

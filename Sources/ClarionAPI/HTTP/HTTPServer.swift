@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import ClarionHTTP2
+internal import ClarionTransport
 import Foundation
 import Synchronization
 
