@@ -2,7 +2,7 @@
 // Clarion: a self-hosted, multi-provider push-notification gateway.
 //
 // Layout and dependency rules: docs/architecture.md. Arrows point one way:
-// API, Dispatch -> Providers -> HTTP2; everything -> Core; nothing -> App but `clarion`.
+// API -> HTTP1 -> Transport; Dispatch -> Providers -> HTTP2 -> Transport; everything -> Core; nothing -> App but `clarion`.
 import PackageDescription
 import Foundation
 
@@ -38,12 +38,15 @@ let modules: [Target] = [
     .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "CCurl"], swiftSettings: swiftSettings),
     // Fan-out jobs, shard workers, retries, delivery accounting.
     .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
-    // HTTP/1.1 server (on ClarionTransport's event loops), SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
+    // HTTP/1.1 server on ClarionTransport's event loops: parsing, routing, keep-alive, deadlines, access log. It knows
+    // no API family: each route brings the format its errors are rendered in.
+    .target(name: "ClarionHTTP1", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport"], swiftSettings: swiftSettings),
+    // SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch"], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
     .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
@@ -59,7 +62,8 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
     "ClarionDispatchTests": ["ClarionCore", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+    "ClarionHTTP1Tests": ["ClarionTransport", "ClarionHTTP1"],
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
     "ClarionAppTests": ["ClarionApp"],
@@ -97,12 +101,12 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
 // access (one package, so no `@testable`).
 
 let fuzzDependencies: [String: [Target.Dependency]] = [
-    "FuzzHTTP1": ["ClarionAPI"],
-    "FuzzSNSQuery": ["ClarionAPI", "ClarionCore"],
-    "FuzzSigV4": ["ClarionAPI"],
+    "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
+    "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
+    "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI"],
     "FuzzJSON": ["ClarionCore", "ClarionCrypto"],
     "FuzzRender": ["ClarionCore"],
-    "FuzzNativeAPI": ["ClarionAPI", "ClarionCore", "ClarionCrypto"],
+    "FuzzNativeAPI": ["ClarionHTTP1", "ClarionAPI", "ClarionCore", "ClarionCrypto"],
     "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],
     "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCrypto", "ClarionCore"],
     "FuzzProviderResponses": ["ClarionCore"],

@@ -1,4 +1,5 @@
 import ClarionAPI
+import ClarionHTTP1
 
 /// Every route the API serves, in one place. `/health` and `/ready` come with the server.
 enum APIRoutes {

@@ -5,6 +5,7 @@ import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
 import ClarionEmulator
+import ClarionHTTP1
 import ClarionProviders
 import ClarionStore
 
@@ -210,7 +211,7 @@ public final class ClarionNode: @unchecked Sendable {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
         let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters)
         self.batcher = batcher
-        var router = Router()
+        var router = Router.api()
         let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region)
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         SNSQueryService(region: configuration.region, actions: makeSNSActionTable(context: sns),

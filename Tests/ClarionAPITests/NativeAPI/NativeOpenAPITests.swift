@@ -1,4 +1,5 @@
 import ClarionCrypto
+@testable import ClarionHTTP1
 import ClarionStore
 import Foundation
 import Testing
@@ -16,7 +17,7 @@ struct NativeOpenAPITests {
         defer { pool.shutdown() }
         let batcher = PublishBatcher(pool: pool)
         let context = NativeAPIContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
-        var routes = NativeRoutes(router: Router())
+        var routes = NativeRoutes(router: Router.api())
         NativeRoutes.registerAll(on: &routes, context: context)
         return Set(routes.registered.map { "\($0.method.rawValue) \($0.path)" })
     }

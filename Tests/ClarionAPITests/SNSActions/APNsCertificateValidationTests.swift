@@ -1,4 +1,5 @@
 import ClarionCrypto
+@testable import ClarionHTTP1
 import ClarionTransport
 import ClarionStore
 import ClarionTestSupport

@@ -267,12 +267,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         return true
     }
 
-    private func errorFormat(_ context: RequestContext) -> ErrorFormat { context.match?.errorFormat ?? .json }
+    private func errorFormat(_ context: RequestContext) -> ErrorFormat {
+        context.match?.errorFormat ?? core.router.errorFormat(forPath: "")
+    }
 
     /// Runs the route's handler once the whole body is in.
     private func dispatch(_ context: RequestContext) {
         guard let match = context.match else {
-            var response = ErrorFormat.json.response(for: .internalError, requestID: context.requestID)
+            var response = errorFormat(context).response(for: .internalError, requestID: context.requestID)
             response.cause = "no route was matched before dispatch"
             respond(response, to: context)
             return
@@ -338,13 +340,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         core.inFlight.add(1, ordering: .relaxed)
         let error = switch status {
         case 408: HTTPError.requestTimeout(message)
-        case 417: HTTPError(status: status, code: "expectation_failed", snsCode: "MalformedQueryString", message: message)
-        case 431: HTTPError(status: status, code: "request_header_fields_too_large", snsCode: "MalformedQueryString", message: message)
-        case 501: HTTPError(status: status, code: "not_implemented", snsCode: "NotImplemented", message: message)
-        case 505: HTTPError(status: status, code: "http_version_not_supported", snsCode: "MalformedQueryString", message: message)
+        case 417: HTTPError(status: status, code: "expectation_failed", message: message)
+        case 431: HTTPError(status: status, code: "request_header_fields_too_large", message: message)
+        case 501: HTTPError(status: status, code: "not_implemented", message: message)
+        case 505: HTTPError(status: status, code: "http_version_not_supported", message: message)
         default: HTTPError.badRequest(message)
         }
-        respond(ErrorFormat.json.response(for: error, requestID: context.requestID), to: context, close: true)
+        respond(core.router.errorFormat(forPath: "").response(for: error, requestID: context.requestID), to: context,
+                close: true)
     }
 
     /// Writes the response (with framing, `Date` and the request-id headers) and moves on: back to `idle`, or to

@@ -1,5 +1,5 @@
 import Testing
-@testable import ClarionAPI
+@testable import ClarionHTTP1
 import ClarionTransport
 
 @Suite("application/x-www-form-urlencoded decoding")
