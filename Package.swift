@@ -46,7 +46,7 @@ let modules: [Target] = [
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
     .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),

@@ -72,7 +72,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
     package let readBuffer: UnsafeMutableRawBufferPointer
     /// Shared plaintext buffer for TLS connections on this loop.
-    let plaintextBuffer: UnsafeMutableRawBufferPointer
+    package let plaintextBuffer: UnsafeMutableRawBufferPointer
 
     private struct Registration {
         var handler: (any EventLoopSelectable)?

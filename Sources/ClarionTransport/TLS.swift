@@ -259,13 +259,13 @@ package final class TLSContext: @unchecked Sendable {
 /// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs would
 /// cost a malloc, a zeroing grow and two copies for every chunk in each direction. Confined to one loop thread.
 package final class TLSSession {
-    enum HandshakeState {
+    package enum HandshakeState {
         case done
         case inProgress
         case failed(TransportError)
     }
 
-    enum ReadResult {
+    package enum ReadResult {
         case bytes(Int)
         case needMoreInput
         case closed
@@ -278,7 +278,7 @@ package final class TLSSession {
     private let ssl: OpaquePointer
     private let context: TLSContext  // keeps the SSL_CTX alive
     /// Where OpenSSL's records go: the channel sends this queue as its outbound bytes.
-    let ciphertextOut = ByteQueue()
+    package let ciphertextOut = ByteQueue()
     // What the BIO reads from: first `unread` (ciphertext lent earlier and not consumed then, e.g. half a record),
     // then the span lent by `withCiphertext`. Touched only by this session's own calls into OpenSSL.
     @exclusivity(unchecked) fileprivate var input: UnsafeRawPointer?
@@ -334,7 +334,7 @@ package final class TLSSession {
     /// Lends `count` bytes of ciphertext to OpenSSL while `body` runs (`handshake`, `read`); whatever OpenSSL has
     /// not consumed by then (the start of a record whose rest is still in flight) is copied and read first next
     /// time, so the caller may reuse the buffer afterwards.
-    func withCiphertext<R>(_ pointer: UnsafeRawPointer, _ count: Int, _ body: () -> R) -> R {
+    package func withCiphertext<R>(_ pointer: UnsafeRawPointer, _ count: Int, _ body: () -> R) -> R {
         input = pointer
         inputCount = count
         let result = body()
@@ -366,7 +366,7 @@ package final class TLSSession {
     // another OpenSSL call on this loop thread left behind (another connection's, a PEM parse): so every call
     // whose result goes through `SSL_get_error` (SSL_do_handshake, SSL_read, SSL_write) starts with an empty queue.
 
-    func handshake() -> HandshakeState {
+    package func handshake() -> HandshakeState {
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
@@ -428,7 +428,7 @@ package final class TLSSession {
         return UnsafeBufferPointer(start: data, count: Int(length)).elementsEqual(context.alpn)
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         ERR_clear_error()  // see `handshake`: a stale entry would turn "want read" into a fatal error
         let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if rc > 0 { return .bytes(Int(rc)) }
@@ -442,7 +442,7 @@ package final class TLSSession {
 
     /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back). On failure the error queue
     /// holds this write's errors only (the caller reports them).
-    func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
+    package func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
         guard let length = Int32(exactly: count) else { return false }
         ERR_clear_error()  // see `handshake`
         return SSL_write(ssl, pointer, length) == length
@@ -547,7 +547,7 @@ package final class ByteQueue {
         writeIndex += count
     }
 
-    func consume(_ count: Int) {
+    package func consume(_ count: Int) {
         readIndex += count
         if readIndex == writeIndex {
             readIndex = 0
