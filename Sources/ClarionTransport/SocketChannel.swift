@@ -5,8 +5,8 @@ import Glibc
 /// The byte pipe under one connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the socket's
 /// bytes in place and writes its records into the outbound queue), and an outbound queue written at the end of each
 /// loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (the HTTP/2
-/// client and server connections, the HTTP/1.1 server connection) feed their protocol from `didRead` and fill the
-/// outbound side in `produceOutput`. Confined to one loop thread.
+/// client and server connections) feed their protocol from `didRead` and fill the outbound side in `produceOutput`.
+/// Confined to one loop thread.
 ///
 /// `open` only because the subclasses live in other modules of this package (a `package` class cannot be
 /// subclassed outside its module); the rest of its surface is `package`.
