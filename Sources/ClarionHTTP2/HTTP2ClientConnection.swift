@@ -58,6 +58,14 @@ final class HTTP2ClientConnection: SocketChannel {
     /// The HTTP/2-level reason this connection closed itself for (the channel carries it as a `TransportError`).
     private var closeReason: HTTP2Error?
 
+    /// Never called. SocketChannel's designated initializer is `package` in an open class, and a subclass in
+    /// another module that does not restate it gets a compiler-made trapping stub (which Swift 6.3 reports as
+    /// "function call causes an infinite recursion"); restating it as unavailable leaves nothing to make.
+    @available(*, unavailable)
+    override init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
+        fatalError("use the connection's own initializer")
+    }
+
     init(pool: HTTP2PoolDriver, connectionID: UInt64, fd: Int32, tls: TLSSession?, now: NanoTime) {
         self.pool = pool
         self.connectionID = connectionID

@@ -45,6 +45,14 @@ final class HTTP2ServerConnection: SocketChannel {
 
     var openStreamCount: Int { streams.liveCount }
 
+    /// Never called. SocketChannel's designated initializer is `package` in an open class, and a subclass in
+    /// another module that does not restate it gets a compiler-made trapping stub (which Swift 6.3 reports as
+    /// "function call causes an infinite recursion"); restating it as unavailable leaves nothing to make.
+    @available(*, unavailable)
+    override init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
+        fatalError("use the connection's own initializer")
+    }
+
     init(core: HTTP2ServerCore, loop: EventLoop, fd: Int32, tls: TLSSession?, connectionID: UInt64) {
         self.core = core
         self.connectionID = connectionID
