@@ -148,10 +148,16 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private func receiveCiphertext(_ count: Int, _ tls: TLSSession) -> Bool {
         let ok = tls.withCiphertext(loop.readBuffer.baseAddress!, count) { () -> Bool in
             if handshaking {
+                // The handshake gets the head's deadline from its first byte (the sweep closes the connection past
+                // it): every byte resets the idle timeout, so a client trickling its handshake would otherwise hold
+                // the connection for ever.
+                if requestDeadline == nil { requestDeadline = core.deadlines.headDeadline(firstByteAt: monotonicNow()) }
                 switch tls.handshake() {
                 case .inProgress: return true
                 case .failed: return false
-                case .done: handshaking = false
+                case .done:
+                    handshaking = false
+                    requestDeadline = nil
                 }
             }
             while true {

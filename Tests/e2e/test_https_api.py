@@ -84,3 +84,19 @@ def test_api_port_serves_https_with_the_configured_certificate_and_nothing_in_pl
         assert "BEGIN" not in node.output()  # no key or certificate material in the log
     finally:
         node.stop()
+
+
+def test_a_certificate_without_its_key_or_a_mismatched_key_is_a_configuration_error_not_plain_http():
+    """Exit 78 (EX_CONFIG) with the setting named: a node never falls back to plain HTTP when TLS was asked for."""
+    work = tempfile.mkdtemp(prefix="clarion-e2e-https-bad-")
+    make_ca_and_server_certificate(work)
+    cert, key, ca_key = (os.path.join(work, name) for name in ("server.pem", "server.key", "ca.key"))
+    for env in ({"CLARION_TLS_CERT": cert}, {"CLARION_TLS_CERT": cert, "CLARION_TLS_KEY": ca_key}):
+        node = Node(["--database-url", fresh_database(), "--role", "api"], env={"CLARION_MASTER_KEY": MASTER_KEY, **env})
+        try:
+            assert node.proc.wait(timeout=60) == 78, node.output()
+            output = node.output()
+            assert "CLARION_TLS_CERT" in output and "CLARION_TLS_KEY" in output, output
+            assert "BEGIN" not in output  # no key material in the message
+        finally:
+            node.stop()
