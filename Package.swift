@@ -2,7 +2,7 @@
 // Clarion: a self-hosted, multi-provider push-notification gateway.
 //
 // Layout and dependency rules: docs/architecture.md. Arrows point one way:
-// API, Dispatch -> Providers -> HTTP2; everything -> Core; nothing -> App but `clarion`.
+// API -> HTTP1 -> Transport; Dispatch -> Providers -> HTTP2 -> Transport; everything -> Core; nothing -> App but `clarion`.
 import PackageDescription
 import Foundation
 
@@ -14,6 +14,8 @@ let swiftSettings: [SwiftSetting] = [
 
 let systemLibraries: [Target] = [
     .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    // Linux primitives Glibc's Swift module does not export: epoll, eventfd, accept4, thread names.
+    .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
     .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -32,20 +34,25 @@ let modules: [Target] = [
     .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"],
             // The migrations, numbered .sql files compiled into the binary.
             resources: [.embedInCode("Migrations")], swiftSettings: swiftSettings),
-    // nghttp2 + OpenSSL: event loop, TLS, HTTP/2 client pools and server sessions.
-    .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
+    // epoll + OpenSSL: event loops, sockets, name resolution, TLS, `SocketChannel` (the byte pipe under a connection).
+    .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], swiftSettings: swiftSettings),
+    // nghttp2 on ClarionTransport: HTTP/2 client pools and server sessions.
+    .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], swiftSettings: swiftSettings),
     // APNs, FCM v1, ADM: credentials, token sources, request building, response classification.
-    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionMetrics", "CCurl"], swiftSettings: swiftSettings),
+    .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionMetrics", "CCurl"], swiftSettings: swiftSettings),
     // Fan-out jobs, shard workers, retries, delivery accounting.
     .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders"], swiftSettings: swiftSettings),
-    // HTTP/1.1 server (on ClarionHTTP2's event loops), SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch"],
+    // HTTP/1.1 server on ClarionTransport's event loops: parsing, routing, keep-alive, deadlines, access log. It knows
+    // no API family: each route brings the format its errors are rendered in.
+    .target(name: "ClarionHTTP1", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport"], swiftSettings: swiftSettings),
+    // SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch"],
             // The OpenAPI document, compiled into the binary (no resource bundle to ship beside it).
             resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
-    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
     .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
@@ -58,13 +65,15 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCryptoTests": ["ClarionCrypto"],
     "ClarionMetricsTests": ["ClarionMetrics"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
-    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
+    "ClarionTransportTests": ["ClarionTransport"],
+    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
     "ClarionDispatchTests": ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP2", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+    "ClarionHTTP1Tests": ["ClarionTransport", "ClarionHTTP1"],
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
-    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionHTTP2", "ClarionEmulator"],
-    "ClarionAppTests": ["ClarionCrypto", "ClarionStore", "ClarionAPI", "ClarionApp"],
+    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
+    "ClarionAppTests": ["ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 // Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).
@@ -99,12 +108,12 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
 // access (one package, so no `@testable`).
 
 let fuzzDependencies: [String: [Target.Dependency]] = [
-    "FuzzHTTP1": ["ClarionAPI"],
-    "FuzzSNSQuery": ["ClarionAPI", "ClarionCore"],
-    "FuzzSigV4": ["ClarionAPI"],
+    "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
+    "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
+    "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI"],
     "FuzzJSON": ["ClarionCore", "ClarionCrypto"],
     "FuzzRender": ["ClarionCore"],
-    "FuzzNativeAPI": ["ClarionAPI", "ClarionCore", "ClarionCrypto"],
+    "FuzzNativeAPI": ["ClarionHTTP1", "ClarionAPI", "ClarionCore", "ClarionCrypto"],
     "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],
     "FuzzEmulator": ["ClarionEmulator", "ClarionHTTP2", "ClarionCrypto", "ClarionCore"],
     "FuzzProviderResponses": ["ClarionCore"],

@@ -1,6 +1,7 @@
 import ClarionAPI
 import ClarionCrypto
 import ClarionStore
+import ClarionHTTP1
 
 /// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
 /// campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
@@ -14,7 +15,7 @@ enum APIRoutes {
     static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
                        registration: RegistrationContext, metrics: RouteHandler?,
                        readiness: @escaping @Sendable () async -> Readiness) -> Router {
-        var router = Router()
+        var router = Router.api()
         let region = configuration.region
         let listensOnLoopbackOnly = ClarionNode.isLoopback(configuration.listenHost)
         let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region)

@@ -5,8 +5,10 @@ import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
 import ClarionEmulator
+import ClarionHTTP1
 import ClarionProviders
 import ClarionStore
+import ClarionTransport
 
 /// One running `clarion serve`: the database (embedded or external), migrations, the API server and,
 /// on request, the in-process provider emulator. Owns each of them and stops them in reverse order.
@@ -244,11 +246,12 @@ public final class ClarionNode: @unchecked Sendable {
         } else {
             log.info("API connection limit", fields)
         }
+        let tls = try apiTLSIdentity()
         var serverConfiguration = HTTPServerConfiguration(
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
             requestHeadTimeout: .seconds(configuration.headTimeout), requestBodyTimeout: .seconds(configuration.bodyTimeout),
             requestBodyMinimumRate: configuration.bodyMinimumRate, connectionLimit: budget.connections,
-            accessLog: JSONLinesAccessLog(), readiness: { [weak self] in
+            accessLog: JSONLinesAccessLog(), tls: tls, readiness: { [weak self] in
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
         serverConfiguration.requestMetrics = metrics?.api
@@ -257,13 +260,37 @@ public final class ClarionNode: @unchecked Sendable {
             throw NodeError(.unavailable, "API server on \(configuration.listenHost):\(configuration.listenPort): \(error.message)")
         }
         self.server = server
-        log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue])
+        log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue,
+                                   "scheme": tls == nil ? "http" : "https"])
+    }
+
+    /// CLARION_TLS_CERT and CLARION_TLS_KEY, read and checked (the key must be the certificate's) before the port
+    /// opens; nil when neither is set. One without the other is a configuration error, not plain HTTP.
+    func apiTLSIdentity() throws(NodeError) -> TLSIdentity? {
+        switch (configuration.tlsCertificateFile, configuration.tlsKeyFile) {
+        case (nil, nil):
+            return nil
+        case (let certificate?, let key?):
+            let identity: TLSIdentity
+            do {
+                identity = TLSIdentity(certificateChainPEM: try String(contentsOfFile: certificate, encoding: .utf8),
+                                       privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8))
+            } catch {
+                throw NodeError(.configuration, "CLARION_TLS_CERT / CLARION_TLS_KEY: cannot read: \(error.localizedDescription)")
+            }
+            do { try identity.validate() } catch {
+                throw NodeError(.configuration, "CLARION_TLS_CERT / CLARION_TLS_KEY: \(error.reason)")
+            }
+            return identity
+        default:
+            throw NodeError(.configuration, "CLARION_TLS_CERT and CLARION_TLS_KEY go together: set both to serve HTTPS, or neither")
+        }
     }
 
     /// `/metrics` on its own listener when `CLARION_METRICS_LISTEN` is set (then the API listener has no such route).
     func startMetricsListener() throws(NodeError) {
         guard let metrics, let address = configuration.metricsListen else { return }
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/metrics", errorFormat: .json, metrics.route())
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threadPoolSize: 1,
                                                                        connectionLimit: 64),

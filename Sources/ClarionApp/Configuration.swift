@@ -24,6 +24,9 @@ public struct Configuration: Sendable, Equatable {
     public var role = Role.all
     public var databasePoolSize = 8
     public var providerCAFile: String?
+    /// The API port's certificate chain (PEM, leaf first) and private key: both set serves HTTPS.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
     /// Loopback, private and reserved addresses provider endpoints may reach (host names and CIDRs); public
     /// addresses need nothing. `--with-emulator` adds 127.0.0.0/8 and ::1/128 for its own emulator.
     public var providerAllowHosts = ""
@@ -146,6 +149,12 @@ public struct Configuration: Sendable, Equatable {
         Setting(key: "CLARION_PROVIDER_CA_FILE", flag: "--provider-ca-file", secret: false,
                 help: "extra CA (PEM) trusted for every provider connection",
                 apply: { c, v in c.providerCAFile = v.isEmpty ? nil : v }, read: { $0.providerCAFile }),
+        Setting(key: "CLARION_TLS_CERT", flag: "--tls-cert", secret: false,
+                help: "certificate chain (PEM, leaf first) to serve HTTPS on the API port; needs CLARION_TLS_KEY",
+                apply: { c, v in c.tlsCertificateFile = v.isEmpty ? nil : v }, read: { $0.tlsCertificateFile }),
+        Setting(key: "CLARION_TLS_KEY", flag: "--tls-key", secret: false,
+                help: "private key file (PEM) of CLARION_TLS_CERT; the file is secret, its path is not",
+                apply: { c, v in c.tlsKeyFile = v.isEmpty ? nil : v }, read: { $0.tlsKeyFile }),
         Setting(key: "CLARION_PROVIDER_ALLOW_HOSTS", flag: "--provider-allow-hosts", secret: false,
                 help: "non-public hosts/CIDRs provider endpoints may reach, comma-separated (e.g. 127.0.0.0/8,::1/128)",
                 apply: { (c, v) throws(ConfigurationError) in

@@ -1,5 +1,6 @@
 import ClarionAPI
 import ClarionDispatch
+import ClarionHTTP1
 import ClarionMetrics
 import ClarionProviders
 import ClarionStore

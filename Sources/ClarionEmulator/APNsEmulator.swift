@@ -1,5 +1,6 @@
 import ClarionCrypto
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 
 /// APNs' HTTP/2 provider API as docs/providers.md section A describes it: `POST /3/device/<token>` with a

@@ -1,4 +1,4 @@
-import ClarionHTTP2
+import ClarionTransport
 
 /// What the emulator remembers about one HTTP/2 connection.
 ///

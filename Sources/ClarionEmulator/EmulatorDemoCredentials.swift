@@ -1,5 +1,5 @@
 import ClarionCrypto
-import ClarionHTTP2
+import ClarionTransport
 import Foundation
 
 /// A complete, freshly generated set of provider credentials that the emulator accepts: an APNs `.p8`

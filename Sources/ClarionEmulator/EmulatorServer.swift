@@ -1,4 +1,5 @@
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 
 /// A running emulator: the HTTP/2 server (h2c or TLS) around a `ProviderEmulator`.

@@ -1,3 +1,4 @@
+import ClarionTransport
 /// Reconnect delays: exponential from `initial` to `maximum`, each spread by ±`jitter` (a fraction) so many
 /// clients that lost the same server do not come back in step. `random` returns a value in [0, 1); tests inject
 /// a constant.

@@ -1,4 +1,5 @@
 import Synchronization
+import ClarionTransport
 
 /// The pools of one application, keyed by origin + credential identity (APNs: team + key id + environment), never
 /// by host alone; a pool with a TLS client certificate is keyed by that certificate too. Pools are spread over the

@@ -1,4 +1,5 @@
 internal import CNghttp2
+import ClarionTransport
 
 /// A request on its way: the caller's request, where its result goes (a batcher or a continuation), its deadline
 /// and refusal count. A class, so queue and stream table move one pointer instead of copying the request.
@@ -54,6 +55,16 @@ final class HTTP2ClientConnection: SocketChannel {
     private var goAwayLastStreamID: Int32?
     private let scheme: String
     private var closeAfterFlush = false
+    /// The HTTP/2-level reason this connection closed itself for (the channel carries it as a `TransportError`).
+    private var closeReason: HTTP2Error?
+
+    /// Never called. SocketChannel's designated initializer is `package` in an open class, and a subclass in
+    /// another module that does not restate it gets a compiler-made trapping stub (which Swift 6.3 reports as
+    /// "function call causes an infinite recursion"); restating it as unavailable leaves nothing to make.
+    @available(*, unavailable)
+    override init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
+        fatalError("use the connection's own initializer")
+    }
 
     init(pool: HTTP2PoolDriver, connectionID: UInt64, fd: Int32, tls: TLSSession?, now: NanoTime) {
         self.pool = pool
@@ -125,9 +136,10 @@ final class HTTP2ClientConnection: SocketChannel {
         if closeAfterFlush && state == .active && outbound.isEmpty { close(error: nil) }
     }
 
-    override func didClose(error: HTTP2Error?) {
+    override func didClose(error: TransportError?) {
         machine.closed()
         // Streams the server never processed (above GOAWAY's last-stream-id) are retried; the rest are lost.
+        let error = closeReason ?? error.map(HTTP2Error.init)
         let lost = error.map { error -> HTTP2Error in
             if case .connectionLost = error { return error }
             if case .protocolError = error { return error }
@@ -230,7 +242,8 @@ final class HTTP2ClientConnection: SocketChannel {
                 closeAfterFlush = true
                 scheduleFlush()
             } else {
-                close(error: error)
+                closeReason = error
+                close(error: error.map(TransportError.init))
             }
         }
     }

@@ -1,3 +1,4 @@
+import ClarionTransport
 /// A pool of HTTP/2 connections to one origin for one credential identity, on one event loop.
 ///
 /// Two ways in: `send` (async, one continuation per request, for ordinary callers) and `submit` (the dispatcher's

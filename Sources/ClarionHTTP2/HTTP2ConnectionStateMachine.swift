@@ -1,3 +1,4 @@
+import ClarionTransport
 /// One client connection's lifecycle and liveness logic, with no sockets and no clock (times come in events).
 ///
 /// States and transitions:

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ClarionTransport
 
 /// A request sent by an `HTTP2ClientPool`.
 ///
@@ -254,6 +255,36 @@ public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         case .protocolError(let reason): "HTTP/2 protocol error: \(reason)"
         case .invalidRequest(let reason): "invalid request: \(reason)"
         case .shutdown: "pool shut down"
+        }
+    }
+}
+
+extension HTTP2Error {
+    /// The transport's failure as the HTTP/2 layer reports it.
+    init(_ error: TransportError) {
+        switch error.code {
+        case .connectFailed: self = .connectFailed(error.reason)
+        case .tlsVerificationFailed: self = .tlsVerificationFailed(error.reason)
+        case .tlsHandshakeFailed: self = .tlsHandshakeFailed(error.reason)
+        case .tlsClientCertificateRejected: self = .tlsClientCertificateRejected(error.reason)
+        case .protocolError: self = .protocolError(error.reason)
+        default: self = .connectionLost(error.reason)
+        }
+    }
+}
+
+extension TransportError {
+    /// An HTTP/2-level reason to close a channel, in the transport's terms (`HTTP2Error(_:)` maps it back; a
+    /// connection that needs the exact reason keeps it beside).
+    init(_ error: HTTP2Error) {
+        switch error {
+        case .connectFailed(let reason): self.init(.connectFailed, reason)
+        case .tlsVerificationFailed(let reason): self.init(.tlsVerificationFailed, reason)
+        case .tlsHandshakeFailed(let reason): self.init(.tlsHandshakeFailed, reason)
+        case .tlsClientCertificateRejected(let reason): self.init(.tlsClientCertificateRejected, reason)
+        case .connectionLost(let reason): self.init(.connectionLost, reason)
+        case .protocolError(let reason): self.init(.protocolError, reason)
+        default: self.init(.connectionLost, "\(error)")
         }
     }
 }

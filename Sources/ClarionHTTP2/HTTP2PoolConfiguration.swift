@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionTransport
 /// Scheme, host and port of a server. `https` means TLS with ALPN "h2"; `http` means h2c with prior knowledge
 /// (tests and benchmarks only).
 public struct HTTP2Origin: Sendable, Hashable, CustomStringConvertible {
@@ -135,7 +136,7 @@ extension HTTP2PoolConfiguration {
     /// it is created, so a configuration that passes here makes a pool, and one that fails would fail there.
     public func validateTLS() throws(TLSConfigurationError) {
         if let pem = trustedCAPEM {
-            for certificate in try readCertificates(pem: pem, code: .trustedCA) { freeCertificate(certificate) }
+            try validateTrustedCertificates(pem: pem)
         }
         try clientIdentity?.validate()
     }

@@ -1,5 +1,6 @@
 import ClarionCore
 import Synchronization
+import ClarionTransport
 
 /// Counts requests admitted but not yet on a stream (in hand-over to the loop, or queued), so callers on any
 /// thread learn at once that the queue is full.
@@ -290,7 +291,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
 
     private func connect(_ id: UInt64) {
         let origin = configuration.origin
-        resolver.resolve(host: origin.host, port: origin.port) { [self] result in
+        resolver.resolve(host: origin.host, port: origin.port) { [self] resolved in
+            let result = resolved.mapError(HTTP2Error.init)
             if loop.inEventLoop {
                 finishConnect(id, result)
             } else {
@@ -330,7 +332,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         if configuration.origin.scheme == .https {
             if tlsContext == nil {
                 do {
-                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity)
+                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity,
+                                                    alpn: "h2")
                 } catch {
                     failed(.tlsHandshakeFailed("\(error)"))
                     return
@@ -339,7 +342,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             do {
                 tls = try TLSSession(context: tlsContext!, serverName: configuration.origin.host)
             } catch {
-                failed(error)
+                failed(HTTP2Error(error))
                 return
             }
         }

@@ -1,3 +1,4 @@
+import ClarionTransport
 /// What the pool machine needs to know about a queued request.
 protocol HTTP2PoolItem {
     /// When the request times out (monotonic nanoseconds).

@@ -3,6 +3,7 @@ import Glibc
 #endif
 internal import CNghttp2
 import Synchronization
+import ClarionTransport
 
 /// An HTTP/2 server (TLS with ALPN "h2", or h2c prior knowledge) on an `EventLoopGroup`. The handler runs on the
 /// loop thread of the request's connection and must not block; use `.respondAfter` for latency.
@@ -24,7 +25,7 @@ public final class HTTP2Server: Sendable {
                 handler: @escaping HTTP2ServerHandler) throws {
         self.configuration = configuration
         let tlsContext = try configuration.tls.map { identity throws(TLSConfigurationError) in
-            try TLSContext(server: identity, clientCertificates: configuration.clientCertificates)
+            try TLSContext(server: identity, clientCertificates: configuration.clientCertificates, alpn: "h2")
         }
         core = HTTP2ServerCore(configuration: configuration, group: group, tlsContext: tlsContext, handler: handler)
     }
@@ -179,8 +180,7 @@ private final class Listener: EventLoopSelectable {
 
     func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
         for _ in 0..<64 {
-            let client = clarion_accept_nonblocking(fd)
-            if client < 0 { return }
+            guard case .accepted(let client) = SocketIO.accept(fd) else { return }
             let loop = core.group.next()
             if loop.inEventLoop {
                 core.adopt(fd: client, on: loop)

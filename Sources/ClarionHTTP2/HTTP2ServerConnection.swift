@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CNghttp2
+import ClarionTransport
 
 /// One accepted HTTP/2 connection: an nghttp2 server session driven with `mem_recv`/`mem_send` on its loop.
 ///
@@ -43,6 +44,14 @@ final class HTTP2ServerConnection: SocketChannel {
     private var dropRequested = false
 
     var openStreamCount: Int { streams.liveCount }
+
+    /// Never called. SocketChannel's designated initializer is `package` in an open class, and a subclass in
+    /// another module that does not restate it gets a compiler-made trapping stub (which Swift 6.3 reports as
+    /// "function call causes an infinite recursion"); restating it as unavailable leaves nothing to make.
+    @available(*, unavailable)
+    override init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
+        fatalError("use the connection's own initializer")
+    }
 
     init(core: HTTP2ServerCore, loop: EventLoop, fd: Int32, tls: TLSSession?, connectionID: UInt64) {
         self.core = core
@@ -163,7 +172,7 @@ final class HTTP2ServerConnection: SocketChannel {
         }
     }
 
-    override func didClose(error: HTTP2Error?) {
+    override func didClose(error: TransportError?) {
         for i in 0..<streams.count where streams.storage[i].timer != 0 {
             loop.cancelTimer(streams.storage[i].timer)
             streams.storage[i].timer = 0

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import ClarionTransport
 
 /// A request as the server saw it once its last frame arrived.
 ///

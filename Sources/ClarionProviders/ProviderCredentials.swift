@@ -1,6 +1,6 @@
 import ClarionCore
 import ClarionCrypto
-import ClarionHTTP2
+import ClarionTransport
 import Foundation
 
 /// Platform-application attribute names the provider layer reads: SNS's own, and Clarion's additions.

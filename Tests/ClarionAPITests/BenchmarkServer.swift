@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 /// Not a test: the server the load-test script (loadtest/api/bench.sh) drives with wrk. Runs only when the
 /// script sets CLARION_API_BENCH_PORT_FILE; writes the port there and serves until the stop file appears.
@@ -18,7 +19,7 @@ struct BenchmarkServer {
             _ = try request.parameters.messageAttributes()
             return XMLResponse { $0.element("MessageId", request.requestID) }
         }
-        var router = Router()
+        var router = Router.api()
         SNSQueryService(region: "us-east-1", actions: actions, authentication: .disabled(accountID: "123456789012"))
             .register(on: &router)
         router.add(.post, "/v1/echo", .asynchronous { request in .json(request.body) })

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ClarionAPI
 import ClarionCrypto
+@testable import ClarionHTTP1
 
 /// The request parser and chunked decoder on their own (RFC 9112's framing rules), then the server's connection
 /// handling over real sockets with a raw client, for what curl does not do (pipelining, half-close, HTTP/1.0,
@@ -266,7 +267,7 @@ struct HTTP1ProtocolTests {
     }
 
     func echoRouter() -> Router {
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/echo", maxBodyBytes: 100, .synchronous { .text("echo:" + String(decoding: $0.body, as: UTF8.self)) })
         router.add(.get, "/v1/slow", .asynchronous { request in
             try? await Task.sleep(for: .milliseconds(50))
@@ -477,7 +478,7 @@ struct HTTP1ProtocolTests {
 
     @Test("a response larger than the socket buffers reaches a slow reader whole, and the connection is reused after it")
     func largeResponseSlowReader() async throws {
-        var router = Router()
+        var router = Router.api()
         let big = (0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         router.add(.get, "/v1/big", .synchronous { _ in HTTPResponse(status: 200, body: big) })
         try await withServer(router) { server in

@@ -2,13 +2,15 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+import ClarionCore
+@testable import ClarionHTTP1
 import ClarionStore
 
 @Suite("HTTP server over real sockets")
 struct HTTPServerTests {
     @Test("GET /health answers 200 with a request id on every response")
     func health() async throws {
-        try await withServer(Router()) { server in
+        try await withServer(Router.api()) { server in
             #expect(server.port > 0)
             let first = try await curl("http://127.0.0.1:\(server.port)/health")
             #expect(first.status == 200)
@@ -25,7 +27,7 @@ struct HTTPServerTests {
     @Test("GET /ready follows the readiness closure")
     func ready() async throws {
         let ready = Atomic<Bool>(false)
-        try await withServer(Router(), configure: {
+        try await withServer(Router.api(), configure: {
             $0.readiness = { ready.load(ordering: .relaxed) ? .ready : .notReady(reason: "database \"down\"") }
         }) { server in
         let notReady = try await curl("http://127.0.0.1:\(server.port)/ready")
@@ -41,7 +43,7 @@ struct HTTPServerTests {
     @Test("request parts reach the handler: method, raw path, raw query, headers, body, remote, id")
     func requestParts() async throws {
         let seen = Mutex<HTTPRequest?>(nil)
-        var router = Router()
+        var router = Router.api()
         router.add(.put, "/v1/things/{id}", .synchronous { request in
             seen.withLock { $0 = request }
             return .text("id=\(request.pathParameters["id"] ?? "-") rid=\(request.requestID)")
@@ -69,7 +71,7 @@ struct HTTPServerTests {
 
     @Test("404 and 405 are JSON under /v1, SNS XML at /")
     func notFoundAndMethodNotAllowed() async throws {
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/topics/{id}", .synchronous { _ in .text("ok") })
         router.add(.post, "/", .synchronous { _ in .text("sns") })
         try await withServer(router) { server in
@@ -98,7 +100,7 @@ struct HTTPServerTests {
 
     @Test("bodies over the route's limit get 413 in the family's format, with and without Content-Length")
     func bodyLimits() async throws {
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/small", maxBodyBytes: 1000, .synchronous { .text("got \($0.body.count)") })
         router.add(.post, "/", maxBodyBytes: 1000, .synchronous { .text("got \($0.body.count)") })
         try await withServer(router) { server in
@@ -125,7 +127,7 @@ struct HTTPServerTests {
             #expect(chunkedSmall.text == "got 999")
 
             // The default limit (1 MB) applies to routes without their own.
-            var defaultRouter = Router()
+            var defaultRouter = Router.api()
             defaultRouter.add(.post, "/v1/big", .synchronous { .text("got \($0.body.count)") })
             try await withServer(defaultRouter) { second in
                 let oneMB = try await curl("http://127.0.0.1:\(second.port)/v1/big", method: "POST",
@@ -141,7 +143,7 @@ struct HTTPServerTests {
     @Test("200 concurrent asynchronous requests are all answered while suspended")
     func concurrentSuspended() async throws {
         let concurrent = Atomic<Int>(0), peak = Atomic<Int>(0)
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/slow/{n}", .asynchronous { request in
             let now = concurrent.add(1, ordering: .relaxed).newValue
             var seen = peak.load(ordering: .relaxed)
@@ -172,7 +174,7 @@ struct HTTPServerTests {
 
     @Test("a suspending handler answers from another thread; a dropped responder answers 500")
     func suspendingHandlers() async throws {
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/later", .suspending { request, responder in
             Thread.detachNewThread {
                 usleep(20_000)
@@ -196,7 +198,7 @@ struct HTTPServerTests {
 
     @Test("header fields up to about 15 KB are read; a head over 16 KiB gets 431 in the JSON envelope")
     func headerSizeLimit() async throws {
-        try await withServer(Router()) { server in
+        try await withServer(Router.api()) { server in
             let url = "http://127.0.0.1:\(server.port)/health"
             let fits = try await curl(url, headers: ["X-Big": String(repeating: "a", count: 15_000)])
             #expect(fits.status == 200)
@@ -209,7 +211,7 @@ struct HTTPServerTests {
 
     @Test("keep-alive: several requests over one connection")
     func keepAlive() async throws {
-        try await withServer(Router()) { server in
+        try await withServer(Router.api()) { server in
             let url = "http://127.0.0.1:\(server.port)/health"
             let result = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null",
                                                         "-w", "%{num_connects}\n", url, url, url])
@@ -222,7 +224,7 @@ struct HTTPServerTests {
     func gracefulShutdown() async throws {
         let entered = Atomic<Bool>(false), release = Atomic<Bool>(false)
         defer { release.store(true, ordering: .relaxed) }
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/slow", .asynchronous { _ in
             entered.store(true, ordering: .relaxed)
             // Answers once the test has seen the shutdown begin: a fixed sleep (it was 800 ms) sometimes ended first
@@ -258,7 +260,7 @@ struct HTTPServerTests {
 
     @Test("shutdown past the grace period answers suspended stragglers 503")
     func shutdownGraceExpires() async throws {
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/never", .suspending { _, responder in
             // Keep the responder alive without answering.
             Thread.detachNewThread { sleep(5); _ = responder }
@@ -281,7 +283,7 @@ struct HTTPServerTests {
 
     @Test("run() serves until cancelled, then drains")
     func runUntilCancelled() async throws {
-        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router.api())
         let task = Task { try await server.run() }
         #expect(await eventually { server.port != 0 })
         let health = try await curl("http://127.0.0.1:\(server.port)/health")
@@ -294,7 +296,7 @@ struct HTTPServerTests {
     @Test("one access log line per request, without query string or secrets")
     func accessLog() async throws {
         let log = CollectingLog()
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/echo", .synchronous { _ in HTTPResponse(status: 201) })
         try await withServer(router, configure: { $0.accessLog = log }) { server in
             let response = try await curl("http://127.0.0.1:\(server.port)/v1/echo?token=secret-query",
@@ -321,7 +323,7 @@ struct HTTPServerTests {
     @Test("every 500 says its cause in the access log (never in the response): a store failure, a handler that never answers")
     func internalErrorsLogTheirCause() async throws {
         let log = CollectingLog()
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/store", .synchronous { _ in
             JSONAPIError.internalError(cause: StoreError(.queryFailed, "relation \"x\" does not exist", sqlState: "42P01").logText).response()
         })
@@ -374,7 +376,7 @@ struct HTTPServerTests {
 
     @Test("requests cut off before the handler are still released (in-flight returns to zero)")
     func malformedRequestsAreReleased() async throws {
-        try await withServer(Router()) { server in
+        try await withServer(Router.api()) { server in
             // A head far over the 16 KiB limit: answered 431 without calling the handler.
             let huge = String(repeating: "x", count: 64 * 1024)
             _ = try await curl("http://127.0.0.1:\(server.port)/health", headers: ["X-Huge": huge])
@@ -384,7 +386,7 @@ struct HTTPServerTests {
 
     @Test("a connection that stops sending midway through a head gets 408 and is closed after the read timeout")
     func readTimeout() async throws {
-        try await withServer(Router(), configure: { $0.connectionTimeout = .seconds(1) }) { server in
+        try await withServer(Router.api(), configure: { $0.connectionTimeout = .seconds(1) }) { server in
             // Half a request, then silence: the server must hang up on its own.
             let script = """
             import socket, sys, time
@@ -451,7 +453,7 @@ struct HTTPServerTests {
     }
 
     func slowClientRouter() -> Router {
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/echo", maxBodyBytes: 1000, .synchronous { .text("echo:" + String(decoding: $0.body, as: UTF8.self)) })
         return router
     }
@@ -540,19 +542,19 @@ struct HTTPServerTests {
 
     @Test("starting twice is an error; shutting down an idle server is fine")
     func lifecycle() async throws {
-        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        let server = HTTPServer(configuration: HTTPServerConfiguration(), router: Router.api())
         try server.start()
         #expect(throws: HTTPServerError.self) { try server.start() }
         await server.shutdown()
         await server.shutdown()
-        let idle = HTTPServer(configuration: HTTPServerConfiguration(), router: Router())
+        let idle = HTTPServer(configuration: HTTPServerConfiguration(), router: Router.api())
         await idle.shutdown()
         #expect(idle.port == 0)
     }
 
     @Test("invalid listen address is an error, not a crash")
     func invalidAddress() {
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "not-an-address"), router: Router())
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "not-an-address"), router: Router.api())
         #expect(throws: HTTPServerError.self) { try server.start() }
     }
 }

@@ -2,6 +2,7 @@ import ClarionCore
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 /// Hostile JSON at the API edge (issue "Hardening", findings 1 and 12a): every route family turns the parser's
 /// refusals (text that is not UTF-8, unpaired surrogate escapes, the JSON limits) into a 400 in its own format, and
@@ -133,7 +134,7 @@ struct HostileJSONTests {
 
     @Test("a body over loopThreadBodyLimit starts its handler off the loop thread; one at the limit starts on it")
     func largeBodiesLeaveTheLoop() async throws {
-        var router = Router(defaultMaxBodyBytes: 1 << 20)
+        var router = Router.api(defaultMaxBodyBytes: 1 << 20)
         router.add(.get, "/loop", .synchronous { _ in Self.threadResponse() })
         router.add(.post, "/task", .task { _ in Self.threadResponse() })
         router.add(.post, "/json", .json { _ throws(JSONAPIError) in Self.threadResponse() })

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 @Suite("Native JSON API helpers")
 struct JSONAPITests {
@@ -96,7 +97,7 @@ struct JSONAPITests {
     @Test("a native route end to end: 401 without a key, field errors, success")
     func route() async throws {
         let authenticator = BearerAuthenticator(resolver: Keys())
-        var router = Router()
+        var router = Router.api()
         router.add(.post, "/v1/publish", .json { request throws(JSONAPIError) in
             let principal = try await authenticator.authenticate(request)
             let body = try JSONBody.decode(PublishBody.self, from: request)

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 @Suite("Router")
 struct RouterTests {
     static let router: Router = {
-        var router = Router()
+        var router = Router.api()
         router.add(.get, "/v1/topics", .synchronous { _ in .text("list") })
         router.add(.post, "/v1/topics", .synchronous { _ in .text("create") })
         router.add(.get, "/v1/topics/{id}", .synchronous { _ in .text("one") })

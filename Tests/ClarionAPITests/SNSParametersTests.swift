@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 /// Bodies as botocore 1.43 serialises them for SNS (checked with botocore.serialize on this machine).
 @Suite("SNS structured parameters")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 /// A tiny action table standing in for the real actions: enough to drive the protocol layer end to end.
 enum TestActions {
@@ -75,7 +76,7 @@ enum TestActions {
                                                   accountID: "123456789012")
 
     static func router(authentication: SNSAuthentication) -> Router {
-        var router = Router()
+        var router = Router.api()
         SNSQueryService(region: "us-east-1", actions: table(), authentication: authentication).register(on: &router)
         return router
     }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+import ClarionHTTP1
 
 /// Requests signed by botocore itself (SigV4Auth / SigV4QueryAuth with the clock pinned), then verified here.
 @Suite("SigV4 verification against botocore")

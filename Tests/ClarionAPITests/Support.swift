@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import ClarionAPI
+@testable import ClarionHTTP1
 
 /// What an external client saw.
 struct ClientResult: Sendable {

@@ -1,5 +1,6 @@
 import ClarionAPI
 import ClarionCrypto
+import ClarionHTTP1
 import ClarionStore
 import Foundation
 import Testing

@@ -1,5 +1,5 @@
 import ClarionCrypto
-import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Testing
 @testable import ClarionEmulator

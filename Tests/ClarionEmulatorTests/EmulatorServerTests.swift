@@ -1,5 +1,6 @@
 import ClarionCrypto
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Testing
 @testable import ClarionEmulator

@@ -1,4 +1,5 @@
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Testing
 

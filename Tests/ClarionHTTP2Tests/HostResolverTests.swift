@@ -1,4 +1,4 @@
-@testable import ClarionHTTP2
+@testable import ClarionTransport
 import Foundation
 import Synchronization
 import Testing
@@ -14,22 +14,22 @@ import Testing
             return EAGAIN
         })
         defer { resolver.stop() }
-        let outcomes = Mutex<[Result<[SocketAddress], HTTP2Error>]>([])
+        let outcomes = Mutex<[Result<[SocketAddress], TransportError>]>([])
         for _ in 0..<2 {
             resolver.resolve(host: "localhost", port: 443) { result in outcomes.withLock { $0.append(result) } }
         }
         let arrived = await eventually(timeout: .seconds(10)) { outcomes.withLock { $0.count } == 2 }
         #expect(arrived, "the lookups were left waiting for a resolver thread that never started")
         for outcome in outcomes.withLock({ $0 }) {
-            guard case .failure(.connectFailed(let reason)) = outcome else {
+            guard case .failure(let error) = outcome, error.code == .connectFailed else {
                 Issue.record("expected a connect failure, got \(outcome)")
                 continue
             }
-            #expect(reason.contains("localhost") && reason.contains("pthread_create"))
+            #expect(error.reason.contains("localhost") && error.reason.contains("pthread_create"))
         }
         #expect(attempts.load(ordering: .relaxed) == 2, "each lookup tries to start the thread again")
         // Numeric addresses never need the thread.
-        let numeric = Mutex<Result<[SocketAddress], HTTP2Error>?>(nil)
+        let numeric = Mutex<Result<[SocketAddress], TransportError>?>(nil)
         resolver.resolve(host: "127.0.0.1", port: 443) { result in numeric.withLock { $0 = result } }
         #expect(numeric.withLock { (try? $0?.get())?.first?.port } == 443)
     }
@@ -38,7 +38,7 @@ import Testing
     @Test func aLookupResolvesOnTheResolverThread() async {
         let resolver = HostResolver()
         defer { resolver.stop() }
-        let outcome = Mutex<Result<[SocketAddress], HTTP2Error>?>(nil)
+        let outcome = Mutex<Result<[SocketAddress], TransportError>?>(nil)
         resolver.resolve(host: "localhost", port: 80) { result in outcome.withLock { $0 = result } }
         #expect(await eventually(timeout: .seconds(10)) { outcome.withLock { $0 != nil } })
         #expect(outcome.withLock { (try? $0?.get())?.isEmpty } == false)

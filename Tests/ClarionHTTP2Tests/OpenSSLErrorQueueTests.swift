@@ -1,4 +1,5 @@
 @testable import ClarionHTTP2
+@testable import ClarionTransport
 import ClarionTestSupport
 internal import COpenSSL
 import Foundation
@@ -23,8 +24,8 @@ import Testing
     /// healthy connection's "want read" into a fatal error.
     @Test func aStaleErrorOnTheThreadDoesNotFailAHealthySession() throws {
         let certificate = TLSSessionTests.certificate
-        let client = try TLSSession(context: TLSContext(clientTrusting: certificate.certificatePEM), serverName: "localhost")
-        let server = try TLSSession(context: TLSContext(server: certificate.identity), serverName: nil)
+        let client = try TLSSession(context: TLSContext(clientTrusting: certificate.certificatePEM, alpn: "h2"), serverName: "localhost")
+        let server = try TLSSession(context: TLSContext(server: certificate.identity, alpn: "h2"), serverName: nil)
         #expect(PEMInputLifetimeTests.handshake(client, server, beforeEachStep: Self.pushStaleOpenSSLError))
 
         let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
@@ -56,10 +57,10 @@ import Testing
     /// Rule: SSL_set_tlsext_host_name can fail (a name over 255 bytes): check it, and leave no error behind.
     @Test func anUnusableServerNameFailsTheSessionAndLeavesNoError() throws {
         ERR_clear_error()
-        let context = try TLSContext(clientTrusting: TLSSessionTests.certificate.certificatePEM)
+        let context = try TLSContext(clientTrusting: TLSSessionTests.certificate.certificatePEM, alpn: "h2")
         let name = String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 63) + "."
             + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 63) + ".example"
-        #expect(throws: HTTP2Error.self) { try TLSSession(context: context, serverName: name) }
+        #expect(throws: TransportError.self) { try TLSSession(context: context, serverName: name) }
         #expect(ERR_peek_error() == 0, "an error left on the loop thread's queue")
         ERR_clear_error()
     }

@@ -1,4 +1,4 @@
-@testable import ClarionHTTP2
+@testable import ClarionTransport
 import ClarionTestSupport
 import Foundation
 import Testing
@@ -19,7 +19,7 @@ import Testing
             var churn: [[UInt8]] = []
             for round in 0..<200 {
                 // The extra trusted CAs (readCertificates) and a certificate + key (readCertificates, readPrivateKey).
-                _ = try TLSContext(clientTrusting: Self.bundle)
+                _ = try TLSContext(clientTrusting: Self.bundle, alpn: "h2")
                 try Self.rsaIdentity.validate()
                 let leaf = try TLSCertificate(pem: Self.bundle)
                 #expect(leaf.subjectCommonName == "Clarion interop CA 0")
@@ -37,8 +37,8 @@ import Testing
         let trusted = Self.bundle + server.certificatePEM
         try FreedMemoryPoisoning.with {
             for _ in 0..<20 {
-                let client = try TLSSession(context: TLSContext(clientTrusting: trusted), serverName: "localhost")
-                let peer = try TLSSession(context: TLSContext(server: server.identity), serverName: nil)
+                let client = try TLSSession(context: TLSContext(clientTrusting: trusted, alpn: "h2"), serverName: "localhost")
+                let peer = try TLSSession(context: TLSContext(server: server.identity, alpn: "h2"), serverName: nil)
                 #expect(Self.handshake(client, peer))
             }
         }

@@ -1,4 +1,5 @@
 @testable import ClarionHTTP2
+@testable import ClarionTransport
 import Foundation
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import ClarionCore
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import ClarionCore
-import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Testing
 @testable import ClarionProviders

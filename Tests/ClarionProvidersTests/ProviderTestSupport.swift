@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionCrypto
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Synchronization
 import Testing

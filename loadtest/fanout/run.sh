@@ -19,8 +19,8 @@ PKG="$SCRATCH/pkg"
 WORK="$(mktemp -d /tmp/fanoutbench.XXXXXX)"
 chmod 755 "$WORK"  # the embedded PostgreSQL runs as its own user
 mkdir -p "$PKG/Sources/fanoutbench"
-for module in ClarionCore ClarionCrypto ClarionMetrics ClarionStore ClarionHTTP2 ClarionProviders ClarionDispatch ClarionEmulator \
-              CPQ COpenSSL CNghttp2 CCurl; do
+for module in ClarionCore ClarionCrypto ClarionMetrics ClarionStore ClarionTransport ClarionHTTP2 ClarionProviders \
+              ClarionDispatch ClarionEmulator CPQ COpenSSL CNghttp2 CCurl CLinux; do
     ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
 done
 cp "$ROOT/loadtest/fanout/FanOutBench.swift" "$PKG/Sources/fanoutbench/main.swift"
@@ -36,16 +36,18 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
         .target(name: "ClarionMetrics", path: "Sources/ClarionMetrics", swiftSettings: settings),
         .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], path: "Sources/ClarionCrypto", swiftSettings: settings),
         .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore",
                 resources: [.embedInCode("Migrations")], swiftSettings: settings),
-        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL", "ClarionCore"], path: "Sources/ClarionHTTP2", swiftSettings: settings),
-        .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2", "ClarionMetrics", "CCurl"], path: "Sources/ClarionProviders", swiftSettings: settings),
+        .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], path: "Sources/ClarionTransport", swiftSettings: settings),
+        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], path: "Sources/ClarionHTTP2", swiftSettings: settings),
+        .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionMetrics", "CCurl"], path: "Sources/ClarionProviders", swiftSettings: settings),
         .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders"], path: "Sources/ClarionDispatch", swiftSettings: settings),
-        .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionHTTP2"], path: "Sources/ClarionEmulator", swiftSettings: settings),
-        .executableTarget(name: "fanoutbench", dependencies: ["ClarionDispatch", "ClarionEmulator", "ClarionMetrics", "ClarionProviders", "ClarionStore", "ClarionHTTP2", "ClarionCore"], path: "Sources/fanoutbench", swiftSettings: settings),
+        .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], path: "Sources/ClarionEmulator", swiftSettings: settings),
+        .executableTarget(name: "fanoutbench", dependencies: ["ClarionDispatch", "ClarionEmulator", "ClarionMetrics", "ClarionProviders", "ClarionStore", "ClarionTransport", "ClarionHTTP2", "ClarionCore"], path: "Sources/fanoutbench", swiftSettings: settings),
     ]
 )
 SWIFT

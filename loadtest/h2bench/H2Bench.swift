@@ -16,6 +16,7 @@
 import ClarionCrypto
 import ClarionEmulator
 import ClarionHTTP2
+import ClarionTransport
 import Foundation
 import Synchronization
 

@@ -27,7 +27,7 @@ WORK="$SCRATCH/work"
 mkdir -p "$PKG/Sources/h2bench" "$WORK"
 
 # --- build -------------------------------------------------------------------------------------------------------
-for module in ClarionHTTP2 ClarionCrypto ClarionEmulator CNghttp2 COpenSSL; do
+for module in ClarionCore ClarionTransport ClarionHTTP2 ClarionCrypto ClarionEmulator CNghttp2 COpenSSL CLinux; do
     ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
 done
 cp "$ROOT/loadtest/h2bench/H2Bench.swift" "$PKG/Sources/h2bench/main.swift"
@@ -40,12 +40,16 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
-        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "COpenSSL"], path: "Sources/ClarionHTTP2",
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
+        .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], path: "Sources/ClarionTransport",
+                swiftSettings: settings),
+        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], path: "Sources/ClarionHTTP2",
                 swiftSettings: settings),
         .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], path: "Sources/ClarionCrypto", swiftSettings: settings),
-        .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionHTTP2"], path: "Sources/ClarionEmulator",
+        .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], path: "Sources/ClarionEmulator",
                 swiftSettings: settings),
-        .executableTarget(name: "h2bench", dependencies: ["ClarionHTTP2", "ClarionCrypto", "ClarionEmulator"],
+        .executableTarget(name: "h2bench", dependencies: ["ClarionTransport", "ClarionHTTP2", "ClarionCrypto", "ClarionEmulator"],
                           path: "Sources/h2bench"),
     ]
 )

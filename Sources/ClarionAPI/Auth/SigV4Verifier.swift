@@ -1,6 +1,7 @@
 import ClarionCrypto
 import Foundation
 import Synchronization
+import ClarionHTTP1
 
 /// Who signed a request that verified.
 public struct SigV4Caller: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import ClarionCore
 import ClarionCrypto
+import ClarionHTTP1
 import ClarionStore
 import Foundation
 

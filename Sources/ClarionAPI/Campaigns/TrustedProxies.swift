@@ -1,5 +1,6 @@
 import ClarionCore
 import Foundation
+import ClarionHTTP1
 
 /// The client address of a request behind reverse proxies or load balancers (`CLARION_TRUSTED_PROXIES`).
 ///

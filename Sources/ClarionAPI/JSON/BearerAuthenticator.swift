@@ -1,4 +1,5 @@
 import Foundation
+import ClarionHTTP1
 
 /// The account an API key acts for.
 public struct APIPrincipal: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionHTTP1
 
 /// The native API's error: `{"error": {"code": ..., "message": ..., "field": ...}}`, with `field` null when the
 /// error is not about one input field. Codes are stable snake_case strings that clients switch on.

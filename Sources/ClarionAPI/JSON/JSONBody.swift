@@ -1,4 +1,5 @@
 import Foundation
+import ClarionHTTP1
 
 /// Decoding request bodies for the native API, reporting the offending field the way clients can act on:
 /// a dotted path (`message.apns.priority`, `tokens[3]`) in the error's `field`.

@@ -1,3 +1,5 @@
+import ClarionHTTP1
+
 /// Registers the native JSON API under `/v1` (docs/api.md, docs/openapi.json): platform applications,
 /// endpoints, topics, subscriptions, publish, message status, and the OpenAPI document itself at
 /// `GET /v1/openapi.json` (the only route without bearer authentication).

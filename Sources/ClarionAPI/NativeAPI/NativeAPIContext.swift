@@ -1,4 +1,5 @@
 import ClarionCrypto
+import ClarionHTTP1
 import ClarionStore
 import Foundation
 import Synchronization

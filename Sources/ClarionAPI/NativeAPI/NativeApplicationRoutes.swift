@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionStore
 import Foundation
+import ClarionHTTP1
 
 /// Platform applications and their endpoints under `/v1`.
 enum NativeApplicationRoutes {

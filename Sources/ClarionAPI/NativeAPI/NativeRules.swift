@@ -1,3 +1,4 @@
+import ClarionHTTP1
 import ClarionProviders
 import ClarionStore
 import Foundation

@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionStore
 import Foundation
+import ClarionHTTP1
 
 /// Topics and their subscriptions under `/v1`.
 enum NativeTopicRoutes {

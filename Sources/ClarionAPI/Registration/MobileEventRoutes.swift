@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionHTTP1
 import ClarionStore
 import Foundation
 

@@ -1,3 +1,5 @@
+import ClarionHTTP1
+
 /// Who is calling: the account the verified access key belongs to.
 public struct SNSCaller: Sendable, Equatable {
     public let accountID: String

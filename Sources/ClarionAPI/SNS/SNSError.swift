@@ -1,3 +1,5 @@
+import ClarionHTTP1
+
 /// An SNS error as the AWS SDKs parse it: `<ErrorResponse><Error><Type/><Code/><Message/></Error><RequestId/>`
 /// with the HTTP status SNS uses for that code (from the SNS service model; common AWS codes where the model
 /// is silent). botocore raises the exception class named by `code`, so codes must match SNS's exactly.

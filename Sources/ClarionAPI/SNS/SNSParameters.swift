@@ -1,4 +1,5 @@
 import ClarionCore
+import ClarionHTTP1
 /// A message attribute as Publish carries it (`MessageAttributes.entry.N.Name` / `.Value.DataType` /
 /// `.Value.StringValue` / `.Value.BinaryValue`).
 public struct SNSMessageAttribute: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import ClarionHTTP1
+
 /// How SNS requests are authenticated.
 public enum SNSAuthentication: Sendable {
     /// AWS Signature Version 4 against the accounts' access keys (production).

@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
+@testable import ClarionHTTP1
 import ClarionProviders
 import ClarionStore
 import ClarionTestSupport
@@ -93,7 +94,7 @@ struct CampaignEmulatorTests {
         }
         let registry = try ProviderRegistry(options: ProviderOptions(connectionsPerPool: 1, requestTimeout: .seconds(10), pingInterval: nil))
         let context = fixture.context()
-        var router = Router()
+        var router = Router.api()
         registerCampaignAPI(on: &router, context: context)
 
         let publishBody = try JSONValue.parse(

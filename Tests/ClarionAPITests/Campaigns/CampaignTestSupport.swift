@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation

@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -186,7 +187,7 @@ struct CampaignTests {
         try fixture.addApplication("android", platform: "GCM", tokens: tokens["android"]!)
         try fixture.addApplication("kindle", platform: "ADM", tokens: tokens["kindle"]!)
         let context = fixture.context(limiter: BeaconLimiter(settings: .init(burst: 5, perSecond: 0.001), clock: { 0 }))
-        var router = Router()
+        var router = Router.api()
         registerCampaignAPI(on: &router, context: context)
 
         // The publish side: what the native publish handler does with a "campaign" field.

@@ -1,4 +1,5 @@
 import ClarionCrypto
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -27,7 +28,7 @@ struct NativeAPIFixture {
         let context = NativeAPIContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region)
         let key = try await context.accounts.createAPIKey(accountID: accountID, name: "tests").key
         let otherKey = try await context.accounts.createAPIKey(accountID: otherAccountID).key
-        var router = Router()
+        var router = Router.api()
         registerNativeAPI(on: &router, context: context)
         defer {
             batcher.shutdown()

@@ -1,6 +1,7 @@
 import ClarionCore
 import ClarionCrypto
 import ClarionDispatch
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -51,7 +52,7 @@ struct RegistrationFixture {
             configuration: RegistrationProcessorConfiguration(pollInterval: 0.05, leaseSeconds: leaseSeconds, webhookTimeout: 2,
                                                               outboundPolicy: policy),
             clock: clock)
-        var router = Router()
+        var router = Router.api()
         registerDeviceRegistrationAPI(on: &router, context: context)
         return try await withServer(router) { server in
             try await body(RegistrationFixture(

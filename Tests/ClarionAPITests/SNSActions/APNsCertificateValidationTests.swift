@@ -1,5 +1,6 @@
 import ClarionCrypto
-import ClarionHTTP2
+@testable import ClarionHTTP1
+import ClarionTransport
 import ClarionStore
 import ClarionTestSupport
 import Foundation

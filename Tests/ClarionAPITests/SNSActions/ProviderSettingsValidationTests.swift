@@ -1,4 +1,4 @@
-import ClarionHTTP2
+import ClarionTransport
 import ClarionStore
 import Foundation
 import Testing

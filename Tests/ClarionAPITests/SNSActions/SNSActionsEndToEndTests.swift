@@ -1,4 +1,5 @@
 import ClarionCrypto
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -24,7 +25,7 @@ struct LiveSNS {
         context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
         try await context.accounts.ensureAccessKey(accountID: Self.accountID, accessKeyID: Self.accessKeyID, secret: Self.secret)
         let verifier = SigV4Verifier(region: "us-east-1", resolver: StoreAccessKeyResolver(accounts: context.accounts))
-        var router = Router()
+        var router = Router.api()
         SNSQueryService(region: "us-east-1", actions: makeSNSActionTable(context: context),
                         authentication: .sigV4(verifier)).register(on: &router)
         self.router = router

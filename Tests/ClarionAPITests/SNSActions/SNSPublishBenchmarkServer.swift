@@ -1,4 +1,5 @@
 import ClarionCrypto
+@testable import ClarionHTTP1
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -21,7 +22,7 @@ struct SNSPublishBenchmarkServer {
                                                                  credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         let endpoint = try await context.endpoints.create(NewEndpoint(applicationKey: app.key, token: "bench-token"), externalID: UUID()).record
         let arn = SNSARN.endpoint("us-east-1", "123456789012", platform: "GCM", application: "bench", id: endpoint.externalID)
-        var router = Router()
+        var router = Router.api()
         SNSQueryService(region: "us-east-1", actions: makeSNSActionTable(context: context),
                         authentication: .disabled(accountID: "123456789012")).register(on: &router)
         let threads = Int(ProcessInfo.processInfo.environment["CLARION_SNS_BENCH_THREADS"] ?? "") ?? 2

@@ -1,5 +1,6 @@
 import ClarionAPI
 import FuzzSupport
+import ClarionHTTP1
 
 /// The HTTP/1.1 request parser (`HTTP1Parser.parseHead`), the chunked body decoder, the request-target split and
 /// route resolution, on the raw bytes a client sends.
@@ -53,7 +54,7 @@ private func parse(_ bytes: ArraySlice<UInt8>) -> HeadParse {
 
 /// A router with the shapes the server has: literal paths, captures, a capture beside a literal.
 private let router: Router = {
-    var router = Router()
+    var router = Router.api()
     for (method, path) in [(HTTPMethod.post, "/"), (.get, "/health"), (.get, "/v1/topics/{id}"), (.get, "/v1/topics/search"),
                            (.post, "/v1/applications/{id}/endpoints"),
                            (.post, "/api/v1.0/orgs/{org}/pushdeviceregistration/devices/batch")] {

@@ -3,6 +3,7 @@ import ClarionCore
 import ClarionCrypto
 import Foundation
 import FuzzSupport
+import ClarionHTTP1
 
 /// Request bodies of the native `/v1` API (publish, endpoints, applications, topics, paging, ids), of the device
 /// registration API (single, batch, status, cleanup, callback headers), of mobile events, and delivery ids in open

@@ -1,6 +1,7 @@
 import ClarionAPI
 import ClarionCore
 import FuzzSupport
+import ClarionHTTP1
 
 /// The SNS Query API's inputs: the query string and form body (`FormParameters`), the flattened parameters
 /// (`SNSParameters`: maps, message attributes, tags, lists, structure lists), ARNs, and Publish / PublishBatch

@@ -1,6 +1,7 @@
 import ClarionAPI
 import Foundation
 import FuzzSupport
+import ClarionHTTP1
 
 /// AWS Signature Version 4 verification (`SigV4Verifier.parse` and `check`): the Authorization header, presigned query
 /// parameters, the credential scope, `X-Amz-Date` / `Date`, canonicalisation, against one known key and a fixed

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import CNghttp2
+internal import CLinux
 import Synchronization
 
 /// An IPv4 or IPv6 socket address.
@@ -95,7 +95,7 @@ package enum SocketIO {
         case error(Int32)
     }
 
-    enum ConnectResult {
+    package enum ConnectResult {
         case connected
         case inProgress
         case failed(Int32)
@@ -110,7 +110,7 @@ package enum SocketIO {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    static func connect(_ fd: Int32, to address: SocketAddress) -> ConnectResult {
+    package static func connect(_ fd: Int32, to address: SocketAddress) -> ConnectResult {
         let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }
         if rc == 0 { return .connected }
         if errno == EINPROGRESS || errno == EINTR { return .inProgress }
@@ -262,11 +262,11 @@ package func ipv4Text(_ address: UInt32) -> String {
 /// Resolves host names on a thread of its own: `getaddrinfo` blocks, and blocking calls never run on an event
 /// loop or the cooperative pool. Numeric addresses never reach it. No cache: a new connection resolves again
 /// (Apple asks for an uncached lookup per connection).
-final class HostResolver: Sendable {
+package final class HostResolver: Sendable {
     private struct Job {
         var host: String
         var port: Int
-        var completion: @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void
+        var completion: @Sendable (Result<[SocketAddress], TransportError>) -> Void
     }
 
     private struct State {
@@ -290,7 +290,7 @@ final class HostResolver: Sendable {
 
     /// Calls `completion` on the resolver thread, or at once on this thread when the lookup cannot run (the
     /// resolver is stopped, or its thread could not be started).
-    func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2Error>) -> Void) {
+    package func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], TransportError>) -> Void) {
         if let address = SocketAddress(numericHost: host, port: port) {
             completion(.success([address]))
             return
@@ -361,7 +361,7 @@ final class HostResolver: Sendable {
         }
     }
 
-    private static func lookup(host: String, port: Int) -> Result<[SocketAddress], HTTP2Error> {
+    private static func lookup(host: String, port: Int) -> Result<[SocketAddress], TransportError> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC

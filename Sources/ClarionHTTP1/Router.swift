@@ -141,9 +141,6 @@ public enum RouteMatch: Sendable {
 /// Literal-only patterns sit in a dictionary (the common case, one lookup); parameterised patterns are
 /// scanned, which is fine for the few dozen routes an API has.
 public struct Router: Sendable {
-    /// SNS's XML for `/` (where the Query API lives), the JSON envelope for everything else.
-    public static let defaultErrorFormat: @Sendable (String) -> ErrorFormat = { path in path == "/" ? .snsXML : .json }
-
     public var defaultMaxBodyBytes: Int
     private let formatForPath: @Sendable (String) -> ErrorFormat
     private var literalRoutes: [String: [Route]] = [:]
@@ -151,8 +148,11 @@ public struct Router: Sendable {
     /// Every route, in the order added: the route table the OpenAPI document is checked against.
     public private(set) var routes: [Route] = []
 
+    /// `errorFormat` picks the format of a path's family: for a route added without one, for a path with no route,
+    /// and (called with "") for a request whose head did not parse. The HTTP layer knows no family, so without it
+    /// errors are plain text.
     public init(defaultMaxBodyBytes: Int = 1 << 20,
-                errorFormat: @escaping @Sendable (String) -> ErrorFormat = Router.defaultErrorFormat) {
+                errorFormat: @escaping @Sendable (String) -> ErrorFormat = { _ in .plainText }) {
         self.defaultMaxBodyBytes = defaultMaxBodyBytes
         self.formatForPath = errorFormat
     }
@@ -179,6 +179,9 @@ public struct Router: Sendable {
                               _ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) {
         add(.post, path, maxBodyBytes: maxBodyBytes, .task(handler))
     }
+
+    /// The error format for `path` ("" for a request without one).
+    func errorFormat(forPath path: String) -> ErrorFormat { formatForPath(path) }
 
     public func resolve(method: HTTPMethod, rawPath: String) -> RouteMatch {
         // Fast path: the raw path is already a literal route key.

@@ -1,10 +1,9 @@
-import ClarionCore
 
 /// Minimal JSON text building for small, fixed-shape documents (errors, health, log lines) where a
 /// JSONEncoder round trip would cost more than the request itself.
-enum JSONText {
+package enum JSONText {
     /// A JSON string literal, quotes included, escaped per RFC 8259.
-    static func quote(_ string: String) -> String {
+    package static func quote(_ string: String) -> String {
         // Fast path: nothing to escape (ids, paths, addresses; every access-log field in practice).
         if string.utf8AllSatisfy(isPlain) {
             return "\"" + string + "\""
@@ -34,12 +33,12 @@ enum JSONText {
     }
 
     /// Printable ASCII that a JSON string carries as is.
-    static func isPlain(_ byte: UInt8) -> Bool {
+    package static func isPlain(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
     /// `quote(string)` appended to `out` as UTF-8, without an intermediate String when nothing needs escaping.
-    static func appendQuoted(_ string: String, to out: inout [UInt8]) {
+    package static func appendQuoted(_ string: String, to out: inout [UInt8]) {
         var text = string
         let plain = text.withUTF8 { bytes -> Bool in
             guard bytes.allSatisfy(isPlain) else {
@@ -54,7 +53,7 @@ enum JSONText {
     }
 
     /// A decimal integer appended to `out`.
-    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    package static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         var divisor: UInt64 = 1

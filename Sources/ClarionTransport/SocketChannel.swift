@@ -2,27 +2,30 @@
 import Glibc
 #endif
 
-/// The byte pipe under one HTTP/2 connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the
-/// socket's bytes in place and writes its records into the outbound queue), and an outbound queue written at the end
-/// of each loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (client
-/// and server connections) feed nghttp2 from `didRead` and fill the outbound side in `produceOutput`. Confined to
-/// one loop thread.
+/// The byte pipe under one connection: a non-blocking socket, optional TLS (`TLSSession`, which reads the socket's
+/// bytes in place and writes its records into the outbound queue), and an outbound queue written at the end of each
+/// loop turn (a server also writes in the middle of a large read: `writeProducedOutput`). Subclasses (the HTTP/2
+/// client and server connections) feed their protocol from `didRead` and fill the outbound side in `produceOutput`.
+/// Confined to one loop thread.
+///
+/// `open` only because the subclasses live in other modules of this package (a `package` class cannot be
+/// subclassed outside its module); the rest of its surface is `package`.
 ///
 /// States: connecting -> (handshaking) -> active -> closed; handshaking and active may also go straight to closed.
-class SocketChannel: EventLoopSelectable, EventLoopFlushable {
-    enum State {
+open class SocketChannel: EventLoopSelectable, EventLoopFlushable {
+    package enum State {
         case connecting
         case handshaking
         case active
         case closed
     }
 
-    let loop: EventLoop
-    private(set) var fd: Int32
-    private(set) var state: State
-    let tls: TLSSession?
+    package let loop: EventLoop
+    package private(set) var fd: Int32
+    package private(set) var state: State
+    package let tls: TLSSession?
     /// Bytes for the socket; under TLS, the session's `ciphertextOut` (its records land here directly).
-    let outbound: ByteQueue
+    package let outbound: ByteQueue
     /// TLS only: plaintext gathered during one turn, encrypted in one `SSL_write`.
     private let plaintextOut: ByteQueue?
     private var flushScheduled = false
@@ -32,28 +35,28 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     /// lockstep at some stream counts), large enough that the extra writes cost little; 8 KiB did well across the
     /// stream counts, plaintext and TLS, and servers compared (docs/benchmarks.md, "Figures behind code choices").
     /// A client uses `WriteChunks.client`.
-    static let writeChunk = 8 * 1024
+    package static let writeChunk = 8 * 1024
 
     /// The size of the first piece a flush produces and writes, and of the pieces after it.
-    struct WriteChunks {
+    package struct WriteChunks {
         var first: Int
         var rest: Int
 
-        static let server = WriteChunks(first: SocketChannel.writeChunk, rest: SocketChannel.writeChunk)
+        package static let server = WriteChunks(first: SocketChannel.writeChunk, rest: SocketChannel.writeChunk)
         /// A client's requests: a first piece that fits in 8 KiB, so a server that reads or processes 8 KiB at a
         /// time (nghttpd, our `HTTP2Server`) starts on it at once, then full 16 KiB pieces (one TLS record each, as
         /// h2load writes), which halve the writes and records per request. With 8 KiB pieces of 8 KiB plus one
         /// frame, a server answers after nearly every record, so writes and records per request double; all 16 KiB
         /// pieces would slow a server that waits for a whole record before it answers (nghttpd) at one connection.
         /// Figures: docs/benchmarks.md, "the client writes its requests in 7 KiB, then 16 KiB pieces".
-        static let client = WriteChunks(first: 7 * 1024, rest: 16 * 1024)
+        package static let client = WriteChunks(first: 7 * 1024, rest: 16 * 1024)
     }
 
     private let writeChunks: WriteChunks
     /// The piece size in force: `writeChunks.first` for the first piece of a flush, then `writeChunks.rest`.
     private var currentWriteChunk: Int
 
-    init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
+    package init(loop: EventLoop, fd: Int32, tls: TLSSession?, connecting: Bool, writeChunks: WriteChunks = .server) {
         self.writeChunks = writeChunks
         currentWriteChunk = writeChunks.first
         self.loop = loop
@@ -70,7 +73,7 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     }
 
     /// Registers with the loop; call once from the loop thread.
-    func register() {
+    package func register() {
         SocketIO.setNoDelay(fd)
         loop.register(fd: fd, handler: self, readable: state != .connecting, writable: state == .connecting)
         wantsWritable = state == .connecting
@@ -84,18 +87,18 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     // MARK: subclass hooks
 
     /// TCP (and TLS) established.
-    func didBecomeActive() {}
+    open func didBecomeActive() {}
     /// Plaintext arrived. Return false to close the connection.
-    func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+    open func didRead(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
     /// Append output with `emit` until there is none or `outputIsFull`.
-    func produceOutput() {}
+    open func produceOutput() {}
     /// Called exactly once when the channel closes.
-    func didClose(error: HTTP2Error?) {}
+    open func didClose(error: TransportError?) {}
 
     // MARK: output
 
     /// Appends plaintext to send at the end of this turn.
-    final func emit(_ pointer: UnsafeRawPointer, _ count: Int) {
+    package final func emit(_ pointer: UnsafeRawPointer, _ count: Int) {
         if let plaintextOut {
             plaintextOut.append(pointer, count)
         } else {
@@ -104,18 +107,18 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
     }
 
     /// True once a write's worth (`writeChunks`) is waiting: `produceOutput` stops there.
-    final var outputIsFull: Bool {
+    package final var outputIsFull: Bool {
         outbound.readableBytes + (plaintextOut?.readableBytes ?? 0) >= currentWriteChunk
     }
 
     /// Asks for a `produceOutput` + write at the end of this turn.
-    final func scheduleFlush() {
+    package final func scheduleFlush() {
         guard !flushScheduled, state != .closed else { return }
         flushScheduled = true
         loop.scheduleFlush(self)
     }
 
-    func flushAtEndOfTurn() {
+    open func flushAtEndOfTurn() {
         flushScheduled = false
         guard state == .active else {
             if state == .handshaking { writeOutbound() }
@@ -126,7 +129,7 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
 
     /// Produces and writes what is ready now, in the middle of a turn: a server answers part of a large read
     /// before it processes the rest (see `HTTP2ServerConnection.didRead`). The end-of-turn flush stays scheduled.
-    final func writeProducedOutput() {
+    package final func writeProducedOutput() {
         guard state == .active else { return }
         currentWriteChunk = writeChunks.first
         defer { currentWriteChunk = writeChunks.first }
@@ -169,7 +172,7 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
 
     // MARK: readiness
 
-    func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
+    package func selectableReady(readable: Bool, writable: Bool, failed: Bool) {
         switch state {
         case .closed:
             return
@@ -267,13 +270,13 @@ class SocketChannel: EventLoopSelectable, EventLoopFlushable {
 
     /// Half-closes: the peer gets what was written, then end of stream, while reading goes on. The start of a
     /// lingering close (see `HTTP2ServerConnection`).
-    final func shutdownOutput() {
+    package final func shutdownOutput() {
         guard state != .closed, fd >= 0 else { return }
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
     /// Closes the socket now (idempotent) and reports `didClose` once.
-    final func close(error: HTTP2Error?) {
+    package final func close(error: TransportError?) {
         guard state != .closed else { return }
         state = .closed
         loop.deregister(fd: fd)

@@ -1,4 +1,4 @@
-internal import ClarionHTTP2
+internal import ClarionTransport
 
 /// How long a connection may take over each part of a request, in the loop's clock (monotonic nanoseconds).
 ///

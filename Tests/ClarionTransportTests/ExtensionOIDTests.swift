@@ -1,4 +1,4 @@
-@testable import ClarionHTTP2
+@testable import ClarionTransport
 import Testing
 
 @Suite struct ExtensionOIDTests {

@@ -1,3 +1,5 @@
+public import ClarionTransport
+
 /// Whether the node can take traffic, as `/ready` reports it.
 public enum Readiness: Sendable, Equatable {
     case ready
@@ -32,6 +34,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var accessLog: (any AccessLogSink)?
     /// Told of every finished request with its route pattern (for `/metrics`); nil counts nothing.
     public var requestMetrics: (any HTTPRequestMetrics)? = nil
+    /// Serve HTTPS with this certificate chain and key (TLS 1.2+, ALPN http/1.1); nil serves plain HTTP.
+    public var tls: TLSIdentity?
     /// Asked by `GET /ready`; a database ping belongs here.
     public var readiness: @Sendable () async -> Readiness
 
@@ -40,7 +44,7 @@ public struct HTTPServerConfiguration: Sendable {
                 requestBodyTimeout: Duration = .seconds(30), requestBodyMinimumRate: Int = 16 * 1024,
                 connectionLimit: Int = 4096,
                 shutdownGracePeriod: Duration = .seconds(10), accessLog: (any AccessLogSink)? = nil,
-                readiness: @escaping @Sendable () async -> Readiness = { .ready }) {
+                tls: TLSIdentity? = nil, readiness: @escaping @Sendable () async -> Readiness = { .ready }) {
         self.host = host
         self.port = port
         self.threadPoolSize = threadPoolSize
@@ -51,6 +55,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.connectionLimit = connectionLimit
         self.shutdownGracePeriod = shutdownGracePeriod
         self.accessLog = accessLog
+        self.tls = tls
         self.readiness = readiness
     }
 }

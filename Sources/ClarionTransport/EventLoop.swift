@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import CNghttp2
+internal import CLinux
 import Synchronization
 
 /// Monotonic nanoseconds (CLOCK_MONOTONIC): the loop's clock, also the time unit of the state machines.
@@ -14,7 +14,7 @@ package func monotonicNow() -> NanoTime {
     return NanoTime(ts.tv_sec) &* 1_000_000_000 &+ NanoTime(ts.tv_nsec)
 }
 
-extension Duration {
+package extension Duration {
     /// Whole nanoseconds, clamped to zero for negative durations.
     var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
@@ -29,13 +29,13 @@ package protocol EventLoopSelectable: AnyObject {
 }
 
 /// Something that wants one call at the end of the current loop turn (to batch writes or completions).
-protocol EventLoopFlushable: AnyObject {
+package protocol EventLoopFlushable: AnyObject {
     func flushAtEndOfTurn()
 }
 
 /// End-of-turn work runs in this order, so one turn costs one write per connection: results go to their sinks
 /// first (which may submit more), then pools hand queued requests to connections, then connections write.
-enum FlushPhase: Int {
+package enum FlushPhase: Int {
     case completions = 0
     case dispatch = 1
     case output = 2
@@ -68,11 +68,11 @@ public final class EventLoop: @unchecked Sendable {
     private var drainingJobs: [Job] = []
     /// How many registered fds (not counting the loop's own wake-up) epoll reported ready in this turn. One means
     /// a single connection has the loop to itself: a server answers it in pieces (`HTTP2ServerConnection.inputSlice`).
-    private(set) var readyThisTurn = 0
+    package private(set) var readyThisTurn = 0
     /// Shared read buffer for every connection on this loop (one thread, so one buffer is enough).
     package let readBuffer: UnsafeMutableRawBufferPointer
     /// Shared plaintext buffer for TLS connections on this loop.
-    let plaintextBuffer: UnsafeMutableRawBufferPointer
+    package let plaintextBuffer: UnsafeMutableRawBufferPointer
 
     private struct Registration {
         var handler: (any EventLoopSelectable)?
@@ -226,7 +226,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Asks for one `flushAtEndOfTurn()` call at the end of this turn, in `phase`. Callers keep their own
     /// "already scheduled" flag to avoid duplicates.
-    func scheduleFlush(_ item: any EventLoopFlushable, phase: FlushPhase = .output) {
+    package func scheduleFlush(_ item: any EventLoopFlushable, phase: FlushPhase = .output) {
         flushLists[phase.rawValue].append(item)
     }
 
@@ -385,7 +385,7 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let nextIndex = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
-    let resolver: HostResolver
+    package let resolver: HostResolver
 
     /// Starts `threadCount` loop threads (at least one), named `threadName-N`.
     public init(threadCount: Int = 1, threadName: String = "clarion-h2") throws {

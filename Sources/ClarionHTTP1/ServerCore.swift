@@ -1,4 +1,3 @@
-internal import ClarionHTTP2
 import Foundation
 import Synchronization
 

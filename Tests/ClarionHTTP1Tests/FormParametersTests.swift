@@ -1,6 +1,6 @@
 import Testing
-@testable import ClarionAPI
-import ClarionHTTP2
+@testable import ClarionHTTP1
+import ClarionTransport
 
 @Suite("application/x-www-form-urlencoded decoding")
 struct FormParametersTests {

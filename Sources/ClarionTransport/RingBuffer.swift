@@ -1,29 +1,29 @@
 /// A FIFO with cheap push at both ends (requests refused by GOAWAY go back to the front).
-struct RingBuffer<Element> {
+package struct RingBuffer<Element> {
     private var storage: [Element?]
     private var head = 0
-    private(set) var count = 0
+    package private(set) var count = 0
 
-    init(initialCapacity: Int = 16) {
+    package init(initialCapacity: Int = 16) {
         storage = Array(repeating: nil, count: max(4, initialCapacity))
     }
 
-    var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = element
         count += 1
     }
 
-    mutating func prepend(_ element: Element) {
+    package mutating func prepend(_ element: Element) {
         if count == storage.count { grow() }
         head = (head - 1 + storage.count) % storage.count
         storage[head] = element
         count += 1
     }
 
-    mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = storage[head].take()
         head = (head + 1) % storage.count
@@ -34,7 +34,7 @@ struct RingBuffer<Element> {
     var first: Element? { count > 0 ? storage[head] : nil }
 
     /// Removes and returns the elements for which `shouldRemove` is true, keeping the others in order.
-    mutating func removeAll(where shouldRemove: (Element) -> Bool) -> [Element] {
+    package mutating func removeAll(where shouldRemove: (Element) -> Bool) -> [Element] {
         var removed: [Element] = []
         var kept = RingBuffer(initialCapacity: storage.count)
         while let element = popFirst() {
@@ -44,7 +44,7 @@ struct RingBuffer<Element> {
         return removed
     }
 
-    mutating func removeAll() -> [Element] {
+    package mutating func removeAll() -> [Element] {
         var all: [Element] = []
         all.reserveCapacity(count)
         while let element = popFirst() { all.append(element) }

@@ -168,7 +168,7 @@ package enum AWSPercentEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func isUnreserved(_ b: UInt8) -> Bool {
+    package static func isUnreserved(_ b: UInt8) -> Bool {
         switch b {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
              UInt8(ascii: "0")...UInt8(ascii: "9"),

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import ClarionHTTP2
+internal import ClarionTransport
 import Foundation
 import Synchronization
 
@@ -200,6 +200,13 @@ public final class HTTPServer: Sendable {
 
     private func listen() throws(HTTPServerError) -> (Running, Int) {
         let config = configuration
+        // ALPN http/1.1: a client that offers h2 as well (curl, browsers) must not be told this port speaks it.
+        var tlsContext: TLSContext?
+        if let identity = config.tls {
+            do { tlsContext = try TLSContext(server: identity, alpn: "http/1.1") } catch {
+                throw HTTPServerError(code: .startFailed, message: "TLS certificate or key: \(error.reason)")
+            }
+        }
         guard (0...65535).contains(config.port) else {
             throw HTTPServerError(code: .invalidAddress, message: "port \(config.port) is out of range")
         }
@@ -222,7 +229,7 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(code: .startFailed, message: "event loops: \(error)")
         }
         let core = self.core
-        let listener = Listener(fd: fd, core: core, group: group)
+        let listener = Listener(fd: fd, core: core, group: group, tlsContext: tlsContext)
         // Weakly: the core outlives the listener (which holds it).
         core.acceptPause.install { [weak listener] in
             guard let listener else { return }
@@ -268,16 +275,18 @@ private final class Listener: EventLoopSelectable, @unchecked Sendable {
     let core: ServerCore
     let group: EventLoopGroup
     let loop: EventLoop
+    let tlsContext: TLSContext?
     private var watching = false
     private var stopped = false
     private var restTimer: UInt64?
 
     static let restNanoseconds: UInt64 = 250_000_000
 
-    init(fd: Int32, core: ServerCore, group: EventLoopGroup) {
+    init(fd: Int32, core: ServerCore, group: EventLoopGroup, tlsContext: TLSContext?) {
         self.fd = fd
         self.core = core
         self.group = group
+        self.tlsContext = tlsContext
         loop = group.loops[0]
     }
 
@@ -329,24 +338,39 @@ private final class Listener: EventLoopSelectable, @unchecked Sendable {
                 Glibc.close(client)
                 continue
             }
+            var tls: TLSSession?
+            if let tlsContext {
+                do { tls = try TLSSession(context: tlsContext, serverName: nil) } catch {
+                    Glibc.close(client)  // out of memory in OpenSSL: refused like a connection over the limit
+                    continue
+                }
+            }
             core.liveConnections.add(1, ordering: .relaxed)
             let remote = SocketIO.peerAddressText(client)
             let loop = group.next()
             let core = self.core
             if loop.inEventLoop {
-                Self.adopt(client, remote: remote, on: loop, core: core)
+                Self.adopt(client, remote: remote, tls: tls, on: loop, core: core)
             } else {
-                loop.execute { Self.adopt(client, remote: remote, on: loop, core: core) }
+                let session = UncheckedSession(tls)
+                loop.execute { Self.adopt(client, remote: remote, tls: session.value, on: loop, core: core) }
             }
         }
     }
 
-    private static func adopt(_ fd: Int32, remote: String, on loop: EventLoop, core: ServerCore) {
-        let connection = HTTP1Connection(loop: loop, core: core, fd: fd, remoteAddress: remote)
+    private static func adopt(_ fd: Int32, remote: String, tls: TLSSession?, on loop: EventLoop, core: ServerCore) {
+        let connection = HTTP1Connection(loop: loop, core: core, fd: fd, remoteAddress: remote, tls: tls)
         core.registries[loop.index].connections[ObjectIdentifier(connection)] = connection
         connection.register()
     }
 
+}
+
+/// A TLS session handed from the accepting loop to the connection's loop before anything used it: only the
+/// receiving loop touches it from then on.
+private struct UncheckedSession: @unchecked Sendable {
+    let value: TLSSession?
+    init(_ value: TLSSession?) { self.value = value }
 }
 
 /// Fires once; `wait` returns immediately after that. Continuations are resumed outside the lock.

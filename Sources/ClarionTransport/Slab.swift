@@ -3,15 +3,15 @@
 /// reused, so a steady load allocates nothing here. Confined to one thread.
 /// Slab: its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are touched by one
 /// thread, and no method here calls out while mutating them, so the checks (tens per request) buy nothing.
-final class Slab<Element> {
-    @exclusivity(unchecked) private(set) var storage: UnsafeMutablePointer<Element>
+package final class Slab<Element> {
+    @exclusivity(unchecked) package private(set) var storage: UnsafeMutablePointer<Element>
     @exclusivity(unchecked) private var capacity: Int
     /// Slots ever handed out (all initialized).
-    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) package private(set) var count = 0
     @exclusivity(unchecked) private var free: [Int] = []
     private let empty: Element
 
-    init(empty: Element, capacity: Int = 64) {
+    package init(empty: Element, capacity: Int = 64) {
         self.empty = empty
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
@@ -23,10 +23,10 @@ final class Slab<Element> {
     }
 
     /// Slots in use.
-    var liveCount: Int { count - free.count }
+    package var liveCount: Int { count - free.count }
 
     /// A slot holding `empty` (or whatever `release` left there, which callers reset).
-    func allocate() -> Int {
+    package func allocate() -> Int {
         if let index = free.popLast() { return index }
         if count == capacity {
             let bigger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
@@ -41,18 +41,18 @@ final class Slab<Element> {
     }
 
     /// Puts the slot back; its contents are replaced by `empty` (dropping references).
-    func release(_ index: Int) {
+    package func release(_ index: Int) {
         storage[index] = empty
         free.append(index)
     }
 
     /// Puts the slot back as it is: the caller has reset what matters and keeps, say, array capacity for reuse.
-    func recycle(_ index: Int) {
+    package func recycle(_ index: Int) {
         free.append(index)
     }
 
     /// Drops every slot.
-    func removeAll() {
+    package func removeAll() {
         storage.deinitialize(count: count)
         count = 0
         free.removeAll()

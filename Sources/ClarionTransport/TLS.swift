@@ -112,6 +112,12 @@ func readCertificates(pem: String, code: TLSConfigurationError.Code = .certifica
     return certificates
 }
 
+/// Reads `pem` as extra trusted CA certificates exactly as a client context does, and throws what that would throw
+/// (`.trustedCA`): a configuration-time check, in memory.
+package func validateTrustedCertificates(pem: String) throws(TLSConfigurationError) {
+    for certificate in try readCertificates(pem: pem, code: .trustedCA) { X509_free(certificate) }
+}
+
 /// Reads the first private key in a PEM string (PKCS#8, SEC 1 or PKCS#1; unencrypted). The caller frees it.
 func readPrivateKey(pem: String) throws(TLSConfigurationError) -> OpaquePointer {
     let unreadable = "private key is not a readable unencrypted PEM key"
@@ -150,22 +156,27 @@ func loadTLSIdentity(_ identity: TLSIdentity, into ctx: OpaquePointer) throws(TL
 
 /// An `SSL_CTX` shared by the connections of one pool or one server. `SSL_CTX` is safe to share across threads
 /// once configured, which is why this is `@unchecked Sendable`; it is never mutated after init.
-final class TLSContext: @unchecked Sendable {
+package final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
     let isServer: Bool
     /// Client: we present a certificate, so a peer's certificate alert is about ours.
     let presentsCertificate: Bool
     /// Server: client certificates are requested (their details reach the handler).
     let requestsClientCertificates: Bool
+    /// The ALPN protocol a client requires and a server selects ("h2", "http/1.1").
+    let alpn: [UInt8]
 
-    /// A client context: TLS 1.2+, ALPN "h2", peer verification against the system CA store plus `extraTrustedCAPEM`,
-    /// and `identity` presented when the server asks for a client certificate.
-    init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil) throws(TLSConfigurationError) {
+    /// A client context: TLS 1.2+, ALPN `alpn` (the handshake fails unless the server selects it), peer verification
+    /// against the system CA store plus `extraTrustedCAPEM`, and `identity` presented when the server asks for a
+    /// client certificate.
+    package init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil,
+                 alpn: String) throws(TLSConfigurationError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
             throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
         }
         context = ctx
         isServer = false
+        self.alpn = Array(alpn.utf8)
         presentsCertificate = identity != nil
         requestsClientCertificates = false
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
@@ -179,17 +190,20 @@ final class TLSContext: @unchecked Sendable {
         }
         if let identity { try loadTLSIdentity(identity, into: ctx) }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
-        _ = alpn.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
+        let protocols = [UInt8(self.alpn.count)] + self.alpn
+        _ = protocols.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
     }
 
-    /// A server context that selects ALPN "h2", and with `clientCertificates` asks clients for a certificate.
-    init(server identity: TLSIdentity, clientCertificates: TLSClientCertificateRequest? = nil) throws(TLSConfigurationError) {
+    /// A server context that selects ALPN `alpn` when the client offers it (and no protocol otherwise), and with
+    /// `clientCertificates` asks clients for a certificate.
+    package init(server identity: TLSIdentity, clientCertificates: TLSClientCertificateRequest? = nil,
+                 alpn: String) throws(TLSConfigurationError) {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
         }
         context = ctx
         isServer = true
+        self.alpn = Array(alpn.utf8)
         presentsCertificate = false
         requestsClientCertificates = clientCertificates != nil
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
@@ -204,7 +218,7 @@ final class TLSContext: @unchecked Sendable {
                 }
             }
             // Resumed sessions need a context id when peers are verified (OpenSSL refuses them otherwise).
-            let sessionContext = Array("clarion-h2".utf8)
+            let sessionContext = Array("clarion-\(alpn)".utf8)
             _ = SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count))
             if request.requireVerified {
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
@@ -214,22 +228,25 @@ final class TLSContext: @unchecked Sendable {
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, { _, _ in 1 })
             }
         }
-        SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, input, inputLength, _ in
-            // Walk the client's length-prefixed protocol list and pick "h2".
-            guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
+        // The callback gets this context back unretained: the SSL_CTX it is installed on lives exactly as long.
+        SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, input, inputLength, context in
+            // Walk the client's length-prefixed protocol list and pick ours.
+            guard let input, let out, let outLength, let context else { return SSL_TLSEXT_ERR_NOACK }
+            let wanted = Unmanaged<TLSContext>.fromOpaque(context).takeUnretainedValue().alpn
             var i = 0
             let count = Int(inputLength)
             while i < count {
                 let length = Int(input[i])
-                if length == 2 && i + 2 < count && input[i + 1] == UInt8(ascii: "h") && input[i + 2] == UInt8(ascii: "2") {
+                if length == wanted.count && i + length < count
+                    && UnsafeBufferPointer(start: input + i + 1, count: length).elementsEqual(wanted) {
                     out.pointee = input + i + 1
-                    outLength.pointee = 2
+                    outLength.pointee = UInt8(length)
                     return SSL_TLSEXT_ERR_OK
                 }
                 i += 1 + length
             }
             return SSL_TLSEXT_ERR_NOACK
-        }, nil)
+        }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
@@ -241,27 +258,27 @@ final class TLSContext: @unchecked Sendable {
 /// from the socket is lent to OpenSSL for the duration of `withCiphertext` (no copy into a BIO buffer), and the
 /// records OpenSSL writes go straight into `ciphertextOut`, the socket's outbound queue. The memory BIOs would
 /// cost a malloc, a zeroing grow and two copies for every chunk in each direction. Confined to one loop thread.
-final class TLSSession {
-    enum HandshakeState {
+package final class TLSSession {
+    package enum HandshakeState {
         case done
         case inProgress
-        case failed(HTTP2Error)
+        case failed(TransportError)
     }
 
-    enum ReadResult {
+    package enum ReadResult {
         case bytes(Int)
         case needMoreInput
         case closed
-        case failed(HTTP2Error)
+        case failed(TransportError)
     }
 
     /// Server with client certificates requested: what the client presented (nil: nothing), set at handshake.
-    private(set) var peerCertificate: TLSPeerCertificate?
+    package private(set) var peerCertificate: TLSPeerCertificate?
 
     private let ssl: OpaquePointer
     private let context: TLSContext  // keeps the SSL_CTX alive
     /// Where OpenSSL's records go: the channel sends this queue as its outbound bytes.
-    let ciphertextOut = ByteQueue()
+    package let ciphertextOut = ByteQueue()
     // What the BIO reads from: first `unread` (ciphertext lent earlier and not consumed then, e.g. half a record),
     // then the span lent by `withCiphertext`. Touched only by this session's own calls into OpenSSL.
     @exclusivity(unchecked) fileprivate var input: UnsafeRawPointer?
@@ -269,7 +286,7 @@ final class TLSSession {
     fileprivate let unread = ByteQueue(capacity: 4096)
 
     /// `serverName` sets SNI and the name (or IP address) the certificate must match; clients only.
-    init(context: TLSContext, serverName: String?) throws(HTTP2Error) {
+    package init(context: TLSContext, serverName: String?) throws(TransportError) {
         guard let ssl = SSL_new(context.context) else {
             throw .tlsHandshakeFailed("SSL_new: \(openSSLErrorText())")
         }
@@ -317,7 +334,7 @@ final class TLSSession {
     /// Lends `count` bytes of ciphertext to OpenSSL while `body` runs (`handshake`, `read`); whatever OpenSSL has
     /// not consumed by then (the start of a record whose rest is still in flight) is copied and read first next
     /// time, so the caller may reuse the buffer afterwards.
-    func withCiphertext<R>(_ pointer: UnsafeRawPointer, _ count: Int, _ body: () -> R) -> R {
+    package func withCiphertext<R>(_ pointer: UnsafeRawPointer, _ count: Int, _ body: () -> R) -> R {
         input = pointer
         inputCount = count
         let result = body()
@@ -349,12 +366,12 @@ final class TLSSession {
     // another OpenSSL call on this loop thread left behind (another connection's, a PEM parse): so every call
     // whose result goes through `SSL_get_error` (SSL_do_handshake, SSL_read, SSL_write) starts with an empty queue.
 
-    func handshake() -> HandshakeState {
+    package func handshake() -> HandshakeState {
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
-            guard context.isServer || negotiatedH2 else {
-                return .failed(.tlsHandshakeFailed("server did not select ALPN h2"))
+            guard context.isServer || negotiatedALPN else {
+                return .failed(.tlsHandshakeFailed("server did not select ALPN \(String(decoding: context.alpn, as: UTF8.self))"))
             }
             if context.requestsClientCertificates { peerCertificate = capturePeerCertificate() }
             return .done
@@ -384,7 +401,7 @@ final class TLSSession {
 
     /// `.tlsClientCertificateRejected` when the error queue holds the server's alert about our certificate (or
     /// that it requires one); nil otherwise (the queue is left for the caller).
-    private func clientCertificateRefusal() -> HTTP2Error? {
+    private func clientCertificateRefusal() -> TransportError? {
         guard !context.isServer else { return nil }
         let code = ERR_peek_last_error()  // the alert this call just read, not an older entry
         guard code != 0 else { return nil }
@@ -402,15 +419,16 @@ final class TLSSession {
         return TLSPeerCertificate(certificate: certificate, verificationError: problem)
     }
 
-    var negotiatedH2: Bool {
+    /// Whether the handshake selected the context's ALPN protocol.
+    var negotiatedALPN: Bool {
         var data: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &data, &length)
-        guard let data, length == 2 else { return false }
-        return data[0] == UInt8(ascii: "h") && data[1] == UInt8(ascii: "2")
+        guard let data else { return false }
+        return UnsafeBufferPointer(start: data, count: Int(length)).elementsEqual(context.alpn)
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         ERR_clear_error()  // see `handshake`: a stale entry would turn "want read" into a fatal error
         let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if rc > 0 { return .bytes(Int(rc)) }
@@ -424,7 +442,7 @@ final class TLSSession {
 
     /// Encrypts all of `count` bytes into `ciphertextOut` (our BIO never pushes back). On failure the error queue
     /// holds this write's errors only (the caller reports them).
-    func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
+    package func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
         guard let length = Int32(exactly: count) else { return false }
         ERR_clear_error()  // see `handshake`
         return SSL_write(ssl, pointer, length) == length
@@ -479,13 +497,13 @@ final class TLSSessionBIO: @unchecked Sendable {
 /// A growable byte queue (read from the front, append at the back). Confined to one thread.
 /// Byte queue: its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are touched by one
 /// thread, and no method here calls out while mutating them, so the checks (tens per request) buy nothing.
-final class ByteQueue {
+package final class ByteQueue {
     @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer
     @exclusivity(unchecked) private var capacity: Int
     @exclusivity(unchecked) private var readIndex = 0
     @exclusivity(unchecked) private var writeIndex = 0
 
-    init(capacity: Int = 16 * 1024) {
+    package init(capacity: Int = 16 * 1024) {
         self.capacity = capacity
         storage = .allocate(byteCount: capacity, alignment: 16)
     }
@@ -494,12 +512,12 @@ final class ByteQueue {
         storage.deallocate()
     }
 
-    var readableBytes: Int { writeIndex - readIndex }
-    var isEmpty: Bool { writeIndex == readIndex }
-    var readPointer: UnsafeRawPointer { UnsafeRawPointer(storage + readIndex) }
+    package var readableBytes: Int { writeIndex - readIndex }
+    package var isEmpty: Bool { writeIndex == readIndex }
+    package var readPointer: UnsafeRawPointer { UnsafeRawPointer(storage + readIndex) }
 
     /// A writable region of at least `count` bytes at the back; call `commit` with what was written.
-    func reserve(_ count: Int) -> UnsafeMutableRawPointer {
+    package func reserve(_ count: Int) -> UnsafeMutableRawPointer {
         if capacity - writeIndex < count {
             if readIndex > 0 {
                 let live = readableBytes
@@ -520,7 +538,7 @@ final class ByteQueue {
         return storage + writeIndex
     }
 
-    func commit(_ count: Int) {
+    package func commit(_ count: Int) {
         writeIndex += count
     }
 
@@ -529,7 +547,7 @@ final class ByteQueue {
         writeIndex += count
     }
 
-    func consume(_ count: Int) {
+    package func consume(_ count: Int) {
         readIndex += count
         if readIndex == writeIndex {
             readIndex = 0
@@ -537,7 +555,7 @@ final class ByteQueue {
         }
     }
 
-    func removeAll() {
+    package func removeAll() {
         readIndex = 0
         writeIndex = 0
     }

@@ -2,7 +2,7 @@ extension Substring {
     /// The text cut at every `separator` byte (an ASCII character), empty pieces kept. Works on the UTF-8
     /// bytes: `split(separator:)` on Characters runs grapheme breaking, which showed in the per-request
     /// profile (ARNs, the Authorization header, credential scopes).
-    func cut(at separator: UInt8) -> [Substring] {
+    package func cut(at separator: UInt8) -> [Substring] {
         // Counted first, so the pieces are one allocation (a growing array of positions was several).
         var copy = self
         return copy.withUTF8 { bytes in
@@ -27,7 +27,7 @@ extension Substring {
     /// where `==` between a Substring and a String took String's slow comparison path).
     /// Compared on the contiguous bytes: `UTF8View.elementsEqual` indexes both views byte by byte through
     /// generic index calls, several hundred instructions even for a short token.
-    func hasBytes(_ other: String) -> Bool {
+    package func hasBytes(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         var mine = self, theirs = other
         return mine.withUTF8 { a in theirs.withUTF8 { b in a.elementsEqual(b) } }
@@ -35,7 +35,7 @@ extension Substring {
 
     /// Leading and trailing spaces and tabs removed (what `trimmingCharacters(in: .whitespaces)` does for header
     /// values, without Foundation's NSString bridging on every request).
-    func trimmingSpaces() -> Substring {
+    package func trimmingSpaces() -> Substring {
         var text = self
         while let first = text.utf8.first, first == 0x20 || first == 0x09 { text = text.dropFirst() }
         while let last = text.utf8.last, last == 0x20 || last == 0x09 { text = text.dropLast() }

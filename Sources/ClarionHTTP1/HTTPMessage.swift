@@ -160,7 +160,7 @@ public struct HTTPResponse: Sendable {
 
 extension String {
     /// ASCII case-insensitive comparison, enough for header names and without Foundation's locale machinery.
-    func caseInsensitiveEquals(_ other: String) -> Bool {
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
         for (x, y) in zip(a, b) where x != y {
@@ -171,7 +171,7 @@ extension String {
         return true
     }
 
-    func asciiLowercased() -> String {
+    package func asciiLowercased() -> String {
         if !utf8Contains(where: { $0 >= 65 && $0 <= 90 }) { return self }
         return String(unsafeUninitializedCapacity: utf8.count) { out in
             var i = 0

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import ClarionHTTP2
+internal import ClarionTransport
 
 /// One HTTP/1.1 connection on an event loop: reads and parses requests, runs their handlers one at a time (a
 /// pipelined request waits in the buffer until the response before it is written), writes responses, keeps the
@@ -11,6 +11,11 @@ internal import ClarionHTTP2
 /// States: `idle` (between requests, or a head arriving) -> `body` (reading it) -> `awaiting` (the handler has the
 /// request) -> back to `idle` once the response is written; a response that ends the connection goes to `lingering`
 /// (output shut down, input read and dropped until the client closes or two seconds pass), then `closed`.
+///
+/// Under TLS (`tls`), the handshake comes first (nothing is parsed before it completes); the bytes read are
+/// ciphertext lent to the session, the plaintext it yields is the input, and the output is encrypted into the
+/// session's queue, which is what the socket writes. A handshake that fails (a plain-HTTP client, an unknown
+/// protocol) closes the connection without an HTTP answer.
 ///
 /// Confinement: everything runs on `loop`'s thread; `ResponseSlot` hands answers over through `loop.execute`. That
 /// is why the class is `@unchecked Sendable`.
@@ -27,6 +32,9 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     let core: ServerCore
     private var fd: Int32
     private let remoteAddress: String
+    private let tls: TLSSession?
+    /// Under TLS, until the handshake completes.
+    private var handshaking: Bool
     private var state = State.idle
     /// Bytes read and not yet parsed start at `inputStart`.
     private var input: [UInt8] = []
@@ -53,11 +61,13 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// How long a closing connection reads and drops what the client still sends.
     static let lingerNanoseconds: UInt64 = 2_000_000_000
 
-    init(loop: EventLoop, core: ServerCore, fd: Int32, remoteAddress: String) {
+    init(loop: EventLoop, core: ServerCore, fd: Int32, remoteAddress: String, tls: TLSSession?) {
         self.loop = loop
         self.core = core
         self.fd = fd
         self.remoteAddress = remoteAddress
+        self.tls = tls
+        handshaking = tls != nil
         lastActive = monotonicNow()
     }
 
@@ -97,7 +107,11 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             case .bytes(let count):
                 lastActive = monotonicNow()
                 if case .lingering = state { continue }  // dropped
-                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+                if let tls {
+                    guard receiveCiphertext(count, tls) else { return }
+                } else {
+                    input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+                }
                 if count < loop.readBuffer.count { break reading }
             case .wouldBlock:
                 break reading
@@ -127,6 +141,54 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         } else if input.count - inputStart > Self.maxBufferedInput {
             pauseReading()
         }
+    }
+
+    /// Lends `count` bytes of ciphertext to the TLS session: the handshake while it lasts, then the plaintext into
+    /// `input`. False when the connection was closed (a failed handshake or a broken record).
+    private func receiveCiphertext(_ count: Int, _ tls: TLSSession) -> Bool {
+        let ok = tls.withCiphertext(loop.readBuffer.baseAddress!, count) { () -> Bool in
+            if handshaking {
+                // The handshake gets the head's deadline from its first byte (the sweep closes the connection past
+                // it): every byte resets the idle timeout, so a client trickling its handshake would otherwise hold
+                // the connection for ever.
+                if requestDeadline == nil { requestDeadline = core.deadlines.headDeadline(firstByteAt: monotonicNow()) }
+                switch tls.handshake() {
+                case .inProgress: return true
+                case .failed: return false
+                case .done:
+                    handshaking = false
+                    requestDeadline = nil
+                }
+            }
+            while true {
+                switch tls.read(into: loop.plaintextBuffer) {
+                case .bytes(let n): input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.plaintextBuffer[0..<n]))
+                case .needMoreInput: return true
+                case .closed:
+                    peerClosed = true
+                    return true
+                case .failed: return false
+                }
+            }
+        }
+        guard ok else {
+            writeCiphertext(tls)  // the alert, if OpenSSL wrote one
+            close()
+            return false
+        }
+        if !tls.ciphertextOut.isEmpty { flushOutput() }  // handshake records, or a session ticket
+        return fd >= 0
+    }
+
+    /// Writes what the socket takes of the TLS session's records; false when the socket failed.
+    @discardableResult
+    private func writeCiphertext(_ tls: TLSSession) -> Bool {
+        let queue = tls.ciphertextOut
+        guard !queue.isEmpty, fd >= 0 else { return true }
+        guard let written = SocketIO.write(fd, queue.readPointer, queue.readableBytes) else { return false }
+        queue.consume(written)
+        if written > 0 { lastActive = monotonicNow() }
+        return true
     }
 
     private func pauseReading() {
@@ -267,12 +329,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         return true
     }
 
-    private func errorFormat(_ context: RequestContext) -> ErrorFormat { context.match?.errorFormat ?? .json }
+    private func errorFormat(_ context: RequestContext) -> ErrorFormat {
+        context.match?.errorFormat ?? core.router.errorFormat(forPath: "")
+    }
 
     /// Runs the route's handler once the whole body is in.
     private func dispatch(_ context: RequestContext) {
         guard let match = context.match else {
-            var response = ErrorFormat.json.response(for: .internalError, requestID: context.requestID)
+            var response = errorFormat(context).response(for: .internalError, requestID: context.requestID)
             response.cause = "no route was matched before dispatch"
             respond(response, to: context)
             return
@@ -338,13 +402,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         core.inFlight.add(1, ordering: .relaxed)
         let error = switch status {
         case 408: HTTPError.requestTimeout(message)
-        case 417: HTTPError(status: status, code: "expectation_failed", snsCode: "MalformedQueryString", message: message)
-        case 431: HTTPError(status: status, code: "request_header_fields_too_large", snsCode: "MalformedQueryString", message: message)
-        case 501: HTTPError(status: status, code: "not_implemented", snsCode: "NotImplemented", message: message)
-        case 505: HTTPError(status: status, code: "http_version_not_supported", snsCode: "MalformedQueryString", message: message)
+        case 417: HTTPError(status: status, code: "expectation_failed", message: message)
+        case 431: HTTPError(status: status, code: "request_header_fields_too_large", message: message)
+        case 501: HTTPError(status: status, code: "not_implemented", message: message)
+        case 505: HTTPError(status: status, code: "http_version_not_supported", message: message)
         default: HTTPError.badRequest(message)
         }
-        respond(ErrorFormat.json.response(for: error, requestID: context.requestID), to: context, close: true)
+        respond(core.router.errorFormat(forPath: "").response(for: error, requestID: context.requestID), to: context,
+                close: true)
     }
 
     /// Writes the response (with framing, `Date` and the request-id headers) and moves on: back to `idle`, or to
@@ -419,18 +484,39 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
 
     private func flushOutput() {
         guard fd >= 0 else { return }
-        if outputSent < output.count {
-            let written = output.withUnsafeBytes { bytes in
-                SocketIO.write(fd, bytes.baseAddress! + outputSent, bytes.count - outputSent)
+        let unsent: Bool
+        if let tls {
+            // Encrypt all of it into the session's queue at once (the queue grows), then write what the socket takes.
+            if outputSent < output.count {
+                let encrypted = output.withUnsafeBytes { bytes in
+                    tls.write(bytes.baseAddress! + outputSent, bytes.count - outputSent)
+                }
+                guard encrypted else {
+                    close()
+                    return
+                }
+                outputSent = output.count
             }
-            guard let written else {
+            guard writeCiphertext(tls) else {
                 close()
                 return
             }
-            outputSent += written
-            if written > 0 { lastActive = monotonicNow() }
+            unsent = !tls.ciphertextOut.isEmpty
+        } else {
+            if outputSent < output.count {
+                let written = output.withUnsafeBytes { bytes in
+                    SocketIO.write(fd, bytes.baseAddress! + outputSent, bytes.count - outputSent)
+                }
+                guard let written else {
+                    close()
+                    return
+                }
+                outputSent += written
+                if written > 0 { lastActive = monotonicNow() }
+            }
+            unsent = outputSent < output.count
         }
-        if outputSent < output.count {
+        if unsent {
             if !wantsWritable {
                 wantsWritable = true
                 loop.setInterest(fd: fd, readable: !readPaused, writable: true)
