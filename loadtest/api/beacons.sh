@@ -17,15 +17,7 @@ IDS=${IDS:-400000}
 start_node clarion-beaconbench --role api
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
 db="postgresql://postgres:$(cat "$work/postgres.password")@127.0.0.1:$pg_port/clarion"
-arn=$(python3 - "$port" "$KEY" "$SECRET" <<'PY'
-import sys, boto3
-port, key, secret = sys.argv[1:4]
-sns = boto3.client("sns", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                   aws_access_key_id=key, aws_secret_access_key=secret)
-app = sns.create_platform_application(Name="bench", Platform="GCM", Attributes={"PlatformCredential": "{}"})
-print(sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicationArn"], Token="bench-token")["EndpointArn"])
-PY
-)
+arn=$(bench_endpoint)
 native_publish_script "$work/native.lua" "${arn##*/}" "load test"
 # 1,000 endpoints x 400 messages: the (message, endpoint) pairs the ids name.
 psql -qtA "$db" <<SQL

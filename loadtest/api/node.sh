@@ -19,6 +19,19 @@ start_node() {
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
 }
 
+# bench_endpoint: a GCM application "bench" and its endpoint with token "bench-token", made through the SNS API of
+# the node start_node started; prints the endpoint's ARN.
+bench_endpoint() {
+  python3 - "$port" "$KEY" "$SECRET" <<'PY'
+import sys, boto3
+port, key, secret = sys.argv[1:4]
+sns = boto3.client("sns", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                   aws_access_key_id=key, aws_secret_access_key=secret)
+app = sns.create_platform_application(Name="bench", Platform="GCM", Attributes={"PlatformCredential": "{}"})
+print(sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicationArn"], Token="bench-token")["EndpointArn"])
+PY
+}
+
 # native_publish_script FILE ENDPOINT_ID TEXT: a wrk script publishing TEXT to one endpoint through POST /v1/publish
 # with a new API key of the node's account.
 native_publish_script() {

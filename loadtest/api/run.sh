@@ -21,15 +21,7 @@ SCENARIOS=${SCENARIOS:-health signed native}
 WARMUP=${WARMUP:-}
 . "$ROOT/loadtest/api/node.sh"
 start_node clarion-apibench --role api
-arn=$(python3 - "$port" "$KEY" "$SECRET" <<'PY'
-import sys, boto3
-port, key, secret = sys.argv[1:4]
-sns = boto3.client("sns", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                   aws_access_key_id=key, aws_secret_access_key=secret)
-app = sns.create_platform_application(Name="bench", Platform="GCM", Attributes={"PlatformCredential": "{}"})
-print(sns.create_platform_endpoint(PlatformApplicationArn=app["PlatformApplicationArn"], Token="bench-token")["EndpointArn"])
-PY
-)
+arn=$(bench_endpoint)
 python3 "$ROOT/loadtest/api/presign.py" "http://127.0.0.1:$port" "$KEY" "$SECRET" "$arn" 2000 "$work/publish.lua"
 pg_port=$(sed -n 4p "$work/postgres/data/postmaster.pid")
 pg_pid=$(head -1 "$work/postgres/data/postmaster.pid")
