@@ -34,6 +34,7 @@ private let kinds: [UInt8: @Sendable ([UInt8], String) -> Void] = [
     UInt8(ascii: "p"): publish, UInt8(ascii: "e"): endpoint, UInt8(ascii: "a"): application, UInt8(ascii: "t"): topic,
     UInt8(ascii: "r"): registration, UInt8(ascii: "b"): batch, UInt8(ascii: "s"): status, UInt8(ascii: "c"): cleanup,
     UInt8(ascii: "m"): mobileEvent, UInt8(ascii: "q"): paging, UInt8(ascii: "i"): ids, UInt8(ascii: "d"): beacon,
+    UInt8(ascii: "f"): filterPolicy,
 ]
 
 private let caller = NativeCaller(accountID: "123456789012", accountKey: 1, region: "us-east-1")
@@ -203,4 +204,29 @@ private func beacon(_ body: [UInt8], _ extra: String) {
         require(encoded.utf8.count == DeliveryIDCodec.encodedLength, "encoded delivery id of \(encoded.utf8.count) characters")
         require((try? codec.decode(encoded)) == id, "delivery id \(id) does not round-trip")
     }
+}
+
+/// A subscription's FilterPolicy (a tenant writes it) compiled in either scope and matched against a message built
+/// from `extra` (its body, and its attributes when it is a JSON object of strings, numbers or arrays): compiling is
+/// deterministic, and a policy that compiled matches any message without trapping.
+private func filterPolicy(_ body: [UInt8], _ extra: String) {
+    let text = String(decoding: body, as: UTF8.self)
+    var attributes: [String: [FilterValue]] = [:]
+    if let object = (try? JSONValue.parse(extra))?.objectValue {
+        for member in object {
+            switch member.value {
+            case .string(let value): attributes[member.key] = [.string(value)]
+            case .number(let number): attributes[member.key] = [.number(number.doubleValue ?? 0)]
+            case .array(let values): attributes[member.key] = values.compactMap { $0.stringValue.map(FilterValue.string) }
+            default: continue
+            }
+        }
+    }
+    let message = FilterMessage(attributes: attributes, body: try? JSONValue.parse(extra))
+    for scope in [FilterPolicyScope.messageAttributes, .messageBody] {
+        guard let policy = try? FilterPolicy.compile(text, scope: scope) else { continue }
+        require((try? FilterPolicy.compile(text, scope: scope)) == policy, "compiling \(text) twice differs")
+        _ = policy.matches(message)
+    }
+    _ = CIDRBlock(extra)?.contains(text)
 }
