@@ -19,6 +19,7 @@ public struct CampaignContext: Sendable {
     /// Whose forwarding headers name the client (`CLARION_TRUSTED_PROXIES`).
     public let trustedProxies: TrustedProxies
     public let clock: @Sendable () -> Date
+    private let accountKeys = AccountKeyCache()
 
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, campaigns: CampaignRepository,
                 deliveryIDs: DeliveryIDCodec, opens: OpenRecorder, beaconLimiter: BeaconLimiter? = BeaconLimiter(),
@@ -46,7 +47,9 @@ public struct CampaignContext: Sendable {
     func accountKey(_ request: HTTPRequest) async throws(JSONAPIError) -> Int64 {
         let principal = try await authenticator.authenticate(request)
         do throws(StoreError) {
-            return try await accounts.account(accountID: principal.accountID).key
+            return try await accountKeys.key(principal.accountID) { () async throws(StoreError) in
+                try await accounts.account(accountID: principal.accountID).key
+            }
         } catch {
             throw error.code == .notFound ? JSONAPIError.invalidAPIKey : JSONAPIError.internalError(cause: error.logText)
         }

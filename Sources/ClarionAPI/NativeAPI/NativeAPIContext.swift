@@ -2,7 +2,6 @@ import ClarionCrypto
 import ClarionHTTP1
 import ClarionStore
 import Foundation
-import Synchronization
 
 /// What the native JSON API under `/v1` stands on: the same repositories and publish batcher as the SNS
 /// actions (so a resource made through one API is the other's too), the API-key authenticator, the region
@@ -22,7 +21,7 @@ public struct NativeAPIContext: Sendable {
     public let region: String
     public let clock: @Sendable () -> Date
     public let makeID: @Sendable () -> UUID
-    private let accountKeys = NativeAccountKeys()
+    let accountKeys: AccountKeyCache
     /// What never changes about an endpoint (its platform and application), by account and id: a publish to
     /// an endpoint id it has seen skips the lookup; the statement that stores the message still checks that the
     /// endpoint exists in the account and that it and its application are enabled.
@@ -31,8 +30,10 @@ public struct NativeAPIContext: Sendable {
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, applications: PlatformApplicationRepository,
                 endpoints: EndpointRepository, topics: TopicRepository, subscriptions: SubscriptionRepository,
                 tags: TagRepository, messages: MessageRepository, jobs: FanOutJobs, batcher: PublishBatcher, region: String,
+                accountKeys: AccountKeyCache = AccountKeyCache(),
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.authenticator = authenticator
+        self.accountKeys = accountKeys
         self.accounts = accounts
         self.applications = applications
         self.endpoints = endpoints
@@ -68,20 +69,19 @@ public struct NativeAPIContext: Sendable {
         self.init(authenticator: authenticator ?? BearerAuthenticator(resolver: keys),
                   accounts: sns.accounts, applications: sns.applications, endpoints: sns.endpoints, topics: sns.topics,
                   subscriptions: sns.subscriptions, tags: sns.tags, messages: MessageRepository(pool: pool),
-                  jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, clock: sns.clock, makeID: sns.makeID)
+                  jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, accountKeys: sns.accountKeys,
+                  clock: sns.clock, makeID: sns.makeID)
     }
 
     /// Authenticates the request and finds the account it acts for.
     func caller(_ request: HTTPRequest) async throws(JSONAPIError) -> NativeCaller {
         let principal = try await authenticator.authenticate(request)
-        if let key = accountKeys.get(principal.accountID) {
-            return NativeCaller(accountID: principal.accountID, accountKey: key, region: region)
-        }
         do throws(StoreError) {
-            // An API key exists only for an existing account, and accounts never change key: cache it.
-            let account = try await accounts.account(accountID: principal.accountID)
-            accountKeys.set(principal.accountID, account.key)
-            return NativeCaller(accountID: principal.accountID, accountKey: account.key, region: region)
+            // An API key exists only for an existing account.
+            let key = try await accountKeys.key(principal.accountID) { () async throws(StoreError) in
+                try await accounts.account(accountID: principal.accountID).key
+            }
+            return NativeCaller(accountID: principal.accountID, accountKey: key, region: region)
         } catch {
             throw error.code == .notFound ? JSONAPIError.invalidAPIKey : JSONAPIError.store(error)
         }
@@ -99,12 +99,6 @@ package struct NativeCaller: Sendable {
         self.accountKey = accountKey
         self.region = region
     }
-}
-
-final class NativeAccountKeys: Sendable {
-    private let keys = Mutex<[String: Int64]>([:])
-    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
-    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
 }
 
 struct EndpointIdentityKey: Hashable, Sendable {

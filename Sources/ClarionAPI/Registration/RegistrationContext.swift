@@ -20,7 +20,7 @@ public struct RegistrationContext: Sendable {
     public let makeID: @Sendable () -> UUID
     /// What the event collector did with token reassignments since this process started.
     public let eventCounters = MobileEventCounters()
-    private let accountKeys = RegistrationAccountKeys()
+    private let accountKeys = AccountKeyCache()
 
     public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
@@ -40,11 +40,10 @@ public struct RegistrationContext: Sendable {
     /// The bearer caller's account key.
     func accountKey(_ request: HTTPRequest) async throws(JSONAPIError) -> Int64 {
         let principal = try await authenticator.authenticate(request)
-        if let key = accountKeys.get(principal.accountID) { return key }
         do throws(StoreError) {
-            let account = try await accounts.account(accountID: principal.accountID)
-            accountKeys.set(principal.accountID, account.key)
-            return account.key
+            return try await accountKeys.key(principal.accountID) { () async throws(StoreError) in
+                try await accounts.account(accountID: principal.accountID).key
+            }
         } catch {
             throw error.code == .notFound ? JSONAPIError.invalidAPIKey : RegistrationFields.storeError(error)
         }
@@ -52,8 +51,8 @@ public struct RegistrationContext: Sendable {
 }
 
 /// Device-token reassignments by the mobile event collector (a token bound to one `user_id` moved to another),
-/// counted per process since start for a metrics endpoint to export, e.g. as
-/// `clarion_event_token_reassignments_total{outcome="allowed"|"refused"}`. Deliberately not per app: a metric's
+/// counted per process since start; `/metrics` exports them as
+/// `clarion_mobile_token_reassignments_total{outcome="allowed"|"refused"}`. Deliberately not per app: a metric's
 /// labels stay bounded, or a metrics store grows with every app; the log line of each one names the app.
 public final class MobileEventCounters: Sendable {
     private let allowed = Atomic<Int>(0)
@@ -73,12 +72,6 @@ public final class MobileEventCounters: Sendable {
             refused.add(1, ordering: .relaxed)
         }
     }
-}
-
-final class RegistrationAccountKeys: Sendable {
-    private let keys = Mutex<[String: Int64]>([:])
-    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
-    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
 }
 
 /// One JSON object of a request, read field by field; every refusal is a 400 naming the field as a path

@@ -1,7 +1,6 @@
 import ClarionCrypto
 import ClarionStore
 import Foundation
-import Synchronization
 
 /// What the SNS actions stand on: the repositories, the publish batcher, the region for ARNs, and the
 /// injected clock and id source (tests make them deterministic).
@@ -47,19 +46,12 @@ public struct SNSActionContext: Sendable {
     /// The caller's internal account key. Accounts never change key, so it is cached after the first lookup
     /// (which creates the account when authentication is disabled and it does not exist yet).
     func accountKey(_ caller: SNSCaller) async throws(SNSError) -> Int64 {
-        if let key = accountKeys.get(caller.accountID) { return key }
-        do {
-            let account = try await accounts.ensureAccount(accountID: caller.accountID)
-            accountKeys.set(caller.accountID, account.key)
-            return account.key
+        do throws(StoreError) {
+            return try await accountKeys.key(caller.accountID) { () async throws(StoreError) in
+                try await accounts.ensureAccount(accountID: caller.accountID).key
+            }
         } catch {
-            throw SNSError.internalError(cause: error.logText)
+            throw error.isTransient ? SNSError.serviceUnavailable(cause: error.logText) : SNSError.internalError(cause: error.logText)
         }
     }
-}
-
-final class AccountKeyCache: Sendable {
-    private let keys = Mutex<[String: Int64]>([:])
-    func get(_ accountID: String) -> Int64? { keys.withLock { $0[accountID] } }
-    func set(_ accountID: String, _ key: Int64) { keys.withLock { $0[accountID] = key } }
 }
