@@ -285,7 +285,7 @@ struct FanOutTests {
         let ios = RecordingTransport()
         var configuration = testConfiguration(owner: "node-a", inFlight: 200, shardSize: 5_000)
         let logged = Mutex<[(String, [String: String])]>([])
-        configuration.log = DispatcherLog { _, message, fields in logged.withLock { $0.append((message, fields)) } }
+        configuration.log = Log("test") { _, message, fields in logged.withLock { $0.append((message, fields)) } }
         let dispatcher = RunningDispatcher(Dispatcher(
             pool: fixture.pool, directory: TestDirectory(transports: ["ios": ios, "android": android]),
             configuration: configuration))
