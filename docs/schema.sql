@@ -376,6 +376,7 @@ CREATE TABLE public.messages (
     planned boolean DEFAULT false NOT NULL,
     started_at timestamp with time zone,
     completed_at timestamp with time zone,
+    first_delivery_at timestamp with time zone,
     CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text]))),
     CONSTRAINT messages_target_kind_check CHECK ((target_kind = ANY (ARRAY['endpoint'::text, 'topic'::text, 'user'::text, 'audience'::text])))
 );

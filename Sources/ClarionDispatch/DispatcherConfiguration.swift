@@ -155,3 +155,11 @@ extension DispatcherConfiguration {
         return attempt < 3 ? delay : nil
     }
 }
+
+extension DispatcherConfiguration {
+    /// What a committed checkpoint reports: its warnings to the log, its first deliveries to the histogram.
+    func committed(_ report: FailureReport) {
+        log.report(report)
+        metrics?.observe(report.firstDeliveries)
+    }
+}

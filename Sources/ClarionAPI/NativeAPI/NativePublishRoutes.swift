@@ -265,6 +265,7 @@ package enum NativePublishRoutes {
             "pending_retries": number(status.pendingRetries),
             "published_at": NativeResponse.time(status.publishedAt),
             "started_at": NativeResponse.time(status.startedAt),
+            "first_delivery_at": NativeResponse.time(status.firstDeliveryAt),
             "completed_at": NativeResponse.time(status.completedAt),
             "expires_at": NativeResponse.time(status.expiresAt),
         ]
