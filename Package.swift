@@ -138,7 +138,11 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: fuzzing ? [] : [
         .executable(name: "clarion", targets: ["clarion"]),
-    ],
+    ] + [
+        // The modules loadtest/Package.swift (the benchmarks, a package of their own) builds against.
+        "ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionHTTP2",
+        "ClarionProviders", "ClarionDispatch", "ClarionEmulator",
+    ].map { .library(name: $0, targets: [$0]) },
     targets: fuzzing ? systemLibraries + modules.filter { !notFuzzed.contains($0.name) } + fuzzTargets
                      : systemLibraries + modules + tests
 )
