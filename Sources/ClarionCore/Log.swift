@@ -188,18 +188,9 @@ public struct Log: Sendable {
 
     /// RFC 3339 in UTC with milliseconds: `2026-12-02T20:44:09.123Z`.
     public static func appendTimestamp(_ time: (seconds: Int, milliseconds: Int), to out: inout [UInt8]) {
-        // Civil date from days since 1970-01-01 (Howard Hinnant's days-to-civil algorithm).
-        let days = time.seconds >= 0 ? time.seconds / 86_400 : (time.seconds - 86_399) / 86_400
-        let secondOfDay = time.seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (days, secondOfDay64) = UTCTime.split(Int64(time.seconds))
+        let (year64, month64, day64) = UTCTime.civil(days: days)
+        let (year, month, day, secondOfDay) = (Int(year64), Int(month64), Int(day64), Int(secondOfDay64))
         func digits(_ value: Int, _ count: Int) {
             var divisor = 1
             for _ in 1..<count { divisor *= 10 }

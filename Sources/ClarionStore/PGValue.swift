@@ -106,19 +106,8 @@ enum PGTimestamp {
         // Zone must be +00 (UTC session).
         guard index + 3 <= bytes.count, bytes[index] == 0x2b || bytes[index] == 0x2d,
               let zone = number(index + 1, 2), zone == 0 else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = Int(UTCTime.days(year: Int64(year), month: Int64(month), day: Int64(day)))
         let seconds = Double(days * 86_400 + hour * 3_600 + minute * 60 + second)
         return Date(timeIntervalSince1970: seconds + Double(micros) / 1_000_000)
-    }
-
-    /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

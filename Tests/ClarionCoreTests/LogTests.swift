@@ -69,6 +69,18 @@ struct LogTests {
         #expect(seen.withLock { $0 } == ["debug d [:]", "error e [\"k\": \"v\"]"])
     }
 
+    @Test("UTCTime: civil dates and day counts agree both ways, from 0000-03-01 to 9999-12-31; IMF-fixdates parse")
+    func utcTime() {
+        for days in stride(from: Int64(-719_468), through: 2_932_896, by: 7) {
+            let (y, m, d) = UTCTime.civil(days: days)
+            #expect(UTCTime.days(year: y, month: m, day: d) == days)
+        }
+        #expect(UTCTime.parseIMFFixdate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(UTCTime.parseIMFFixdate("Sunday, 06-Nov-94 08:49:37 GMT") == nil, "RFC 850's obsolete form is not read")
+        #expect(UTCTime.parseIMFFixdate("Mon, 01 Jan 10000 00:00:00 GMT") == nil, "five-digit years would overflow")
+        #expect(UTCTime.split(-1) == (-1, 86_399))
+    }
+
     @Test("A device token in a log is its first 8 characters")
     func tokenPrefix() {
         #expect(Log.tokenPrefix(String(repeating: "ab", count: 32)) == "abababab…")

@@ -37,35 +37,9 @@ public struct ProviderResponse: Sendable, Hashable {
     }
 }
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format servers send today.
-/// The obsolete RFC 850 and asctime forms are not read (a Retry-After in them is ignored, falling back to backoff).
+/// `Retry-After`'s HTTP-date form (IMF-fixdate only: one in an obsolete form is ignored, falling back to backoff).
 enum HTTPDate {
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
     static func parse(_ text: String) -> Date? {
-        // "Sun, 06 Nov 1994 08:49:37 GMT". Four-digit years only: a longer one would overflow the day count.
-        let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT",
-            let day = Int(parts[1]), (1...31).contains(day),
-            let monthIndex = months.firstIndex(of: String(parts[2])),
-            let year = Int(parts[3]), (1970...9999).contains(year)
-        else { return nil }
-        let time = parts[4].split(separator: ":")
-        guard time.count == 3, let h = Int(time[0]), let m = Int(time[1]), let s = Int(time[2]),
-            (0...23).contains(h), (0...59).contains(m), (0...60).contains(s)
-        else { return nil }
-        let days = daysFromCivil(year: year, month: monthIndex + 1, day: day)
-        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + h * 3600 + m * 60 + s))
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        UTCTime.parseIMFFixdate(text).map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 }

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 extension FanOutJobs {
@@ -66,6 +67,6 @@ extension FanOutJobs {
 
     static func day(fromCompact text: String) -> Int? {
         guard text.count == 8, let value = Int(text) else { return nil }
-        return PGTimestamp.daysFromCivil(year: value / 10_000, month: value / 100 % 100, day: value % 100)
+        return Int(UTCTime.days(year: Int64(value / 10_000), month: Int64(value / 100 % 100), day: Int64(value % 100)))
     }
 }
