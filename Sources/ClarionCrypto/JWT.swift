@@ -26,12 +26,12 @@ public enum JWT {
 
     /// Splits and decodes a token without checking its signature: the emulator reads `kid`/`iss`
     /// first to pick the key, then calls `DecodedJWT.verify(with:)`.
-    public static func decode(_ token: String) throws(JWTError) -> DecodedJWT {
+    public static func decode(_ token: String) throws(CryptoError) -> DecodedJWT {
         try DecodedJWT(token: token)
     }
 
     /// Decodes and verifies in one step; the header's `alg` must be the key's algorithm.
-    public static func verify(_ token: String, key: VerifyingKey) throws(JWTError) -> DecodedJWT {
+    public static func verify(_ token: String, key: VerifyingKey) throws(CryptoError) -> DecodedJWT {
         let decoded = try DecodedJWT(token: token)
         try decoded.verify(with: key)
         return decoded
@@ -48,11 +48,11 @@ public struct DecodedJWT: Sendable {
     public let signingInput: [UInt8]
     public let signature: [UInt8]
 
-    init(token: String) throws(JWTError) {
+    init(token: String) throws(CryptoError) {
         let bytes = Array(token.utf8)
         let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
         guard dots.count == 2 else {
-            throw JWTError(.malformed, "a compact JWS has three dot-separated parts, this token has \(dots.count + 1)")
+            throw CryptoError(.malformedToken, "a compact JWS has three dot-separated parts, this token has \(dots.count + 1)")
         }
         let headerPart = bytes[..<dots[0]]
         let claimsPart = bytes[(dots[0] + 1)..<dots[1]]
@@ -61,13 +61,13 @@ public struct DecodedJWT: Sendable {
               let claimsJSON = Base64URL.decode(bytes: claimsPart),
               let signature = Base64URL.decode(bytes: signaturePart)
         else {
-            throw JWTError(.malformed, "a part is not unpadded base64url")
+            throw CryptoError(.malformedToken, "a part is not unpadded base64url")
         }
         guard case .object(let header)? = JWTValue(jsonBytes: headerJSON) else {
-            throw JWTError(.malformed, "the header is not a JSON object")
+            throw CryptoError(.malformedToken, "the header is not a JSON object")
         }
         guard case .object(let claims)? = JWTValue(jsonBytes: claimsJSON) else {
-            throw JWTError(.malformed, "the claims set is not a JSON object")
+            throw CryptoError(.malformedToken, "the claims set is not a JSON object")
         }
         self.header = header
         self.claims = claims
@@ -78,16 +78,16 @@ public struct DecodedJWT: Sendable {
 
     /// Checks the signature with `key`. The token's `alg` must name the key's algorithm: the
     /// algorithm is never taken from the token alone (no `none`, no RS/ES confusion).
-    public func verify(with key: VerifyingKey) throws(JWTError) {
+    public func verify(with key: VerifyingKey) throws(CryptoError) {
         guard let algorithm else {
             let named = header["alg"]?.stringValue ?? "none given"
-            throw JWTError(.unsupportedAlgorithm, "unsupported alg \(named)")
+            throw CryptoError(.unsupportedAlgorithm, "unsupported alg \(named)")
         }
         guard algorithm == key.algorithm else {
-            throw JWTError(.algorithmMismatch, "the token is \(algorithm.rawValue) but the key verifies \(key.algorithm.rawValue)")
+            throw CryptoError(.algorithmMismatch, "the token is \(algorithm.rawValue) but the key verifies \(key.algorithm.rawValue)")
         }
         guard key.verify(signature: signature, message: signingInput) else {
-            throw JWTError(.invalidSignature, "the signature does not verify")
+            throw CryptoError(.invalidSignature, "the signature does not verify")
         }
     }
 
