@@ -6,7 +6,9 @@ import Synchronization
 /// with keys it generates (it plays the browser too), and decrypts and verifies every push it receives.
 ///
 /// - `POST /_emulator/webpush/subscriptions`: a new subscription; answers the browser's `PushSubscription.toJSON()`,
-///   `{"endpoint":"https://<this authority>/wp/<id>","expirationTime":null,"keys":{"p256dh":...,"auth":...}}`.
+///   `{"endpoint":"https://<this authority>/wp/<id>","expirationTime":null,"keys":{"p256dh":...,"auth":...}}`, plus
+///   `"browserPrivateKey"`: the subscription's private key (PKCS#8 DER, base64url), which only a browser holds, so a
+///   test can decrypt a recorded push on its own instead of trusting the emulator's decryption.
 /// - `DELETE /_emulator/webpush/subscriptions/<id>`: the user unsubscribed; pushes to it get 410 from then on.
 /// - `POST /wp/<id>`: a push, checked in this order:
 ///   unknown id: 404; unsubscribed: 410 (RFC 8030 section 7.3);
@@ -39,12 +41,14 @@ final class WebPushEmulator: Sendable {
 
     func subscribe(authority: String) -> [UInt8] {
         let id = UUID().uuidString.lowercased()
-        let subscription = Subscription(key: .generate(), auth: SecureRandom.bytes(16))
+        let pkcs8 = SigningKey.generateP256().pkcs8DER
+        let subscription = Subscription(key: try! P256KeyAgreementKey(pkcs8DER: pkcs8), auth: SecureRandom.bytes(16))
         subscriptions.withLock { $0[id] = subscription }
         let json: JWTValue = .object([
             "endpoint": .string("https://\(authority)\(Self.pushPrefix)\(id)"),
             "expirationTime": .null,
             "keys": .object(["p256dh": .string(Base64URL.encode(subscription.key.publicKey)), "auth": .string(Base64URL.encode(subscription.auth))]),
+            "browserPrivateKey": .string(Base64URL.encode(pkcs8)),
         ])
         return json.jsonBytes
     }
