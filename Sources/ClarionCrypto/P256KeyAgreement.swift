@@ -16,9 +16,21 @@ public final class P256KeyAgreementKey: @unchecked Sendable {
     public let publicKey: [UInt8]
 
     /// A fresh key pair (one per Web Push message: RFC 8291 section 3.1 requires a new ephemeral key).
+    ///
+    /// Generated straight into an `EVP_PKEY` and its point read as a parameter: no DER round trip, since OpenSSL 3's
+    /// encoders and decoders cost several times the key generation itself (loadtest/webpush, docs/benchmarks.md).
     public static func generate() -> P256KeyAgreementKey {
-        let signing = SigningKey.generateP256()
-        return try! P256KeyAgreementKey(pkcs8DER: signing.pkcs8DER)
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            preconditionFailure("EVP_PKEY_CTX_new_from_name(EC) failed: \(OpenSSLErrors.drain())")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
+              EVP_PKEY_generate(ctx, &key) == 1, let key
+        else {
+            preconditionFailure("P-256 key generation failed: \(OpenSSLErrors.drain())")
+        }
+        return try! P256KeyAgreementKey(taking: key)
     }
 
     /// A key from its 32-byte private scalar (the RFC 8291 Appendix A keys are given this way).
@@ -64,8 +76,17 @@ public final class P256KeyAgreementKey: @unchecked Sendable {
             EVP_PKEY_free(key)
             throw CryptoError(.invalidKey, "ECDH needs a P-256 key")
         }
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        let read = point.withUnsafeMutableBufferPointer {
+            EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", $0.baseAddress, 65, &length)  // OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY
+        }
+        guard read == 1, length == 65, point[0] == 0x04 else {
+            EVP_PKEY_free(key)
+            throw CryptoError(.invalidKey, "the key's public point is not readable uncompressed: \(OpenSSLErrors.drain())")
+        }
         pkey = key
-        publicKey = P256PublicKey.uncompressedPoint(ofSubjectPublicKeyInfo: KeyKind.subjectPublicKeyInfo(key))
+        publicKey = point
     }
 
     deinit { EVP_PKEY_free(pkey) }
@@ -79,8 +100,10 @@ public final class P256KeyAgreementKey: @unchecked Sendable {
                 }
                 defer { EVP_PKEY_CTX_free(context) }
                 var length = 0
+                // No peer validation here (validate_peer 0): `P256PublicKey` was checked to be on the curve when it was
+                // read, which for P-256 (cofactor 1) is the whole check; validating again costs a scalar multiplication.
                 guard EVP_PKEY_derive_init(context) == 1,
-                      EVP_PKEY_derive_set_peer(context, peer.pkey) == 1,
+                      EVP_PKEY_derive_set_peer_ex(context, peer.pkey, 0) == 1,
                       EVP_PKEY_derive(context, nil, &length) == 1
                 else {
                     throw CryptoError(.invalidKey, "ECDH key agreement refused: \(OpenSSLErrors.drain())")
@@ -102,6 +125,10 @@ public final class P256PublicKey: @unchecked Sendable {
     let pkey: OpaquePointer
     public let uncompressed: [UInt8]
 
+    /// `OSSL_PKEY_PARAM_GROUP_NAME` and `OSSL_PKEY_PARAM_PUB_KEY`, as C strings that live as long as the process.
+    static let groupParameterName = Array("group".utf8CString)
+    static let publicKeyParameterName = Array("pub".utf8CString)
+
     /// DER `SubjectPublicKeyInfo` prefix for an uncompressed P-256 point (id-ecPublicKey, prime256v1).
     static let subjectPublicKeyInfoPrefix: [UInt8] = [
         0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
@@ -109,15 +136,37 @@ public final class P256PublicKey: @unchecked Sendable {
     ]
 
     /// Refuses anything that is not `0x04 || X || Y` for a point on P-256 (OpenSSL checks the curve equation
-    /// when it decodes the point).
+    /// when it imports the point: `EC_POINT_oct2point`).
+    ///
+    /// Imported from parameters (`EVP_PKEY_fromdata`), not decoded from DER: OpenSSL 3's decoder framework made
+    /// `d2i_PUBKEY` cost three ECDH operations per subscription (loadtest/webpush).
     public init(uncompressed point: [UInt8]) throws(CryptoError) {
         guard point.count == 65, point[0] == 0x04 else {
             throw CryptoError(.invalidKey, "a P-256 public key is the 65-byte uncompressed point starting 0x04, got \(point.count) bytes")
         }
-        let der = Self.subjectPublicKeyInfoPrefix + point
-        let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var pointer = buffer.baseAddress
-            return d2i_PUBKEY(nil, &pointer, buffer.count)
+        var key: OpaquePointer?
+        if let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) {
+            defer { EVP_PKEY_CTX_free(context) }
+            // OSSL_PARAM keeps the pointers it is given, names included: every one must outlive `EVP_PKEY_fromdata`,
+            // so none may be a temporary C string bridged from a Swift literal (valid only for the construct call).
+            var group = Array("prime256v1".utf8CString)
+            var bytes = point
+            Self.groupParameterName.withUnsafeBufferPointer { groupName in
+                Self.publicKeyParameterName.withUnsafeBufferPointer { pubName in
+                    group.withUnsafeMutableBufferPointer { groupBuffer in
+                        bytes.withUnsafeMutableBytes { pointBuffer in
+                            var params = [
+                                OSSL_PARAM_construct_utf8_string(groupName.baseAddress, groupBuffer.baseAddress, 0),
+                                OSSL_PARAM_construct_octet_string(pubName.baseAddress, pointBuffer.baseAddress, 65),
+                                OSSL_PARAM_construct_end(),
+                            ]
+                            if EVP_PKEY_fromdata_init(context) == 1 {
+                                _ = EVP_PKEY_fromdata(context, &key, clarion_EVP_PKEY_PUBLIC_KEY(), &params)
+                            }
+                        }
+                    }
+                }
+            }
         }
         guard let key else {
             throw CryptoError(.invalidKey, "the point is not on the P-256 curve: \(OpenSSLErrors.drain())")
