@@ -356,7 +356,7 @@ public final class ProviderEmulator: Sendable {
             for record in records() { body.append(contentsOf: EmulatorRecorder.jsonLine(record)) }
             return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "application/x-ndjson")], body: body)))
         case ("POST", WebPushEmulator.subscriptionsPath):
-            return EmulatorDecision(action: .respond(EmulatorResponse(status: 201, headers: json, body: webPush.subscribe(authority: request.authority))))
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 201, headers: json, body: webPush.subscribe(authority: request.authority, body: request.body))))
         case ("DELETE", _) where path.hasPrefix(WebPushEmulator.subscriptionsPath + "/"):
             let id = String(path.dropFirst(WebPushEmulator.subscriptionsPath.count + 1))
             return EmulatorDecision(action: .respond(EmulatorResponse(status: webPush.unsubscribe(id: id) ? 204 : 404)))

@@ -14,9 +14,10 @@ import Synchronization
 ///   unknown id: 404; unsubscribed: 410 (RFC 8030 section 7.3);
 ///   no `TTL`, or not a non-negative integer: 400 (section 5.2); `Urgency` not one of very-low, low, normal, high:
 ///   400 (section 5.3); `Topic` over 32 characters or outside base64url: 400 (section 5.4);
-///   no `vapid` authorization: 401; a `k` that is not a P-256 point, a JWT that does not verify with it, `aud` not
-///   this service's origin, `exp` missing, past or more than 24 hours ahead, `sub` not `mailto:`/`https:`: 403
-///   (RFC 8292 section 2, 3 and 4.2: 401 for absent, 403 for invalid authentication);
+///   no `vapid` authorization, a `k` that is not a P-256 point, a JWT that does not verify with it, `aud` not this
+///   service's origin, `exp` missing, past or more than 24 hours ahead, `sub` not `mailto:`/`https:`: 401;
+///   a subscription made with an `applicationServerKey` (the request body `{"applicationServerKey": "<base64url>"}`
+///   at subscribe) and a push whose `k` is another key: 403 (RFC 8292 section 4.2);
 ///   `Content-Encoding` not `aes128gcm`: 415; a body over 4096 octets: 413 (RFC 8030 section 7.2);
 ///   a body that does not decrypt with the subscription's keys, or is more than one record: 400 (RFC 8291 section 4);
 ///   else 201 with `Location: /m/<id>`, and the record keeps the plaintext and the raw body (base64url).
@@ -27,6 +28,8 @@ final class WebPushEmulator: Sendable {
     struct Subscription: Sendable {
         let key: P256KeyAgreementKey
         let auth: [UInt8]
+        /// The `applicationServerKey` the subscription is restricted to (base64url), if any.
+        var applicationServerKey: String?
         var unsubscribed = false
     }
 
@@ -39,10 +42,11 @@ final class WebPushEmulator: Sendable {
         var plaintext: [UInt8]?
     }
 
-    func subscribe(authority: String) -> [UInt8] {
+    func subscribe(authority: String, body: [UInt8] = []) -> [UInt8] {
         let id = UUID().uuidString.lowercased()
         let pkcs8 = SigningKey.generateP256().pkcs8DER
-        let subscription = Subscription(key: try! P256KeyAgreementKey(pkcs8DER: pkcs8), auth: SecureRandom.bytes(16))
+        var subscription = Subscription(key: try! P256KeyAgreementKey(pkcs8DER: pkcs8), auth: SecureRandom.bytes(16))
+        if case .object(let options)? = JWTValue(jsonBytes: body) { subscription.applicationServerKey = options["applicationServerKey"]?.stringValue }
         subscriptions.withLock { $0[id] = subscription }
         let json: JWTValue = .object([
             "endpoint": .string("https://\(authority)\(Self.pushPrefix)\(id)"),
@@ -97,7 +101,10 @@ final class WebPushEmulator: Sendable {
             return refuse(401, "authorization is not vapid t=..., k=...")
         }
         if let failure = Self.checkVAPID(token: token, key: keyText, origin: "https://\(Self.originAuthority(request.authority))", now: now) {
-            return refuse(403, failure)
+            return refuse(401, failure)
+        }
+        if let restricted = subscription.applicationServerKey, restricted != keyText {
+            return refuse(403, "the subscription is restricted to another application server key")
         }
 
         guard request.header("content-encoding")?.lowercased() == "aes128gcm" else {

@@ -354,8 +354,10 @@ public final class ProviderClient: Sendable {
     /// says why (at most once a minute for each reason).
     private func connectionFailed(_ reason: String) {
         guard let suppressed = logLimiter.admit("connect " + reason, now: clock()) else { return }
+        // Web Push has no endpoint of its own (each subscription names its push service; the reason names the host).
+        let endpoint = application.platform == .webPush ? "per subscription" : application.endpointURL
         var fields = ["application": application.id, "platform": application.platform.rawValue,
-                      "endpoint": application.endpointURL, "reason": reason]
+                      "endpoint": endpoint, "reason": reason]
         if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
         log.warning("provider connection failed", fields)
     }

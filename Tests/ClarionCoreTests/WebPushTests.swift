@@ -148,8 +148,9 @@ import Testing
         WebPushResponseClassifier.classify(ProviderResponse(status: status, headers: headers, body: body), now: now)
     }
 
-    // W.5: RFC 8030 section 5 (201), 7.3 (410 expired subscription), 7.2 (413), 8.4 (429), RFC 8292 section 4.2 (401/403).
-    @Test("201 accepted, 404/410 disable the endpoint, 413 message invalid, 429/5xx retried with Retry-After, 401/403 credentials, 400 rejected")
+    // W.5: RFC 8030 section 5 (201), 7.3 (410 expired subscription), 7.2 (413), 8.4 (429), RFC 8292 section 4 (401:
+    // our VAPID token refused) and 4.2 (403: the subscription is restricted to another key).
+    @Test("201 accepted, 404/410/403 disable the endpoint, 413 message invalid, 429/5xx retried with Retry-After, 401 credentials, 400 rejected")
     func outcomes() {
         #expect(Self.classify(201, [("location", "/m/1")]) == .accepted(providerID: "/m/1"))
         guard case .tokenInvalid(let reason, _) = Self.classify(410, [], #"{"reason":"unsubscribed"}"#) else { Issue.record("410"); return }
@@ -158,7 +159,7 @@ import Testing
         guard case .messageInvalid = Self.classify(413) else { Issue.record("413"); return }
         #expect(Self.classify(429, [("retry-after", "30")]) == .retryable(reason: "push service answered 429: HTTP 429", retryAfter: 30))
         guard case .retryable = Self.classify(503) else { Issue.record("503"); return }
-        guard case .credentialsInvalid = Self.classify(403) else { Issue.record("403"); return }
+        guard case .tokenInvalid = Self.classify(403) else { Issue.record("403"); return }
         guard case .credentialsInvalid = Self.classify(401) else { Issue.record("401"); return }
         guard case .rejected = Self.classify(400) else { Issue.record("400"); return }
         #expect(Self.classify(404).endpointAction != .none)

@@ -89,6 +89,23 @@ struct WebPushProviderTests {
         await harness.close()
     }
 
+    // W.5: RFC 8292 section 4.2: a subscription restricted to another application server key answers 403; the endpoint
+    // (not the application) is disabled.
+    @Test("a subscription made for another VAPID key answers 403 and disables the endpoint, not the application")
+    func restrictedToAnotherKey() async throws {
+        let harness = try Harness(tls: true)
+        let client = try harness.client("wp", .webPush, Self.attributes(harness))
+        let other = Base64URL.encode(SigningKey.generateP256().uncompressedPublicKey!)
+        let json = harness.emulator.webPush.subscribe(authority: "127.0.0.1:\(harness.port)",
+                                                      body: Array(#"{"applicationServerKey":"\#(other)"}"#.utf8))
+        let token = try WebPushSubscription.parse(String(decoding: json, as: UTF8.self)).canonicalToken
+        let outcome = await client.send(Self.push(harness, "not for you"), token: token)
+        guard case .tokenInvalid(let reason, _) = outcome else { Issue.record("\(outcome)"); await harness.close(); return }
+        #expect(reason.contains("403"))
+        #expect(!outcome.disablesApplication)
+        await harness.close()
+    }
+
     // W.6 (docs/security.md): the subscription URL comes from a browser: with the public-only address policy the
     // emulator's loopback address is refused before any request reaches it.
     @Test("the outbound address policy refuses a subscription on a loopback address")

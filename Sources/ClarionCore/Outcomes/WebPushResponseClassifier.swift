@@ -7,7 +7,11 @@ import Foundation
 ///   gone for good: the endpoint is disabled with the status and any reason the service gives.
 /// - 413 Payload Too Large (RFC 8030 section 7.2): the message is invalid for every subscription.
 /// - 429 Too Many Requests (RFC 8030 section 8.4) and 5xx: retried, after `Retry-After` when given.
-/// - 401 and 403 (RFC 8292 section 4.2: the VAPID token or key is refused): the application's credentials.
+/// - 401 (the VAPID token is missing or invalid, RFC 8292 section 4): one token serves every subscription of the
+///   origin, so it is the application's credentials.
+/// - 403 (the subscription is restricted to another application server key, RFC 8292 section 4.2): this subscription
+///   can never take our pushes; the endpoint is disabled, as FCM's `SENDER_ID_MISMATCH` (403) disables a token.
+///   Disabling the application instead would let one stale subscription stop a site's every push.
 /// - 400 and other statuses: this delivery is rejected; nothing is disabled (as an unclassified APNs/FCM 400).
 public enum WebPushResponseClassifier {
     public static func classify(_ response: ProviderResponse, now: Date) -> DeliveryOutcome {
@@ -18,7 +22,8 @@ public enum WebPushResponseClassifier {
         case 404, 410: return .tokenInvalid(reason: "push service answered \(status): \(detail)", invalidSince: nil)
         case 413: return .messageInvalid(reason: "push service answered 413: \(detail)")
         case 429, 500...599: return .retryable(reason: "push service answered \(status): \(detail)", retryAfter: response.retryAfter(now: now))
-        case 401, 403: return .credentialsInvalid(reason: "push service refused the VAPID authorization (\(status)): \(detail)")
+        case 401: return .credentialsInvalid(reason: "push service refused the VAPID authorization (401): \(detail)")
+        case 403: return .tokenInvalid(reason: "push service refused this subscription for our VAPID key (403): \(detail)", invalidSince: nil)
         default: return .rejected(reason: "push service answered \(status): \(detail)")
         }
     }
