@@ -108,7 +108,7 @@ extension PushRenderer {
                                   body: template, expiresAt: ttl.expiresAt(publishedAt: context.publishedAt)))
     }
 
-    static func isWebPushTopic(_ topic: String) -> Bool {
+    package static func isWebPushTopic(_ topic: String) -> Bool {
         !topic.isEmpty && topic.utf8.count <= webPushTopicLimit && topic.utf8.allSatisfy {
             ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x5f
         }
