@@ -488,7 +488,7 @@ CREATE TABLE public.platform_applications (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT platform_applications_name_check CHECK (((name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(name) <= 256))),
-    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text])))
+    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text, 'WEBPUSH'::text])))
 );
 
 

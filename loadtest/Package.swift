@@ -30,5 +30,8 @@ let package = Package(
         .executableTarget(
             name: "h2bench", dependencies: clarion("ClarionCrypto", "ClarionEmulator", "ClarionHTTP2", "ClarionTransport"),
             path: "h2bench", exclude: ["README.md", "run.sh", "instructions.sh"], swiftSettings: settings),
+        .executableTarget(
+            name: "webpushbench", dependencies: clarion("ClarionCrypto"),
+            path: "webpush", exclude: ["run.sh"], swiftSettings: settings),
     ]
 )

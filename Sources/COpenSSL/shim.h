@@ -29,6 +29,8 @@ static inline long clarion_BIO_get_mem_data(BIO *bio, char **out) {
 static inline int clarion_EVP_CTRL_GCM_SET_IVLEN(void) { return EVP_CTRL_GCM_SET_IVLEN; }
 static inline int clarion_EVP_CTRL_GCM_GET_TAG(void) { return EVP_CTRL_GCM_GET_TAG; }
 static inline int clarion_EVP_CTRL_GCM_SET_TAG(void) { return EVP_CTRL_GCM_SET_TAG; }
+/* ClarionCrypto: the selection EVP_PKEY_fromdata needs to import a public key (Web Push subscriptions). */
+static inline int clarion_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 /* ClarionHTTP2: intermediate certificates for servers. */
 static inline long clarion_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x509) {
     return SSL_CTX_add1_chain_cert(ctx, x509);

@@ -39,6 +39,10 @@ public struct MobilePushAttributes: Sendable, Hashable {
     public var ttl: [Platform: Int]
     /// `Clarion.Namespace`: Clarion's values under one payload key (`PayloadNamespace`), when the publish asked.
     public var namespace: PayloadNamespace?
+    /// `AWS.SNS.MOBILE.WEBPUSH.URGENCY` (RFC 8030 section 5.3); without it the APNs priority decides, if given.
+    public var webPushUrgency: WebPushUrgency?
+    /// `AWS.SNS.MOBILE.WEBPUSH.TOPIC` (RFC 8030 section 5.4), checked by the renderer.
+    public var webPushTopic: String?
 
     public init(
         apnsPushType: APNsPushType? = nil, apnsPriority: Int? = nil, apnsCollapseID: String? = nil,
@@ -55,6 +59,8 @@ public struct MobilePushAttributes: Sendable, Hashable {
     public static let priorityName = "AWS.SNS.MOBILE.APNS.PRIORITY"
     public static let collapseIDName = "AWS.SNS.MOBILE.APNS.COLLAPSE_ID"
     public static let topicName = "AWS.SNS.MOBILE.APNS.TOPIC"
+    public static let webPushUrgencyName = "AWS.SNS.MOBILE.WEBPUSH.URGENCY"
+    public static let webPushTopicName = "AWS.SNS.MOBILE.WEBPUSH.TOPIC"
 
     /// The TTL attribute that applies to `platform`, if one was given.
     public func ttl(for platform: Platform) -> Int? { ttl[platform] }
@@ -97,6 +103,18 @@ public struct MobilePushAttributes: Sendable, Hashable {
                 let topic = try scalar(name, value).trimmingSpaces
                 guard !topic.isEmpty else { throw invalid(name, "must not be empty") }
                 result.apnsTopic = topic
+            case webPushUrgencyName:
+                let text = try scalar(name, value).trimmingSpaces.lowercased()
+                guard let urgency = WebPushUrgency(rawValue: text) else {
+                    throw invalid(name, "must be one of very-low, low, normal, high")
+                }
+                result.webPushUrgency = urgency
+            case webPushTopicName:
+                let topic = try scalar(name, value).trimmingSpaces
+                guard PushRenderer.isWebPushTopic(topic) else {
+                    throw invalid(name, "must be 1 to 32 base64url characters (A-Z a-z 0-9 - _)")
+                }
+                result.webPushTopic = topic
             default:
                 // Reserved attributes for platforms Clarion does not serve (MACOS, BAIDU, MPNS, WNS, ...):
                 // accepted as SNS accepts them, and not delivered.

@@ -10,6 +10,8 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
     case apnsVoIPSandbox = "APNS_VOIP_SANDBOX"
     case gcm = "GCM"
     case adm = "ADM"
+    /// Browsers through their push services (RFC 8030), VAPID-signed (RFC 8292), encrypted (RFC 8291).
+    case webPush = "WEBPUSH"
 
     /// The provider protocol that carries this platform's pushes.
     public var provider: PushProvider {
@@ -17,6 +19,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .apns, .apnsSandbox, .apnsVoIP, .apnsVoIPSandbox: .apns
         case .gcm: .fcm
         case .adm: .adm
+        case .webPush: .webPush
         }
     }
 
@@ -25,7 +28,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .apns, .apnsVoIP: .production
         case .apnsSandbox, .apnsVoIPSandbox: .sandbox
-        case .gcm, .adm: nil
+        case .gcm, .adm, .webPush: nil
         }
     }
 
@@ -39,6 +42,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .apnsVoIPSandbox: [.apnsVoIPSandbox, .default]
         case .gcm: [.gcm, .default]
         case .adm: [.adm, .default]
+        case .webPush: [.webPush, .default]
         }
     }
 
@@ -54,6 +58,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .apnsVoIPSandbox: ["AWS.SNS.MOBILE.APNS_VOIP_SANDBOX.TTL"]
         case .gcm: ["AWS.SNS.MOBILE.FCM.TTL", "AWS.SNS.MOBILE.GCM.TTL"]
         case .adm: ["AWS.SNS.MOBILE.ADM.TTL"]
+        case .webPush: ["AWS.SNS.MOBILE.WEBPUSH.TTL"]
         }
     }
 
@@ -71,14 +76,17 @@ public enum PushProvider: String, Sendable, Hashable, CaseIterable {
     case apns
     case fcm
     case adm
+    case webPush
 
     /// The largest payload the provider takes (bytes), before any per-type exception such as VoIP.
-    /// APNs counts the body; FCM counts payload keys and values; ADM documents 6 KB.
+    /// APNs counts the body; FCM counts payload keys and values; ADM documents 6 KB; Web Push takes 4096 octets of
+    /// encrypted body, 3993 of plaintext (RFC 8291 section 4).
     public var payloadLimit: Int {
         switch self {
         case .apns: 4096
         case .fcm: 4096
         case .adm: 6144
+        case .webPush: 3993
         }
     }
 }

@@ -60,6 +60,8 @@ public struct RenderedPush: Sendable, Hashable {
         case fcm
         /// The token goes in the path (`/messaging/registrations/<token>/messages`); the body has no token slot.
         case adm
+        /// Web Push: the subscription's URL is the path, the body is encrypted per subscription at send time.
+        case webPush(WebPushRequestHeaders)
     }
 
     public let platform: Platform

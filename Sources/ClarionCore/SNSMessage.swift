@@ -22,6 +22,8 @@ public enum SNSMessageKey: String, Sendable, Hashable, CaseIterable {
     case apnsVoIPSandbox = "APNS_VOIP_SANDBOX"
     case gcm = "GCM"
     case adm = "ADM"
+    /// Web Push: a string is the plaintext as it is, an object its compact JSON (not SNS: Clarion's platform).
+    case webPush = "WEBPUSH"
 }
 
 /// A published message as the per-platform map SNS builds from `Message` and `MessageStructure`.
@@ -35,17 +37,23 @@ public struct SNSMessage: Sendable, Hashable {
     public let defaultText: String?
     /// Platform keys present with a string value, each parsed to the JSON object it holds.
     public let payloads: [SNSMessageKey: JSONObject]
+    /// The `WEBPUSH` entry: what a browser's service worker receives, verbatim.
+    public let webPushPayload: String?
 
-    public init(defaultText: String?, payloads: [SNSMessageKey: JSONObject] = [:]) {
+    public init(defaultText: String?, payloads: [SNSMessageKey: JSONObject] = [:], webPushPayload: String? = nil) {
         precondition(payloads[.default] == nil, "SNSMessage: \"default\" is text, not a payload")
+        precondition(payloads[.webPush] == nil, "SNSMessage: \"WEBPUSH\" is text, in webPushPayload")
         self.defaultText = defaultText
         self.payloads = payloads
+        self.webPushPayload = webPushPayload
     }
 
     /// What an endpoint of one platform receives: its own key's object, or the default text.
     public enum Content: Sendable, Hashable {
         case payload(JSONObject)
         case defaultText(String)
+        /// A platform entry delivered as it is (`WEBPUSH`).
+        case text(String)
     }
 
     /// Parses Publish's Message and MessageStructure.
@@ -75,7 +83,15 @@ public struct SNSMessage: Sendable, Hashable {
         }
 
         var payloads: [SNSMessageKey: JSONObject] = [:]
-        for key in SNSMessageKey.allCases where key != .default {
+        // WEBPUSH: a string is the plaintext, an object stands for its JSON text; other kinds are ignored, as SNS
+        // ignores non-string values.
+        var webPush: String?
+        switch map[SNSMessageKey.webPush.rawValue] {
+        case .string(let text)?: webPush = text
+        case .object(let object)?: webPush = object.jsonText
+        default: break
+        }
+        for key in SNSMessageKey.allCases where key != .default && key != .webPush {
             guard let text = map[key.rawValue]?.stringValue else { continue }
             let value = try? JSONValue.parse(text)
             guard let object = value?.objectValue else {
@@ -83,7 +99,7 @@ public struct SNSMessage: Sendable, Hashable {
             }
             payloads[key] = object
         }
-        return SNSMessage(defaultText: defaultText, payloads: payloads)
+        return SNSMessage(defaultText: defaultText, payloads: payloads, webPushPayload: webPush)
     }
 
     /// For a direct publish to an endpoint: SNS refuses a map with neither "default" nor the platform's key.
@@ -95,6 +111,7 @@ public struct SNSMessage: Sendable, Hashable {
 
     /// The content an endpoint of `platform` gets: its key wins, "default" is the fallback, nil when neither.
     public func content(for platform: Platform) -> Content? {
+        if platform == .webPush, let webPushPayload { return .text(webPushPayload) }
         if let payload = payloads[platform.messageKey] { return .payload(payload) }
         if let text = defaultText { return .defaultText(text) }
         return nil

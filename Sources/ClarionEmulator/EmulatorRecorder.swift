@@ -27,8 +27,13 @@ public struct EmulatorRecord: Codable, Sendable, Equatable {
     /// The client saw the answer no earlier than `time + heldSeconds`.
     public var heldSeconds: Double?
     public var headers: [String: String]
-    /// The request body as UTF-8 text (form bodies have their secrets redacted).
+    /// The request body as UTF-8 text (form bodies have their secrets redacted). Web Push: the decrypted plaintext.
     public var payload: String
+    /// Web Push: the raw (encrypted) request body, base64url, so a test can decrypt it on its own.
+    public var body: String? = nil
+    /// Web Push: the VAPID JWT of the `authorization` header. The push service is its audience (it is no secret
+    /// from the emulator playing that service), and a test verifies it independently with the `k=` key.
+    public var vapidToken: String? = nil
 }
 
 /// Counters served at `GET /_emulator/stats`.
@@ -89,7 +94,7 @@ final class EmulatorRecorder: Sendable {
     }
 
     /// Endpoint names, indexed by `RequestOutcome.endpointIndex`.
-    static let endpointNames = ["apns", "fcm", "fcm-oauth", "adm", "adm-oauth", "unknown"]
+    static let endpointNames = ["apns", "fcm", "fcm-oauth", "adm", "adm-oauth", "unknown", "webpush"]
 
     private struct State {
         /// Hot path: plain 200s without reason or fault, per endpoint index (no hashing).
@@ -226,6 +231,8 @@ final class EmulatorRecorder: Sendable {
         if let reason = record.reason { object["reason"] = .string(reason) }
         if let fault = record.fault { object["fault"] = .string(fault) }
         if let held = record.heldSeconds { object["heldSeconds"] = .number(held) }
+        if let body = record.body { object["body"] = .string(body) }
+        if let vapid = record.vapidToken { object["vapidToken"] = .string(vapid) }
         var line = JWTValue.object(object).jsonBytes
         line.append(0x0a)
         return line

@@ -29,6 +29,7 @@ public final class ProviderEmulator: Sendable {
     let apns: APNsEmulator
     let fcm: FCMEmulator
     let adm: ADMEmulator
+    let webPush = WebPushEmulator()
     let recorder: EmulatorRecorder
     let ids = EmulatorIDs()
     let clock: @Sendable () -> Double
@@ -91,6 +92,8 @@ public final class ProviderEmulator: Sendable {
             endpoint = .apnsSend
         } else if path.hasASCIIPrefix("/_emulator/") {
             return control(request)
+        } else if let id = WebPushEmulator.subscriptionID(ofPushPath: path) {
+            endpoint = .webPushSend(id: id)
         } else if let project = FCMEmulator.project(ofSendPath: path) {
             endpoint = .fcmSend(project: project)
         } else if path == "/token" {
@@ -129,7 +132,12 @@ public final class ProviderEmulator: Sendable {
         }
 
         var answer: ProviderAnswer
+        var webPushPlaintext: [UInt8]?
         switch endpoint {
+        case .webPushSend(let id):
+            let outcome = webPush.handlePush(request, id: id, now: now)
+            answer = outcome.answer
+            webPushPlaintext = outcome.plaintext
         case .apnsSend:
             answer = apns.handle(request, connection: connection, now: now, ids: ids)
             if configuration.apns.lowerLimitAfterRejection,
@@ -182,7 +190,8 @@ public final class ProviderEmulator: Sendable {
         }
         let outcome = RequestOutcome(endpointIndex: endpoint.index, token: answer.token, status: answer.response.status,
                                      reason: answer.reason, fault: fault)
-        account(outcome, request: request, connection: connection, now: now, heldMilliseconds: delayMilliseconds)
+        account(outcome, request: request, connection: connection, now: now, heldMilliseconds: delayMilliseconds,
+                webPushPlaintext: webPushPlaintext)
 
         let action: EmulatorAction
         if delayMilliseconds > 0 {
@@ -223,6 +232,7 @@ public final class ProviderEmulator: Sendable {
         case fcmSend(project: String)
         case admToken
         case admSend(registrationID: String)
+        case webPushSend(id: String)
         case unknown
 
         /// Index into `EmulatorRecorder.endpointNames`.
@@ -234,6 +244,7 @@ public final class ProviderEmulator: Sendable {
             case .admSend: 3
             case .admToken: 4
             case .unknown: 5
+            case .webPushSend: 6
             }
         }
 
@@ -296,7 +307,7 @@ public final class ProviderEmulator: Sendable {
     }
 
     private func account(_ outcome: RequestOutcome, request: EmulatorRequest, connection: EmulatorConnectionState, now: Double,
-                         heldMilliseconds: Int = 0) {
+                         heldMilliseconds: Int = 0, webPushPlaintext: [UInt8]? = nil) {
         recorder.count(outcome)
         guard recorder.isRecording else { return }
         var headers: [String: String] = [:]
@@ -307,10 +318,16 @@ public final class ProviderEmulator: Sendable {
         if outcome.endpoint == "adm-oauth" || outcome.endpoint == "fcm-oauth" {
             payload = Self.redactForm(request.body)
         }
-        recorder.record(EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
-                                       path: request.path, token: outcome.token.map(String.init), status: outcome.status ?? 0, reason: outcome.reason,
-                                       fault: outcome.fault?.rawValue, heldSeconds: heldMilliseconds > 0 ? Double(heldMilliseconds) / 1000 : nil,
-                                       headers: headers, payload: payload))
+        var record = EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
+                                    path: request.path, token: outcome.token.map(String.init), status: outcome.status ?? 0, reason: outcome.reason,
+                                    fault: outcome.fault?.rawValue, heldSeconds: heldMilliseconds > 0 ? Double(heldMilliseconds) / 1000 : nil,
+                                    headers: headers, payload: payload)
+        if outcome.endpoint == "webpush" {
+            record.payload = webPushPlaintext.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            record.body = Base64URL.encode(request.body)
+            record.vapidToken = request.header("authorization").flatMap(VAPIDSigner.parseAuthorization)?.token
+        }
+        recorder.record(record)
     }
 
     /// A token request's form with its secrets (`client_secret`, `assertion`) replaced.
@@ -338,6 +355,11 @@ public final class ProviderEmulator: Sendable {
             var body: [UInt8] = []
             for record in records() { body.append(contentsOf: EmulatorRecorder.jsonLine(record)) }
             return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "application/x-ndjson")], body: body)))
+        case ("POST", WebPushEmulator.subscriptionsPath):
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: 201, headers: json, body: webPush.subscribe(authority: request.authority, body: request.body))))
+        case ("DELETE", _) where path.hasPrefix(WebPushEmulator.subscriptionsPath + "/"):
+            let id = String(path.dropFirst(WebPushEmulator.subscriptionsPath.count + 1))
+            return EmulatorDecision(action: .respond(EmulatorResponse(status: webPush.unsubscribe(id: id) ? 204 : 404)))
         case ("GET", "/_emulator/health"):
             return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "text/plain")], body: Array("ok\n".utf8))))
         default:

@@ -14,6 +14,9 @@ public struct ProviderApplication: Sendable {
     public static let admURL = "https://api.amazon.com"
     /// ADM's Login with Amazon token URL (D.1).
     public static let admTokenURL = "https://api.amazon.com/auth/o2/token"
+    /// Web Push has no send host of its own: every subscription names its push service. This reserved name
+    /// (RFC 2606 `.invalid`) stands for "per subscription" where an application needs one origin; nothing connects to it.
+    public static let webPushNominalURL = "https://push-service.invalid"
 
     public let id: String
     public let platform: Platform
@@ -48,12 +51,14 @@ public struct ProviderApplication: Sendable {
         case .apnsToken, .apnsCertificate: authURL = nil
         case .fcm(let account): authURL = connection.authOverride ?? account.tokenURI
         case .adm: authURL = connection.authOverride ?? Self.admTokenURL
+        case .webPush: authURL = nil
         }
 
         var print = [platform.rawValue, credentials.identity, endpointURL, authURL ?? "", trustedCAPEM ?? ""]
         if case .adm(let adm) = credentials { print.append(Digest.sha256(adm.clientSecret).hexString) }
         if case .apnsToken(let apns) = credentials { print.append(apns.bundleID) }
         if case .apnsCertificate(let apns) = credentials { print.append(apns.topic ?? "") }
+        if case .webPush(let vapid) = credentials { print.append(vapid.subject) }
         fingerprint = Digest.sha256(print.joined(separator: "\u{1}")).hexString
     }
 
@@ -148,6 +153,7 @@ public struct ProviderConnectionSettings: Sendable {
                 endpointURL = platform.apnsEnvironment == .sandbox ? ProviderApplication.apnsSandboxURL : ProviderApplication.apnsProductionURL
             case .fcm: endpointURL = ProviderApplication.fcmURL
             case .adm: endpointURL = ProviderApplication.admURL
+            case .webPush: endpointURL = ProviderApplication.webPushNominalURL
             }
         }
         do {

@@ -63,6 +63,8 @@ public final class ProviderClient: Sendable {
         case oauth(AccessTokenSource)
         /// APNs certificate auth: the pool's TLS client certificate authenticates; no `authorization` header.
         case certificate
+        /// Web Push: a VAPID token per push-service origin, and a pool per origin (`WebPushSender`).
+        case vapid(WebPushSender)
     }
 
     public let application: ProviderApplication
@@ -105,6 +107,8 @@ public final class ProviderClient: Sendable {
         if let refusal = Self.checkToken(delivery.token) { return refusal }
         let authorization: String?
         switch auth {
+        case .vapid(let sender):
+            return await webPushSend(push, to: delivery, sender: sender)
         case .certificate:
             authorization = nil
         case .apns(let signer):
@@ -132,6 +136,9 @@ public final class ProviderClient: Sendable {
         if precheck(push) != nil || Self.checkToken(delivery.token) != nil { return nil }
         let authorization: String?
         switch auth {
+        case .vapid(let sender):
+            guard case .webPush(let headers) = push.request, let subscription = try? WebPushSubscription.parse(delivery.token) else { return nil }
+            return try? sender.request(push, headers: headers, subscription: subscription, deliveryID: delivery.deliveryID, now: clock(), tag: 0)
         case .certificate:
             authorization = nil
         case .apns(let signer):
@@ -165,6 +172,8 @@ public final class ProviderClient: Sendable {
             return deliveries.count
         }
         switch auth {
+        case .vapid(let sender):
+            return webPushSubmit(push, deliveries: deliveries, sink: sink, sender: sender)
         case .certificate:
             return submitRequests(push, deliveries, authorization: nil, sink: sink)
         case .apns(let signer):
@@ -248,6 +257,12 @@ public final class ProviderClient: Sendable {
             }
         case .fcm:
             break  // FCM counts keys and values, which the renderer checked (B.3)
+        case .webPush:
+            // The renderer counted the delivery ids; a payload this large without them cannot be sent either.
+            let size = push.body.fixedByteCount
+            if size > PushProvider.webPush.payloadLimit {
+                return .messageInvalid(reason: "Web Push payload is \(size) bytes, larger than the \(PushProvider.webPush.payloadLimit)-byte limit")
+            }
         }
         return nil
     }
@@ -268,6 +283,8 @@ public final class ProviderClient: Sendable {
                 return .accepted(providerID: response.header("apns-id"))
             case .fcm where (200..<300).contains(response.status):
                 if let name = FCMAcceptedName.scan(response.body) { return .accepted(providerID: name) }
+            case .webPush where response.status == 201:
+                return .accepted(providerID: response.header("location"))
             default:
                 break
             }
@@ -288,6 +305,10 @@ public final class ProviderClient: Sendable {
                 outcome = ADMResponseClassifier.classify(
                     ProviderResponse(status: response.status, headers: headers, body: response.body),
                     sentToken: delivery.token, now: now)
+            case .webPush:
+                if let location = response.header("location") { headers.append(("location", location)) }
+                outcome = WebPushResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body), now: now)
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
             if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
@@ -333,8 +354,10 @@ public final class ProviderClient: Sendable {
     /// says why (at most once a minute for each reason).
     private func connectionFailed(_ reason: String) {
         guard let suppressed = logLimiter.admit("connect " + reason, now: clock()) else { return }
+        // Web Push has no endpoint of its own (each subscription names its push service; the reason names the host).
+        let endpoint = application.platform == .webPush ? "per subscription" : application.endpointURL
         var fields = ["application": application.id, "platform": application.platform.rawValue,
-                      "endpoint": application.endpointURL, "reason": reason]
+                      "endpoint": endpoint, "reason": reason]
         if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
         log.warning("provider connection failed", fields)
     }
@@ -350,7 +373,7 @@ public final class ProviderClient: Sendable {
     private func authTokenRefused(_ authorization: String?) {
         guard let authorization else { return }  // certificate auth: no token to renew
         switch auth {
-        case .certificate:
+        case .certificate, .vapid:
             break
         case .apns(let signer):
             if signer.providerTokenExpired(rejected: authorization) {
@@ -418,6 +441,11 @@ struct RequestShape {
             headers.append(("accept", "application/json"))
             headers.append(("x-amzn-type-version", "com.amazon.device.messaging.ADMMessage@1.0"))
             headers.append(("x-amzn-accept-type", "com.amazon.device.messaging.ADMSendResult@1.0"))
+        case .webPush:
+            // Web Push requests are built per subscription (`WebPushSender.request`); this shape is never sent.
+            pathPrefix = "/"
+            pathSuffix = ""
+            fixedPath = "/"
         }
         self.headers = headers
     }

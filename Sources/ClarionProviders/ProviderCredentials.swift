@@ -21,6 +21,19 @@ public enum ProviderAttribute {
     public static let providerAuthEndpoint = "ProviderAuthEndpoint"
     /// Clarion: extra trusted CA certificate(s), PEM, on top of the system store, for this application.
     public static let providerCACertificate = "ProviderCACertificate"
+    /// Web Push: the VAPID contact URI, `mailto:` or `https:` (RFC 8292 section 2.1). The key pair's private half is
+    /// `PlatformCredential` (a P-256 PEM).
+    public static let vapidSubject = "VAPIDSubject"
+}
+
+/// Web Push VAPID credentials (RFC 8292): the application server's P-256 key and its contact URI.
+public struct VAPIDCredentials: Sendable {
+    public let signingKey: SigningKey
+    public let subject: String
+    /// base64url of the uncompressed public key: `k=`, and the `applicationServerKey` of subscribing pages.
+    public let publicKey: String
+    /// Hex SHA-256 of the public key.
+    public let keyFingerprint: String
 }
 
 /// APNs token-based auth (A.5): a P-256 `.p8` key, its key id, the team id and the bundle id.
@@ -80,6 +93,7 @@ public enum ProviderCredentials: Sendable {
     case apnsCertificate(APNsCertificateCredentials)
     case fcm(FCMServiceAccount)
     case adm(ADMClientCredentials)
+    case webPush(VAPIDCredentials)
 
     /// Google's token endpoint, used when a service-account JSON has no `token_uri`.
     public static let googleTokenURI = "https://oauth2.googleapis.com/token"
@@ -102,6 +116,8 @@ public enum ProviderCredentials: Sendable {
             let clientID = try required(ProviderAttribute.platformPrincipal, attributes)
             let secret = try required(ProviderAttribute.platformCredential, attributes)
             return .adm(ADMClientCredentials(clientID: clientID, clientSecret: secret))
+        case .webPush:
+            return .webPush(try parseVAPID(attributes))
         }
     }
 
@@ -112,6 +128,7 @@ public enum ProviderCredentials: Sendable {
         case .apnsCertificate(let c): "apns-cert:\(c.certificateFingerprint)"
         case .fcm(let c): "fcm:\(c.projectID):\(c.clientEmail):\(c.keyFingerprint.prefix(16))"
         case .adm(let c): "adm:\(c.clientID)"
+        case .webPush(let c): "webpush:\(c.keyFingerprint.prefix(16))"
         }
     }
 
@@ -254,6 +271,30 @@ public enum ProviderCredentials: Sendable {
             projectID: projectID, clientEmail: clientEmail, privateKeyID: json["private_key_id"]?.stringValue,
             signingKey: key, tokenURI: tokenURI,
             keyFingerprint: Digest.sha256(key.verifyingKey.subjectPublicKeyInfoDER).hexString)
+    }
+
+    // MARK: - Web Push
+
+    static func parseVAPID(_ attributes: [String: String]) throws(ProviderError) -> VAPIDCredentials {
+        let pem = try required(ProviderAttribute.platformCredential, attributes)
+        let key: SigningKey
+        do {
+            key = try SigningKey(pem: pem)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "not a readable VAPID private key: \(error.message)")
+        }
+        guard let point = key.uncompressedPublicKey else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,
+                                "a VAPID key is a P-256 (ES256) key, this is \(key.algorithm.rawValue)")
+        }
+        let subject = try required(ProviderAttribute.vapidSubject, attributes)
+        let lower = subject.lowercased()
+        guard lower.hasPrefix("mailto:") || lower.hasPrefix("https:") else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.vapidSubject, "must be a mailto: or https: URI (RFC 8292 section 2.1)")
+        }
+        return VAPIDCredentials(signingKey: key, subject: subject, publicKey: Base64URL.encode(point),
+                                keyFingerprint: Digest.sha256(point).hexString)
     }
 
     // MARK: - Helpers

@@ -31,6 +31,10 @@ public struct ProviderOptions: Sendable {
     /// Which addresses provider endpoints may resolve to (SSRF guard); nil allows any (tests, the load tests).
     /// `clarion serve` sets public addresses plus `CLARION_PROVIDER_ALLOW_HOSTS`.
     public var addressPolicy: OutboundAddressPolicy?
+    /// Web Push: push-service origins one VAPID key may have pools for (each browser vendor has its own origin).
+    public var webPushMaximumOrigins: Int = 64
+    /// Web Push: a push-service connection idle this long is closed.
+    public var webPushIdleTimeout: Duration = .seconds(120)
     /// Provider response-time histograms (nil: none).
     public var metrics: ProviderMetrics? = nil
 
@@ -74,6 +78,8 @@ public final class ProviderRegistry: Sendable {
         var clients: [String: ProviderClient] = [:]
         var signers: [String: APNsTokenSigner] = [:]
         var sources: [String: AccessTokenSource] = [:]
+        /// Web Push senders (VAPID signer + per-origin pools) by key fingerprint + subject + CA.
+        var webPushSenders: [String: WebPushSender] = [:]
         var goAways: [HTTP2Client.PoolKey: GoAwayMemo] = [:]
         var stopped = false
     }
@@ -131,6 +137,8 @@ public final class ProviderRegistry: Sendable {
             let url = application.authURL ?? ProviderApplication.admTokenURL
             let key = "adm:\(client.clientID):\(Self.digest(client.clientSecret)):\(url):\(Self.digest(application.trustedCAPEM))"
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
+        case .webPush(let vapid):
+            auth = .vapid(try webPushSender(vapid, application: application))
         }
 
         var configuration = Self.poolConfiguration(for: application, options: options)
@@ -157,6 +165,28 @@ public final class ProviderRegistry: Sendable {
             }
             state.clients[application.id] = client
             return client
+        }
+    }
+
+    /// The Web Push sender of a VAPID key (and subject, and trusted CA), shared by the applications that use them.
+    private func webPushSender(_ vapid: VAPIDCredentials, application: ProviderApplication) throws(ProviderError) -> WebPushSender {
+        let key = "\(vapid.keyFingerprint):\(vapid.subject):\(Self.digest(application.trustedCAPEM))"
+        if let existing = state.withLock({ $0.webPushSenders[key] }) { return existing }
+        let signer: VAPIDSigner
+        do {
+            signer = try VAPIDSigner(key: vapid.signingKey, subject: vapid.subject)
+        } catch {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential, error.message)
+        }
+        var template = Self.poolConfiguration(for: application, options: options)
+        template.connectionCount = 1
+        template.idleTimeout = options.webPushIdleTimeout
+        let fresh = WebPushSender(signer: signer, http: http, identity: template.identity, template: template,
+                                  maximumOrigins: options.webPushMaximumOrigins)
+        return state.withLock { state in
+            if let existing = state.webPushSenders[key] { return existing }
+            state.webPushSenders[key] = fresh
+            return fresh
         }
     }
 
@@ -246,14 +276,19 @@ public final class ProviderRegistry: Sendable {
             var poolKeys = Set<HTTP2Client.PoolKey>()
             var signers = Set<ObjectIdentifier>()
             var sources = Set<ObjectIdentifier>()
+            var senders = Set<ObjectIdentifier>()
             for client in state.clients.values {
                 poolKeys.insert(client.pool.key)
                 switch client.auth {
                 case .apns(let signer): signers.insert(ObjectIdentifier(signer))
                 case .oauth(let source): sources.insert(ObjectIdentifier(source))
+                case .vapid(let sender):
+                    senders.insert(ObjectIdentifier(sender))
+                    poolKeys.formUnion(sender.poolKeys)
                 case .certificate: break
                 }
             }
+            state.webPushSenders = state.webPushSenders.filter { senders.contains(ObjectIdentifier($0.value)) }
             state.signers = state.signers.filter { signers.contains(ObjectIdentifier($0.value)) }
             state.sources = state.sources.filter { sources.contains(ObjectIdentifier($0.value)) }
             state.goAways = state.goAways.filter { poolKeys.contains($0.key) }
@@ -277,7 +312,10 @@ public final class ProviderRegistry: Sendable {
     /// Closes every pool, stops the token thread and the event loops.
     public func shutdown() async {
         let first = state.withLock { state -> Bool in
-            defer { state.stopped = true; state.clients.removeAll(); state.signers.removeAll(); state.sources.removeAll() }
+            defer {
+                state.stopped = true; state.clients.removeAll(); state.signers.removeAll(); state.sources.removeAll()
+                state.webPushSenders.removeAll()
+            }
             return !state.stopped
         }
         guard first else { return }

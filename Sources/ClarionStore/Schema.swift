@@ -39,5 +39,7 @@ public enum Schema {
                   sql: PackageResources.V013__filtered_deliveries_sql),
         Migration(version: 14, name: "a message's first delivery time",
                   sql: PackageResources.V014__first_delivery_sql),
+        Migration(version: 15, name: "WEBPUSH platform applications",
+                  sql: PackageResources.V015__webpush_platform_sql),
     ]
 }

@@ -21,9 +21,13 @@ enum NativeApplicationRoutes {
             guard NativeID.platforms.contains(platform) else {
                 throw JSONAPIError.invalidField("platform", "The field 'platform' must be one of \(NativeID.platforms.joined(separator: ", ")).")
             }
-            let credentials = try NativeRules.credentials(body)
+            var credentials = try NativeRules.credentials(body)
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
                                                                    credential: credentials.credential, principal: credentials.principal)
+            if platform == "WEBPUSH" {
+                let existing = try? await c.applications.get(accountKey: caller.accountKey, platform: platform, name: name)
+                try NativeRules.webPushCredentials(&credentials, &attributes, existing: existing)
+            }
             try NativeRules.requireCredentials(credentials, platform: platform)
             let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
             try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
@@ -64,10 +68,11 @@ enum NativeApplicationRoutes {
             let record = try await c.application(request.pathParameters["id"] ?? "", caller, field: "id")
             let body = try NativeFields.body(request)
             try body.allowOnly(["credential", "principal", "attributes", "enabled"])
-            let credentials = try NativeRules.credentials(body)
+            var credentials = try NativeRules.credentials(body)
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
                                                                    platform: record.platform, credential: credentials.credential,
                                                                    principal: credentials.principal)
+            if record.platform == "WEBPUSH" { try NativeRules.webPushCredentials(&credentials, &attributes, existing: record) }
             let completed: PlatformCredentials
             do throws(StoreError) {
                 completed = try await PlatformApplicationActions.completed(credentials, record, c.applications)
@@ -268,7 +273,7 @@ enum NativeEndpointRoutes {
             ("id", .string(NativeID.uuidText(record.externalID))),
             ("arn", .string(NativeID.arn(record, caller))),
             ("application", .string(NativeID.applicationID(platform: record.platform, name: record.applicationName))),
-            ("token", .string(record.token)),
+            ("token", .string(WebPushRules.shownToken(record.token, platform: record.platform))),
             ("enabled", .bool(record.enabled)),
             ("disabled_reason", NativeResponse.text(record.disabledReason)),
             ("disabled_at", NativeResponse.time(record.disabledAt)),

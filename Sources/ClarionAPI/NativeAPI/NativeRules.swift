@@ -72,7 +72,7 @@ package enum NativeRules {
         if credentials.credential?.isEmpty ?? true {
             throw JSONAPIError.missingField("credential")
         }
-        if platform != "GCM", credentials.principal?.isEmpty ?? true {
+        if platform != "GCM", platform != "WEBPUSH", credentials.principal?.isEmpty ?? true {
             throw JSONAPIError.missingField("principal")
         }
     }
@@ -106,6 +106,30 @@ package enum NativeRules {
     }
 
     /// A given credential or principal must not be empty (SNS refuses empty secrets).
+    /// WEBPUSH: the SNS rules (`PlatformApplicationActions.webPushCredentials`: subject required, key given or
+    /// generated, `VAPIDPublicKey` stored), refusals naming the native field.
+    static func webPushCredentials(_ credentials: inout PlatformCredentials, _ attributes: inout [String: String],
+                                   existing: PlatformApplicationRecord?) throws(JSONAPIError) {
+        do throws(WebPushRules.RuleError) {
+            if credentials.principal != nil {
+                throw WebPushRules.RuleError(attribute: "principal", reason: "WEBPUSH takes no principal: the VAPID key is the credential")
+            }
+            try WebPushRules.checkSubject(attributes[WebPushRules.subjectAttribute] ?? existing?.attributes[WebPushRules.subjectAttribute])
+            if credentials.credential != nil || existing == nil {
+                let pair = try WebPushRules.keyPair(credential: credentials.credential)
+                credentials.credential = pair.privateKeyPEM
+                attributes[WebPushRules.publicKeyAttribute] = pair.publicKey
+            }
+        } catch {
+            let field = switch error.attribute {
+            case "PlatformCredential": "credential"
+            case "principal": "principal"
+            default: "attributes.\(error.attribute)"
+            }
+            throw JSONAPIError.invalidField(field, error.reason)
+        }
+    }
+
     package static func credentials(_ body: NativeFields) throws(JSONAPIError) -> PlatformCredentials {
         let credential = try body.string("credential"), principal = try body.string("principal")
         if credential?.isEmpty == true { throw JSONAPIError.invalidField("credential", "The field 'credential' must not be empty.") }

@@ -102,7 +102,7 @@ enum EndpointActions {
     }
 
     static func visibleAttributes(_ record: EndpointRecord) -> [String: String] {
-        var out = ["Token": record.token, "Enabled": record.enabled ? "true" : "false"]
+        var out = ["Token": WebPushRules.shownToken(record.token, platform: record.platform), "Enabled": record.enabled ? "true" : "false"]
         if let data = record.customUserData { out["CustomUserData"] = data }
         out.merge(PlatformApplicationActions.disabledAttributes(enabled: record.enabled, reason: record.disabledReason,
                                                                 at: record.disabledAt)) { $1 }
@@ -135,6 +135,14 @@ enum EndpointActions {
                 throw SNSError.invalidParameter("Token", reason: "iOS device tokens must be no more than 400 hexadecimal characters")
             }
             return trimmed.lowercased()
+        }
+        if platform == "WEBPUSH" {
+            // The browser's PushSubscription JSON, checked and stored canonically (docs/providers.md W.3).
+            do throws(WebPushRules.RuleError) {
+                return try WebPushRules.canonicalToken(trimmed)
+            } catch {
+                throw SNSError.invalidParameter("Token", reason: error.reason)
+            }
         }
         guard trimmed.utf8.count <= 4096 else {
             throw SNSError.invalidParameter("Token", reason: "Token must be at most 4096 bytes long")

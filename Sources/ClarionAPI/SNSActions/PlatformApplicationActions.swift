@@ -6,12 +6,12 @@ import Foundation
 /// CreatePlatformApplication, Get/SetPlatformApplicationAttributes, ListPlatformApplications,
 /// DeletePlatformApplication (docs/providers.md C.7).
 enum PlatformApplicationActions {
-    static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM"]
+    static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM", "WEBPUSH"]
     static let secretAttributes: Set<String> = ["PlatformCredential", "PlatformPrincipal"]
     static let eventAttributes = ["EventEndpointCreated", "EventEndpointUpdated", "EventEndpointDeleted", "EventDeliveryFailure"]
     static let storedAttributes: Set<String> = Set(eventAttributes).union([
         "SuccessFeedbackRoleArn", "FailureFeedbackRoleArn", "SuccessFeedbackSampleRate", "ApplePlatformTeamID",
-        "ApplePlatformBundleID",
+        "ApplePlatformBundleID", WebPushRules.subjectAttribute,
     ]).union(clarionAttributes)
     /// Clarion's own attributes: where the provider is (every provider base URL is configurable, so the same
     /// code talks to Apple, Google and Amazon in production and to the emulator in tests), extra trust, and
@@ -31,10 +31,15 @@ enum PlatformApplicationActions {
                 throw SNSError.invalidParameter("Name", reason: "must be 1 to 256 characters of A-Z, a-z, 0-9, '_', '-', '.'")
             }
             guard platforms.contains(platform) else {
-                throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM")
+                throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM, WEBPUSH")
             }
             var split = try validate(attributes, request: request, platform: platform)
-            let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            let account = try await context.accountKey(request.caller)
+            if platform == Platform.webPush.rawValue {
+                let existing = try? await context.applications.get(accountKey: account, platform: platform, name: name)
+                try webPushCredentials(&credentials, &split, existing: existing)
+            }
             let expiresAt = try checkAPNsCertificate(credentials, platform: platform)
             split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             switch platform {
@@ -42,13 +47,14 @@ enum PlatformApplicationActions {
                 guard credentials.credential?.isEmpty == false else {
                     throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential is required for GCM (an API key or a service-account JSON)")
                 }
+            case "WEBPUSH":
+                break  // the key is given or generated (webPushCredentials)
             default:
                 guard credentials.credential?.isEmpty == false, credentials.principal?.isEmpty == false else {
                     throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential and PlatformPrincipal are required for \(platform)")
                 }
             }
             try checkConnection(platform: platform, attributes: split.stored, credentials: credentials)
-            let account = try await context.accountKey(request.caller)
             let (record, _) = try await store {
                 () async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
                 try await context.applications.createOrUpdate(accountKey: account, name: name, platform: platform,
@@ -72,7 +78,10 @@ enum PlatformApplicationActions {
             let (record, _) = try await application(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
             var split = try validate(attributes, request: request, platform: record.platform)
-            let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
+            if record.platform == Platform.webPush.rawValue {
+                try webPushCredentials(&credentials, &split, existing: record)
+            }
             let pair = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await completed(credentials, record, context.applications)
             }
@@ -125,6 +134,27 @@ enum PlatformApplicationActions {
     }
 
     static let notFound = SNSError.notFound("PlatformApplication does not exist")
+
+    /// WEBPUSH (docs/providers.md W.2): `VAPIDSubject` is required (given now or stored), `PlatformPrincipal` has no
+    /// use, and the VAPID key is `PlatformCredential` (a P-256 PEM) or, for a new application given none, a new key
+    /// pair. Either way the read-only `VAPIDPublicKey` is stored beside it. An existing application given no key keeps
+    /// its own: replacing it would orphan every browser subscription made with the old public key.
+    static func webPushCredentials(_ credentials: inout PlatformCredentials, _ split: inout Split,
+                                   existing: PlatformApplicationRecord?) throws(SNSError) {
+        do throws(WebPushRules.RuleError) {
+            if credentials.principal != nil {
+                throw WebPushRules.RuleError(attribute: "PlatformPrincipal", reason: "WEBPUSH takes no PlatformPrincipal: the VAPID key is PlatformCredential")
+            }
+            try WebPushRules.checkSubject(split.stored[WebPushRules.subjectAttribute] ?? existing?.attributes[WebPushRules.subjectAttribute])
+            if credentials.credential != nil || existing == nil {
+                let pair = try WebPushRules.keyPair(credential: credentials.credential)
+                credentials.credential = pair.privateKeyPEM
+                split.stored[WebPushRules.publicKeyAttribute] = pair.publicKey
+            }
+        } catch {
+            throw SNSError.invalidParameter("Attributes", reason: "\(error.attribute): \(error.reason)")
+        }
+    }
 
     /// APNs certificate auth (a PEM certificate in `PlatformPrincipal`, its private key in `PlatformCredential`,
     /// docs/providers.md C.7): the pair must load into TLS and the key must be the certificate's, checked by the very

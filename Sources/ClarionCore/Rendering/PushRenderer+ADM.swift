@@ -5,7 +5,7 @@ extension PushRenderer {
         var body: JSONObject
         switch content {
         case .payload(let object): body = object
-        case .defaultText(let text): body = JSONObject([("data", ["message": .string(text)])])
+        case .defaultText(let text), .text(let text): body = JSONObject([("data", ["message": .string(text)])])
         }
 
         // ADM wants `data` (string -> string, may be empty) on every message (D.2).

@@ -8,7 +8,7 @@ extension PushRenderer {
         let payload: JSONObject
         switch content {
         case .payload(let object): payload = object
-        case .defaultText(let text): payload = JSONObject([("aps", ["alert": .string(text)])])
+        case .defaultText(let text), .text(let text): payload = JSONObject([("aps", ["alert": .string(text)])])
         }
         let attributes = context.attributes
 

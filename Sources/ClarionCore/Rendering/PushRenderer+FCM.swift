@@ -14,7 +14,7 @@ extension PushRenderer {
         var isLegacy = false
 
         switch content {
-        case .defaultText(let text):
+        case .defaultText(let text), .text(let text):
             message = JSONObject([("notification", ["body": .string(text)])])
         case .payload(let object):
             if let v1 = object["fcmV1Message"] {

@@ -23,6 +23,7 @@ public enum PushRenderer {
         case .apns: return renderAPNs(content, context)
         case .fcm: return renderFCM(content, context)
         case .adm: return renderADM(content, context)
+        case .webPush: return renderWebPush(content, context)
         }
     }
 

@@ -86,6 +86,9 @@ private func providerCredentials(_ platform: Platform, _ attributes: [String: St
         require(account.tokenURI.lowercased().hasPrefix("http"), "token_uri \(account.tokenURI)")
     case .adm(let client):
         require(!client.clientID.isEmpty && !client.clientSecret.isEmpty, "empty ADM client credentials")
+    case .webPush(let vapid):
+        require(vapid.signingKey.algorithm == .es256, "a VAPID key that is not ES256")
+        require(Base64URL.decode(vapid.publicKey)?.count == 65, "a VAPID public key that is not a 65-byte point")
     }
     _ = parsed.identity
 }

@@ -76,6 +76,14 @@ private let deliveryID = String(repeating: "D", count: DeliveryIDCodec.encodedLe
 
 private func checkRendered(_ push: RenderedPush, platform: Platform, attributes: MobilePushAttributes, settings: RenderSettings) {
     let body = push.body(token: token, deliveryID: deliveryID)
+    if case .webPush(let headers) = push.request {
+        // Web Push delivers its entry verbatim (not necessarily JSON): check the limits and the headers (docs/providers.md W).
+        require(platform == .webPush, "Web Push request for \(platform)")
+        require(push.body(token: "", deliveryID: deliveryID).count <= PushProvider.webPush.payloadLimit, "Web Push body over 3993 bytes")
+        require(headers.ttl >= 0, "negative Web Push TTL")
+        if let topic = headers.topic { require(PushRenderer.isWebPushTopic(topic), "Web Push topic \(topic)") }
+        return
+    }
     let parsed: JSONValue
     do throws(JSONParseError) {
         parsed = try JSONValue.parse(bytes: body, duplicateKeys: .reject)
@@ -118,6 +126,8 @@ private func checkRendered(_ push: RenderedPush, platform: Platform, attributes:
         requireStringMap(data, "ADM data")
         if let expires = root["expiresAfter"] { require((expires.intValue ?? -1) >= 1, "ADM expiresAfter \(expires.jsonText)") }
         if let idKey { require(data[idKey] == .string(deliveryID), "ADM data lacks the delivery id under \(idKey)") }
+    case .webPush:
+        break  // checked above, before the body is read as JSON
     }
 }
 
