@@ -12,6 +12,9 @@ import Foundation
 ///
 /// States: streaming -> draining (targets exhausted, outcomes awaited) -> finished; streaming/draining ->
 /// handing back (shutdown: no new sends, in-flight outcomes awaited up to the grace period) -> released;
+/// streaming/draining -> cancelling (the message was cancelled: `clarion_cancel` heard, or a checkpoint found the
+/// shard done; no new sends, what was not handed to a provider dropped uncounted, in-flight outcomes awaited up to
+/// `cancelGrace`) -> cancelled (a last checkpoint writes what came back; the shard is already done);
 /// any -> lease lost (a checkpoint found the lease taken) or abandoned (simulated crash: nothing written).
 final class ShardWorker {
     struct Entry {
@@ -99,6 +102,7 @@ final class ShardWorker {
         var cursor = claim.checkpoint
         var exhausted = false
         var stoppingSince: ContinuousClock.Instant?
+        var cancelledSince: ContinuousClock.Instant?
         var nextPage: Task<Result<[ShardTarget], StoreError>, Never>?
 
         while true {
@@ -107,12 +111,16 @@ final class ShardWorker {
                 inbox.close()
                 return .abandoned
             }
-            if stoppingSince == nil, context.isStopping {
+            if cancelledSince == nil, stoppingSince == nil, context.isCancelled(claim.message) {
+                cancelledSince = clock.now
+                dropPendingUncounted()
+            }
+            if stoppingSince == nil, cancelledSince == nil, context.isStopping {
                 stoppingSince = clock.now
                 dropPending()
             }
             // Fill the window from the stream.
-            if stoppingSince == nil {
+            if stoppingSince == nil, cancelledSince == nil {
                 while window.count < configuration.maxInFlightPerShard, !exhausted {
                     if index == page.count {
                         let waitStart = clock.now
@@ -159,7 +167,18 @@ final class ShardWorker {
             }
             popCompleted()
 
-            if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
+            if let since = cancelledSince {
+                if awaiting == 0 || since.duration(to: clock.now) > .seconds(configuration.cancelGrace) {
+                    // What never came back within the grace is not counted: nobody knows whether it was delivered.
+                    _ = window.completeIncomplete(Self.uncounted, skipping: [])
+                    popCompleted()
+                    inbox.close()
+                    switch try await writeCheckpoint(.finish) {
+                    case .applied, .cancelled: return .cancelled
+                    case .leaseLost: return .leaseLost
+                    }
+                }
+            } else if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
                 switch try await writeCheckpoint(.finish) {
                 case .applied(let finishedMessage):
                     if finishedMessage != nil {
@@ -167,6 +186,7 @@ final class ShardWorker {
                     }
                     return .finished
                 case .leaseLost: return leaseLost()
+                case .cancelled: return .cancelled
                 }
             }
             if let since = stoppingSince {
@@ -174,15 +194,18 @@ final class ShardWorker {
                     inbox.close()
                     switch try await writeCheckpoint(.release) {
                     case .applied: return .released
+                    case .cancelled: return .cancelled
                     case .leaseLost: return .leaseLost
                     }
                 }
-            } else if checkpointDue() {
-                if case .leaseLost = try await writeCheckpoint(.renew(seconds: configuration.leaseDuration)) {
-                    return leaseLost()
+            } else if cancelledSince == nil, checkpointDue() {
+                switch try await writeCheckpoint(.renew(seconds: configuration.leaseDuration)) {
+                case .leaseLost: return leaseLost()
+                case .cancelled: context.markCancelled(claim.message)  // this worker (and its siblings) stop next turn
+                case .applied: break
                 }
             }
-            let canFill = stoppingSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
+            let canFill = stoppingSince == nil && cancelledSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
                 && pendingCount == 0
             if absorbed == 0, !canFill {
                 let waitStart = clock.now
@@ -302,6 +325,18 @@ final class ShardWorker {
         pendingCount = 0
     }
 
+    /// The outcome of a delivery a cancel left unsent (or unanswered within `cancelGrace`): popped without being
+    /// counted, so the checkpoint can pass it and the counts are those of deliveries that happened.
+    static let uncounted = DeliveryOutcome.rejected(reason: "ClarionCancelledUncounted")
+
+    /// Cancel: what was not handed to a transport is never sent.
+    private func dropPendingUncounted() {
+        for deliveries in pending.values {
+            for delivery in deliveries { window.complete(delivery.tag, Self.uncounted, sent: false) }
+        }
+        dropPending()
+    }
+
     private func absorb(_ results: [PushResult]) -> Int {
         for result in results {
             guard let entry = window.entry(result.tag) else { continue }
@@ -325,7 +360,9 @@ final class ShardWorker {
         var accounting = self.accounting
         let random = configuration.unitRandom
         window.popCompleted { entry, outcome, sent, status in
-            if entry.filtered {
+            if case .rejected(let reason) = outcome, reason == "ClarionCancelledUncounted" {
+                // `uncounted`: a cancelled delivery, not a target any more.
+            } else if entry.filtered {
                 accounting.recordFiltered()
             } else if entry.skipped {
                 accounting.recordSkipped(targeted: true)

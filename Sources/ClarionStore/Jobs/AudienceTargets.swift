@@ -79,9 +79,11 @@ public struct NewAudienceMessage: Sendable {
     public var subject: String?
     public var attributesJSON: String
     public var expiresAt: Date?
+    /// A scheduled publish (schema v15): stored `Scheduled` until this time; nil sends at once.
+    public var sendAt: Date?
 
     public init(externalID: UUID, accountKey: Int64, filter: AudienceFilter, message: String, structure: String? = nil,
-                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil) {
+                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil, sendAt: Date? = nil) {
         self.externalID = externalID
         self.accountKey = accountKey
         self.filter = filter
@@ -90,6 +92,7 @@ public struct NewAudienceMessage: Sendable {
         self.subject = subject
         self.attributesJSON = attributesJSON
         self.expiresAt = expiresAt
+        self.sendAt = sendAt
     }
 }
 
@@ -114,11 +117,12 @@ extension FanOutJobs {
             }
             guard let row = try c.query("""
                 INSERT INTO messages (external_id, account, target_kind, target, message, structure, subject, attributes,
-                                      expires_at, planned)
-                VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false)
+                                      expires_at, planned, send_at, state)
+                VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false, $10,
+                        CASE WHEN $10::timestamptz IS NULL THEN 'Enqueued' ELSE 'Scheduled' END)
                 RETURNING id
                 """, [message.externalID, message.accountKey, kind, message.filter.json, message.message, message.structure,
-                      message.subject, message.attributesJSON, message.expiresAt]).first else {
+                      message.subject, message.attributesJSON, message.expiresAt, message.sendAt]).first else {
                 throw StoreError(.invalidData, "INSERT returned no row")
             }
             try c.query("SELECT pg_notify($1, '')", [FanOutJobs.workChannel])
