@@ -376,7 +376,9 @@ CREATE TABLE public.messages (
     planned boolean DEFAULT false NOT NULL,
     started_at timestamp with time zone,
     completed_at timestamp with time zone,
-    CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text]))),
+    send_at timestamp with time zone,
+    CONSTRAINT messages_scheduled_send_at CHECK (((state <> 'Scheduled'::text) OR (send_at IS NOT NULL))),
+    CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Scheduled'::text, 'Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text, 'Cancelled'::text]))),
     CONSTRAINT messages_target_kind_check CHECK ((target_kind = ANY (ARRAY['endpoint'::text, 'topic'::text, 'user'::text, 'audience'::text])))
 );
 
@@ -1030,14 +1032,21 @@ CREATE INDEX messages_campaign_idx ON public.messages USING btree (campaign, id)
 -- Name: messages_direct_unclaimed_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX messages_direct_unclaimed_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (target_kind = 'endpoint'::text));
+CREATE INDEX messages_direct_unclaimed_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (state = 'Enqueued'::text) AND (target_kind = 'endpoint'::text));
+
+
+--
+-- Name: messages_scheduled_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_scheduled_idx ON public.messages USING btree (send_at) WHERE (state = 'Scheduled'::text);
 
 
 --
 -- Name: messages_unplanned_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX messages_unplanned_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (target_kind <> 'endpoint'::text));
+CREATE INDEX messages_unplanned_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (state = 'Enqueued'::text) AND (target_kind <> 'endpoint'::text));
 
 
 --
