@@ -54,6 +54,11 @@ final class ShardWorker {
     private var rateWait: Double?
     /// Compiled filter policies of this shard's subscriptions (set once the message is read).
     private var filters: SubscriptionFilters?
+    /// A paced message (`"pace"`): sends are taken from the budget all nodes share (`FanOutJobs.takePaceBudget`);
+    /// `paceTokens` were granted and not used yet, and the next ask is not before `nextPaceAsk`.
+    private var paced = false
+    private var paceTokens = 0
+    private var nextPaceAsk = ContinuousClock.now
 
     init(claim: ShardClaim, context: DispatchContext) {
         self.claim = claim
@@ -96,6 +101,7 @@ final class ShardWorker {
         let job = try await context.jobs.message(claim.message)
         let content = MessageContent(job)
         filters = SubscriptionFilters(job: job)
+        paced = job.paced
         let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
         var page: [ShardTarget] = []
         var index = 0
@@ -153,6 +159,7 @@ final class ShardWorker {
                 }
                 if !exhausted, index == page.count, page.count < configuration.pageSize { exhausted = true }
                 logUnusableFilterPolicies()
+                if paced { try await refillPace() }
                 submitAll()
                 if exhausted, !slotReleased, let onStreamEnd {
                     slotReleased = onStreamEnd()
@@ -283,6 +290,27 @@ final class ShardWorker {
         }
     }
 
+    /// Asks the shared budget for what is pending (at most four submit batches), not more often than every 50 to
+    /// 250 ms (a submit batch's worth at the message's rate); sleeps in the inbox wait until the next ask.
+    private func refillPace() async throws(StoreError) {
+        let want = pendingCount - paceTokens
+        guard want > 0 else { return }
+        let now = clock.now
+        guard now >= nextPaceAsk else {
+            rateWait = min(rateWait ?? .infinity, DispatcherTimings.seconds(now.duration(to: nextPaceAsk)))
+            return
+        }
+        let grant = try await context.jobs.takePaceBudget(message: claim.message, want: min(want, 4 * configuration.submitBatchSize))
+        guard grant.perSecond > 0 else {
+            paced = false  // not paced after all
+            return
+        }
+        paceTokens += grant.granted
+        let interval = min(0.25, max(0.05, Double(configuration.submitBatchSize) / grant.perSecond))
+        nextPaceAsk = clock.now + .seconds(interval)
+        if paceTokens < pendingCount { rateWait = min(rateWait ?? .infinity, interval) }
+    }
+
     private func submitAll() {
         for application in pending.keys where !(pending[application]?.isEmpty ?? true) { submit(application) }
     }
@@ -294,21 +322,27 @@ final class ShardWorker {
             return
         }
         var offered = deliveries
+        if paced {
+            // The message's pace: only what the shared budget granted.
+            guard paceTokens > 0 else { return }
+            if paceTokens < offered.count { offered = Array(offered[..<paceTokens]) }
+        }
         if let rate = lane.sendRate {
             // The application's send rate: send what the bucket grants, keep the rest pending, and sleep (in the
             // inbox wait) until the next token is due.
-            let grant = context.sendRates.take(application, rate: rate, want: deliveries.count)
-            if grant.granted < deliveries.count {
+            let grant = context.sendRates.take(application, rate: rate, want: offered.count)
+            if grant.granted < offered.count {
                 timings.rateLimitedSubmits += 1
                 rateWait = min(rateWait ?? grant.retryIn, grant.retryIn)
             }
             guard grant.granted > 0 else { return }
-            if grant.granted < deliveries.count { offered = Array(deliveries[..<grant.granted]) }
+            if grant.granted < offered.count { offered = Array(offered[..<grant.granted]) }
         }
         let admitted = min(offered.count, max(0, transport.submit(push, deliveries: offered, sink: inbox)))
         if lane.sendRate != nil { context.sendRates.refund(application, offered.count - admitted) }
         awaiting += admitted
         pendingCount -= admitted
+        if paced { paceTokens -= admitted }
         pending[application] = admitted == deliveries.count ? [] : Array(deliveries[admitted...])
     }
 

@@ -193,6 +193,46 @@ struct ScheduleCancelTests {
         #expect(again.counters == status.counters)
     }
 
+    /// The issue's rule: "spread the sends over a window (`{"over_seconds": 3600}`) or at a rate. Applied across all
+    /// nodes, and shown in status as progress over time."
+    @Test("pace over_seconds: two nodes together never send faster than the shared budget; status shows the pace")
+    func pacedAcrossNodes() async throws {
+        var fixture = try FanOutFixture(poolSize: 10)
+        try fixture.addApplication("ios", platform: "APNS")
+        try fixture.addEndpoints("ios", prefix: "ios-", count: 60)
+        let clock = ShiftedClock()
+        let a = ["ios": RecordingTransport()], b = ["ios": RecordingTransport()]
+        let log = ShardLog()
+        let nodes = [
+            RunningDispatcher(Dispatcher(pool: fixture.pool, directory: TestDirectory(transports: a),
+                                         configuration: Self.configuration("node-a", clock: clock, shardSize: 15), observer: log)),
+            RunningDispatcher(Dispatcher(pool: fixture.pool, directory: TestDirectory(transports: b),
+                                         configuration: Self.configuration("node-b", clock: clock, shardSize: 15), observer: log)),
+        ]
+        // 60 targets over 3 seconds: 20 per second for both nodes together.
+        let id = try await MessageRepository(pool: fixture.pool).store(NewMessage(
+            externalID: UUID(), accountKey: fixture.account, target: .topic(key: fixture.topic, arn: "arn:topic"),
+            message: "paced", pace: .overSeconds(3)))
+        let status = try await fixture.waitForFinal(id.key)
+        for node in nodes { await node.stop() }
+        #expect(status.state == .completed && status.counters.accepted == 60)
+        let pace = try #require(status.pace)
+        #expect(pace.pace == .overSeconds(3))
+        #expect(pace.effectivePerSecond == 20)
+        #expect(pace.granted == 60)
+        let started = try #require(pace.startedAt)
+        let sends = (a["ios"]!.sends + b["ios"]!.sends).sorted { $0.at < $1.at }
+        #expect(sends.count == 60 && Set(sends.map(\.token)).count == 60)
+        // Never ahead of the budget: by any time t, at most 20 * (t - started) + the burst (a quarter second's worth,
+        // 5) were sent, by both nodes together (+1 for rounding).
+        for (index, send) in sends.enumerated() {
+            let allowed = 20 * max(0, send.at.timeIntervalSince(started)) + 5 + 1
+            #expect(Double(index + 1) <= allowed, "send \(index + 1) at +\(send.at.timeIntervalSince(started)) s")
+        }
+        // Both nodes worked it (the budget is shared, not per node).
+        #expect(Set(log.all.map(\.owner)) == ["node-a", "node-b"])
+    }
+
     @Test("cancelling a finished message changes nothing and says it finished")
     func cancelFinished() async throws {
         var fixture = try FanOutFixture()

@@ -108,10 +108,12 @@ package enum NativePublishRoutes {
         /// `send_at` as given (syntax checked; `ScheduledSend.resolve` applies the clock).
         package var sendAt: Date? = nil
         package var scheduleRequested = false
+        /// `pace` (topic targets only).
+        package var pace: MessagePace? = nil
 
         package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> PublishBody {
             let body = try NativeFields.body(request)
-            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at"])
+            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at", "pace"])
             guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
             let (text, structure) = try messageText(message)
             try NativeFields.checkStorable("message", text)
@@ -135,6 +137,11 @@ package enum NativePublishRoutes {
                                      namespaceRequest: namespaceRequest, targets: try targetList(body))
             parsed.sendAt = try ScheduledSend.parse(body.object["send_at"])
             parsed.scheduleRequested = parsed.sendAt != nil
+            parsed.pace = try PublishPace.parse(body.object["pace"])
+            if parsed.pace != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
+                // An endpoint or user target is one message per device: there is no fan-out to spread.
+                throw JSONAPIError.invalidField(direct.path, "'pace' spreads a topic's fan-out: every target must be a topic.")
+            }
             return parsed
         }
     }
@@ -172,7 +179,8 @@ package enum NativePublishRoutes {
                     stored = storedAttributes(marked)
                 }
                 return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
-                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt)
+                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt,
+                                  pace: body.pace)
             }
             if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
                 // An ARN names the endpoint's platform and application: no lookup before the store, whose
@@ -306,10 +314,26 @@ package enum NativePublishRoutes {
             "pending_retries": number(status.pendingRetries),
             "published_at": NativeResponse.time(status.publishedAt),
             "send_at": NativeResponse.time(status.sendAt),
+            "pace": status.pace.map(renderPace) ?? .null,
             "started_at": NativeResponse.time(status.startedAt),
             "completed_at": NativeResponse.time(status.completedAt),
             "expires_at": NativeResponse.time(status.expiresAt),
         ]
+    }
+
+    /// `{"per_second" | "over_seconds", "effective_per_second", "started_at", "granted", "expected_end_at"}`:
+    /// progress over time (sends granted by the shared budget, and when the planned targets will all have been
+    /// granted at this rate).
+    static func renderPace(_ pace: PaceStatus) -> JSONValue {
+        var out = JSONObject()
+        switch pace.pace {
+        case .perSecond(let rate): out["per_second"] = .number(JSONNumber(literal: String(rate))!)
+        case .overSeconds(let seconds): out["over_seconds"] = .number(JSONNumber(seconds))
+        }
+        out["effective_per_second"] = pace.effectivePerSecond.map { .number(JSONNumber(literal: String(format: "%.4f", $0))!) } ?? .null
+        out["started_at"] = NativeResponse.time(pace.startedAt)
+        out["granted"] = .number(JSONNumber(literal: String(pace.granted))!)
+        return .object(out)
     }
 
     /// A store refusal of one message, as the SNS actions map it, on the field that named the target.

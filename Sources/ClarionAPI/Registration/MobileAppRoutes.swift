@@ -330,7 +330,8 @@ enum AudiencePublish {
             externalID: c.makeID(), accountKey: accountKey,
             filter: AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
                                    minimumAppVersion: minimum, maximumAppVersion: maximum),
-            message: text, structure: structure?.rawValue, expiresAt: expiresAt, sendAt: sendAt)
+            message: text, structure: structure?.rawValue, expiresAt: expiresAt, sendAt: sendAt,
+            pace: try PublishPace.parse(body.object["pace"]))
     }
 
     static func list(_ body: RegistrationFields, _ key: String) throws(JSONAPIError) -> [String]? {

@@ -285,7 +285,8 @@ public struct FanOutJobs: Sendable {
         try await pool.withConnection { (c) throws(StoreError) -> MessageJob in
             let result = try c.query("""
                 SELECT id, external_id, account, target_kind, target_id, message, structure, subject, attributes::text,
-                    greatest(published_at, send_at), expires_at, state
+                    greatest(published_at, send_at), expires_at, state,
+                    pace_per_second IS NOT NULL OR pace_over_seconds IS NOT NULL
                 FROM messages WHERE id = $1
                 """, [key])
             guard let row = result.first else { throw StoreError(.notFound, "message \(key) does not exist") }
@@ -293,11 +294,13 @@ public struct FanOutJobs: Sendable {
                   let state = MessageState(rawValue: row.string(11) ?? "") else {
                 throw StoreError(.invalidData, "message \(key) has an unreadable row")
             }
-            return MessageJob(
+            var job = MessageJob(
                 key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), targetKind: kind,
                 targetID: row.int64(4), message: try row.requireString(5), structure: row.string(6), subject: row.string(7),
                 attributesJSON: row.string(8) ?? "{}", publishedAt: try row.requireDate(9), expiresAt: row.date(10),
                 state: state)
+            job.paced = row.bool(12) ?? false
+            return job
         }
     }
 
@@ -900,7 +903,7 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
                 coalesce(sum(s.expired), 0),
                 (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0),
-                m.send_at
+                m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
             GROUP BY m.id
@@ -926,6 +929,11 @@ public struct FanOutJobs: Sendable {
             failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
             startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9))
         status.sendAt = row.date(22)
+        let pace: MessagePace? = if let rate = row.double(23) { .perSecond(rate) } else { row.int(24).map { .overSeconds($0) } }
+        if let pace {
+            status.pace = PaceStatus(pace: pace, effectivePerSecond: Self.paceRate(pace, planned: status.planned ? status.plannedTargets : nil),
+                                     startedAt: row.date(25), granted: row.int64(26) ?? 0)
+        }
         return status
     }
 }

@@ -145,6 +145,25 @@ public struct MessageJob: Sendable, Hashable {
     public let publishedAt: Date
     public let expiresAt: Date?
     public let state: MessageState
+    /// The publish has a `pace` (schema v15): its shard workers send only what `FanOutJobs.takePaceBudget` grants.
+    public var paced = false
+}
+
+/// `"pace"` of a publish (schema v15): a rate, or a window the planned targets are spread over.
+public enum MessagePace: Sendable, Hashable {
+    case perSecond(Double)
+    case overSeconds(Int)
+}
+
+/// A message's pacing as its status shows it.
+public struct PaceStatus: Sendable, Hashable {
+    public var pace: MessagePace
+    /// The rate in force: `perSecond`, or the planned targets over the window (nil until planned).
+    public var effectivePerSecond: Double?
+    /// When the first send was granted.
+    public var startedAt: Date?
+    /// Sends granted so far, across every node.
+    public var granted: Int64
 }
 
 /// One target of a shard, in key order.
@@ -471,6 +490,8 @@ public struct MessageStatus: Sendable, Hashable {
     public let expiresAt: Date?
     /// When a scheduled publish is (or was) due; nil for an ordinary publish.
     public var sendAt: Date? = nil
+    /// Its pacing, when it has one.
+    public var pace: PaceStatus? = nil
 
     /// 0...1: deliveries with a final outcome over the planned (or, when larger, counted) targets. A cancelled
     /// message keeps the fraction it reached.

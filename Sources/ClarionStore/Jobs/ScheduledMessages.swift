@@ -85,3 +85,55 @@ extension FanOutJobs {
 
     static let finishedMeanwhile = "the message finished before it could be cancelled"
 }
+
+/// Pacing (schema v15; docs/architecture.md, "Scheduled and cancelled messages"): one budget per message for every
+/// node, on the message row.
+extension FanOutJobs {
+    /// A share of a paced message's budget.
+    public struct PaceGrant: Sendable, Hashable {
+        /// Sends this worker may make now.
+        public var granted: Int
+        /// The rate in force (sends per second), for the worker's next ask.
+        public var perSecond: Double
+    }
+
+    /// The rate of a pace: the given rate, or the planned targets over the window (at least one send per window);
+    /// nil while the message is not planned (its targets are not counted yet).
+    static func paceRate(_ pace: MessagePace, planned: Int64?) -> Double? {
+        switch pace {
+        case .perSecond(let rate): return rate
+        case .overSeconds(let seconds):
+            guard let planned else { return nil }
+            return Double(max(1, planned)) / Double(max(1, seconds))
+        }
+    }
+
+    /// Takes up to `want` sends from a paced message's budget, under its row lock, so all nodes together never
+    /// exceed `rate * (now - started) + burst` (burst: a quarter second's worth, at least one send). The clock is
+    /// the database's, the same for every node. Returns 0 granted when the budget is spent for now (or the message
+    /// is not paced: then `perSecond` is 0 and the caller sends freely).
+    public func takePaceBudget(message: Int64, want: Int) async throws(StoreError) -> PaceGrant {
+        try await pool.transaction { (c) throws(StoreError) -> PaceGrant in
+            guard let row = try c.query("""
+                SELECT pace_per_second, pace_over_seconds, pace_granted,
+                    extract(epoch FROM now() - coalesce(pace_started_at, now()))::float8,
+                    (SELECT coalesce(sum(planned_targets), 0) FROM fanout_shards WHERE message = $1)
+                FROM messages WHERE id = $1 FOR NO KEY UPDATE
+                """, [message]).first else { return PaceGrant(granted: 0, perSecond: 0) }
+            let pace: MessagePace? = if let rate = row.double(0) { .perSecond(rate) } else { row.int(1).map { .overSeconds($0) } }
+            guard let pace, let rate = Self.paceRate(pace, planned: row.int64(4) ?? 0) else {
+                return PaceGrant(granted: want, perSecond: 0)
+            }
+            let burst = max(1, rate * 0.25)
+            let allowed = Int64((rate * max(0, row.double(3) ?? 0) + burst).rounded(.down)) - (row.int64(2) ?? 0)
+            let granted = Int(max(0, min(Int64(want), allowed)))
+            if granted > 0 {
+                try c.query("""
+                    UPDATE messages SET pace_started_at = coalesce(pace_started_at, now()), pace_granted = pace_granted + $2
+                    WHERE id = $1
+                    """, [message, granted])
+            }
+            return PaceGrant(granted: granted, perSecond: rate)
+        }
+    }
+}

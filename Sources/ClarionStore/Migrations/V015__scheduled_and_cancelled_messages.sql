@@ -27,3 +27,13 @@ DROP INDEX messages_direct_unclaimed_idx;
 CREATE INDEX messages_unplanned_idx ON messages (id) WHERE NOT planned AND state = 'Enqueued' AND target_kind <> 'endpoint';
 CREATE INDEX messages_direct_unclaimed_idx ON messages (id) WHERE NOT planned AND state = 'Enqueued' AND target_kind = 'endpoint';
 CREATE INDEX messages_scheduled_idx ON messages (send_at) WHERE state = 'Scheduled';
+
+-- Pacing (`"pace"` on a topic or audience publish): the fan-out is spread at `pace_per_second`, or over
+-- `pace_over_seconds` (the rate is then the planned targets over that window). The budget is one for all nodes, kept
+-- on the message row: `pace_started_at` is when the first send was granted, `pace_granted` how many sends were granted
+-- since; a shard worker takes its share under the row lock (`FanOutJobs.takePaceBudget`), never more than
+-- `rate * elapsed + burst` in total.
+ALTER TABLE messages ADD COLUMN pace_per_second double precision CHECK (pace_per_second > 0);
+ALTER TABLE messages ADD COLUMN pace_over_seconds integer CHECK (pace_over_seconds > 0);
+ALTER TABLE messages ADD COLUMN pace_started_at timestamptz;
+ALTER TABLE messages ADD COLUMN pace_granted bigint NOT NULL DEFAULT 0;

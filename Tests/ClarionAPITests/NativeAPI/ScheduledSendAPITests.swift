@@ -80,6 +80,39 @@ struct ScheduledSendAPITests {
         }
     }
 
+    @Test("pace on a topic publish: stored and shown in status; other targets and bad shapes are 400 naming the field")
+    func pace() async throws {
+        try await F.with { f in
+            _ = try await f.json("POST", "/v1/applications", #"{"name":"chat","platform":"APNS","credential":"k","principal":"ABCDE12345"}"#, expect: 201)
+            let endpoint = try #require(try await f.json("POST", "/v1/applications/APNS:chat/endpoints", #"{"token":"a1"}"#, expect: 201)["id"] as? String)
+            _ = try await f.json("POST", "/v1/topics", #"{"name":"news"}"#, expect: 201)
+            let accepted = try await f.json("POST", "/v1/publish", #"{"targets":[{"topic":"news"}],"message":"hi","pace":{"over_seconds":3600}}"#, expect: 202)
+            let id = try #require((accepted["messages"] as? [[String: Any]])?.first?["id"] as? String)
+            let status = try await f.json("GET", "/v1/messages/\(id)", expect: 200)
+            let pace = try #require(status["pace"] as? [String: Any])
+            #expect(pace["over_seconds"] as? Int == 3600)
+            #expect(pace["effective_per_second"] is NSNull)  // not planned yet: its targets are not counted
+            #expect(pace["started_at"] is NSNull && pace["granted"] as? Int == 0)
+            let rated = try await f.json("POST", "/v1/publish", #"{"targets":[{"topic":"news"}],"message":"hi","pace":{"per_second":2.5}}"#, expect: 202)
+            let ratedID = try #require((rated["messages"] as? [[String: Any]])?.first?["id"] as? String)
+            let ratedPace = try #require(try await f.json("GET", "/v1/messages/\(ratedID)", expect: 200)["pace"] as? [String: Any])
+            #expect(ratedPace["per_second"] as? Double == 2.5 && ratedPace["effective_per_second"] as? Double == 2.5)
+            // Not paced: "pace": null.
+            let plain = try await f.json("POST", "/v1/publish", #"{"targets":[{"topic":"news"}],"message":"hi"}"#, expect: 202)
+            let plainID = try #require((plain["messages"] as? [[String: Any]])?.first?["id"] as? String)
+            #expect(try await f.json("GET", "/v1/messages/\(plainID)", expect: 200)["pace"] is NSNull)
+
+            let direct = try await f.error("POST", "/v1/publish", #"{"targets":[{"topic":"news"},{"endpoint":"\#(endpoint)"}],"message":"hi","pace":{"per_second":1}}"#)
+            #expect(direct.status == 400 && direct.field == "targets[1]")
+            for (value, field) in [(#"{"over_seconds":0}"#, "pace.over_seconds"), (#"{"per_second":-1}"#, "pace.per_second"),
+                                   (#"{"over_seconds":10,"per_second":1}"#, "pace"), (#""fast""#, "pace"),
+                                   (#"{"over_seconds":2592001}"#, "pace.over_seconds")] {
+                let refused = try await f.error("POST", "/v1/publish", #"{"targets":[{"topic":"news"}],"message":"hi","pace":\#(value)}"#)
+                #expect(refused.status == 400 && refused.field == field, "\(value)")
+            }
+        }
+    }
+
     @Test("cancel: a scheduled message is Cancelled (200 with its status), again the same; unknown 404; finished 409")
     func cancel() async throws {
         try await F.with { f in
