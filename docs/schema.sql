@@ -377,6 +377,12 @@ CREATE TABLE public.messages (
     started_at timestamp with time zone,
     completed_at timestamp with time zone,
     send_at timestamp with time zone,
+    pace_per_second double precision,
+    pace_over_seconds integer,
+    pace_started_at timestamp with time zone,
+    pace_granted bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT messages_pace_over_seconds_check CHECK ((pace_over_seconds > 0)),
+    CONSTRAINT messages_pace_per_second_check CHECK ((pace_per_second > (0)::double precision)),
     CONSTRAINT messages_scheduled_send_at CHECK (((state <> 'Scheduled'::text) OR (send_at IS NOT NULL))),
     CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Scheduled'::text, 'Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text, 'Cancelled'::text]))),
     CONSTRAINT messages_target_kind_check CHECK ((target_kind = ANY (ARRAY['endpoint'::text, 'topic'::text, 'user'::text, 'audience'::text])))
