@@ -100,11 +100,18 @@ public final class Dispatcher: Sendable {
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         let jobs = context.jobs
         var idle = 0.02
+        var lastPromotion: ContinuousClock.Instant?
         while !context.isStopping {
             var progressed = false
             do {
-                if try await jobs.promoteDue(now: configuration.now(), limit: configuration.promotionBatchSize) > 0 {
-                    progressed = true
+                // At most every 100 ms while the loop is busy (a round trip per claim round would tax the direct
+                // publish path), and on every idle turn: scheduled messages start within a fraction of a second.
+                if lastPromotion.map({ $0.duration(to: .now) >= .milliseconds(100) }) ?? true {
+                    lastPromotion = .now
+                    if try await jobs.promoteDue(now: configuration.now(), limit: configuration.promotionBatchSize) > 0 {
+                        progressed = true
+                        lastPromotion = nil  // more may be due
+                    }
                 }
             } catch {
                 if !context.jobs.pool.reportsOutage(error) {
@@ -184,6 +191,7 @@ public final class Dispatcher: Sendable {
             }
             let woken = await signal.wait(timeout: timeout)
             idle = woken ? 0.02 : min(configuration.maxPollInterval, idle * 2)
+            lastPromotion = nil
         }
     }
 
