@@ -120,20 +120,28 @@ struct ScheduleCancelTests {
         try fixture.addApplication("ios", platform: "APNS")
         try fixture.addEndpoints("ios", prefix: "ios-", count: 3_000)
         try fixture.addEndpoints("ios", prefix: "retry-", count: 200)
-        // A slow provider (50 ms per answer, 40 in flight per node) keeps the fan-out running; `retry-` tokens are
-        // answered retryable so retries wait when the cancel comes.
+        // A slow provider (100 ms per answer, 20 in flight per node: about 8 s for everything) keeps the fan-out
+        // running; `retry-` tokens are answered retryable so retries wait when the cancel comes.
         let rule: @Sendable (String, Int) -> DeliveryOutcome = { token, _ in
             token.hasPrefix("retry-") ? .retryable(reason: "Unavailable", retryAfter: nil) : .accepted(providerID: nil)
         }
-        let a = ["ios": RecordingTransport(latency: 0.05, capacity: 40, rule: rule)]
-        let b = ["ios": RecordingTransport(latency: 0.05, capacity: 40, rule: rule)]
+        let a = ["ios": RecordingTransport(latency: 0.1, capacity: 20, rule: rule)]
+        let b = ["ios": RecordingTransport(latency: 0.1, capacity: 20, rule: rule)]
         let log = ShardLog()
         let clock = ShiftedClock()
         let slowRetries = RetryPolicy(maxAttempts: 4, baseDelay: 30, maxDelay: 60, jitter: 0)
-        var configurationA = Self.configuration("node-a", clock: clock, shardSize: 400, inFlight: 40)
-        var configurationB = Self.configuration("node-b", clock: clock, shardSize: 400, inFlight: 40)
-        configurationA.retryPolicy = slowRetries
-        configurationB.retryPolicy = slowRetries
+        var configurationA = Self.configuration("node-a", clock: clock, shardSize: 400, inFlight: 20)
+        var configurationB = Self.configuration("node-b", clock: clock, shardSize: 400, inFlight: 20)
+        // Checkpoints every 1.5 s only: a worker that stops within a second of the cancel heard `clarion_cancel`; it
+        // did not wait for a checkpoint to find its shard done.
+        for i in 0..<2 {
+            var configuration = i == 0 ? configurationA : configurationB
+            configuration.retryPolicy = slowRetries
+            configuration.checkpointInterval = 1.5
+            configuration.checkpointEvery = 1_000_000
+            configuration.leaseDuration = 30
+            if i == 0 { configurationA = configuration } else { configurationB = configuration }
+        }
         let nodes = [
             RunningDispatcher(Dispatcher(pool: fixture.pool, directory: TestDirectory(transports: a),
                                          configuration: configurationA, observer: log)),
@@ -179,7 +187,7 @@ struct ScheduleCancelTests {
         #expect(retries.first?.int64(0) == 0)
         // Every shard is done, none leased or ready.
         #expect(status.shards > 0 && status.shardsDone == status.shards)
-        // Deliveries a provider accepted stay counted: every accepted send (each answered within 50 ms, well inside
+        // Deliveries a provider accepted stay counted: every accepted send (each answered within 100 ms, well inside
         // the grace) is in the counts, and nothing more.
         let accepted = sends.filter { !$0.token.hasPrefix("retry-") }.count
         #expect(status.counters.accepted == Int64(accepted))
@@ -187,7 +195,7 @@ struct ScheduleCancelTests {
         #expect(status.counters.failed == 0)
         // Both nodes' workers stopped because of the cancel.
         let exits = log.all.filter { $0.exit == .cancelled }
-        #expect(Set(exits.map(\.owner)) == ["node-a", "node-b"])
+        #expect(Set(exits.map(\.owner)) == ["node-a", "node-b"], "\(log.all.map { "\($0.owner) \($0.shard) \(String(describing: $0.exit))" })")
         // Idempotent; status unchanged by a second cancel.
         guard case .alreadyCancelled(let again)? = try await jobs.cancel(externalID: id.externalID) else {
             Issue.record("a second cancel did not answer alreadyCancelled")
@@ -236,6 +244,34 @@ struct ScheduleCancelTests {
         // Both nodes worked it (the budget is shared, not per node): 15 shards, more than one node holds at once (2 + 2
         // express workers and as many draining).
         #expect(Set(log.all.map(\.owner)) == ["node-a", "node-b"])
+    }
+
+    @Test("a shard cancelled under its holder: a renewal answers cancelled, the holder's last checkpoint still adds its counts")
+    func checkpointAfterCancel() async throws {
+        var fixture = try FanOutFixture()
+        defer { fixture.pool.shutdown() }
+        try fixture.addApplication("ios", platform: "APNS")
+        try fixture.addEndpoints("ios", prefix: "ios-", count: 10)
+        let id = try await Self.schedule(fixture, at: nil)
+        let jobs = FanOutJobs(pool: fixture.pool)
+        #expect(try await jobs.planPending() == 1)
+        let claim = try #require(try await jobs.claim(owner: "w", limit: 1, leaseSeconds: 30).first)
+        guard case .cancelled? = try await jobs.cancel(externalID: id.externalID) else {
+            Issue.record("not cancelled")
+            return
+        }
+        var effects = OutcomeEffects()
+        effects.counters = DeliveryCounters(targeted: 3, sent: 3, accepted: 3)
+        // The holder did not hear the cancel: its renewal finds the shard done.
+        let renewal = try await jobs.checkpoint(claim, message: id.key, checkpoint: claim.hi, effects: effects,
+                                                lease: .renew(seconds: 30))
+        #expect(renewal.result == .cancelled)
+        let last = try await jobs.checkpoint(claim, message: id.key, checkpoint: claim.hi, effects: effects, lease: .finish)
+        #expect(last.result == .applied(finishedMessage: nil))
+        // Nobody claims the done shard; the counts are both checkpoints'; the message stays Cancelled.
+        #expect(try await jobs.claim(owner: "x", limit: 5, leaseSeconds: 30).isEmpty)
+        let status = try await fixture.status(id.key)
+        #expect(status.state == .cancelled && status.counters.accepted == 6 && status.shardsDone == status.shards)
     }
 
     @Test("cancelling a finished message changes nothing and says it finished")

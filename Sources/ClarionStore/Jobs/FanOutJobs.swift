@@ -405,13 +405,14 @@ public struct FanOutJobs: Sendable {
                     }
                     let n = effects.counters
                     // A shard `done` while still naming its holder was cancelled with its message (`cancel`): the
-                    // holder's checkpoints still add what it counted, and the shard stays done.
+                    // holder's checkpoints still add what it counted, and the shard stays done with its holder's name
+                    // (so the holder's next checkpoint, its last, matches too).
                     let updated = try c.query("""
                         UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
                             targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
                             retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
                             filtered = filtered + $14, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
-                            lease_owner = CASE WHEN state <> 'done' AND $11 = 'leased' THEN lease_owner END,
+                            lease_owner = CASE WHEN state = 'done' OR $11 = 'leased' THEN lease_owner END,
                             lease_expires_at = CASE WHEN state <> 'done' AND $11 = 'leased'
                                                     THEN now() + make_interval(secs => $12) END,
                             updated_at = now()
@@ -466,7 +467,7 @@ public struct FanOutJobs: Sendable {
                         targeted = s.targeted + v.targeted, sent = s.sent + v.sent, accepted = s.accepted + v.accepted,
                         failed = s.failed + v.failed, retried = s.retried + v.retried, skipped = s.skipped + v.skipped,
                         expired = s.expired + v.expired, state = CASE WHEN s.state = 'done' THEN 'done' ELSE v.state END,
-                        lease_owner = CASE WHEN s.state <> 'done' AND v.state = 'leased' THEN s.lease_owner END,
+                        lease_owner = CASE WHEN s.state = 'done' OR v.state = 'leased' THEN s.lease_owner END,
                         lease_expires_at = CASE WHEN s.state <> 'done' AND v.state = 'leased'
                                                 THEN now() + make_interval(secs => $13) END,
                         updated_at = now()
