@@ -73,7 +73,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
-    "ClarionAppTests": ["ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
+    "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 // Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).
@@ -138,7 +138,11 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: fuzzing ? [] : [
         .executable(name: "clarion", targets: ["clarion"]),
-    ],
+    ] + [
+        // The modules loadtest/Package.swift (the benchmarks, a package of their own) builds against.
+        "ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionHTTP2",
+        "ClarionProviders", "ClarionDispatch", "ClarionEmulator",
+    ].map { .library(name: $0, targets: [$0]) },
     targets: fuzzing ? systemLibraries + modules.filter { !notFuzzed.contains($0.name) } + fuzzTargets
                      : systemLibraries + modules + tests
 )

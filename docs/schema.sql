@@ -376,6 +376,7 @@ CREATE TABLE public.messages (
     planned boolean DEFAULT false NOT NULL,
     started_at timestamp with time zone,
     completed_at timestamp with time zone,
+    first_delivery_at timestamp with time zone,
     send_at timestamp with time zone,
     pace_per_second double precision,
     pace_over_seconds integer,

@@ -134,7 +134,9 @@ public enum CLI {
 
     static func loadConfiguration(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> (Configuration, [String]) {
         do {
-            return try Configuration.load(arguments: arguments, environment: environment)
+            let (configuration, rest) = try Configuration.load(arguments: arguments, environment: environment)
+            Log.configure(level: configuration.logLevel, format: configuration.logFormat ?? Log.defaultFormat)
+            return (configuration, rest)
         } catch {
             throw NodeError(.configuration, error.description)
         }

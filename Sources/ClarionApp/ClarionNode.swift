@@ -251,7 +251,7 @@ public final class ClarionNode: @unchecked Sendable {
             host: configuration.listenHost, port: configuration.listenPort, threadPoolSize: configuration.apiThreads,
             requestHeadTimeout: .seconds(configuration.headTimeout), requestBodyTimeout: .seconds(configuration.bodyTimeout),
             requestBodyMinimumRate: configuration.bodyMinimumRate, connectionLimit: budget.connections,
-            accessLog: JSONLinesAccessLog(), tls: tls, readiness: { [weak self] in
+            accessLog: BufferedAccessLog(), tls: tls, readiness: { [weak self] in
                 await self?.readiness() ?? .notReady(reason: "shutting down")
             })
         serverConfiguration.requestMetrics = metrics?.api
@@ -316,9 +316,7 @@ public final class ClarionNode: @unchecked Sendable {
         options.addressPolicy = providerAddressPolicy
         options.metrics = metrics?.providers
         do {
-            registry = try ProviderRegistry(options: options, log: ProviderLog { level, message, fields in
-                level == .warning ? providerLog.warning(message, fields) : providerLog.info(message, fields)
-            })
+            registry = try ProviderRegistry(options: options, log: providerLog)
         } catch {
             throw NodeError(.internalError, "provider registry: \(error)")
         }
@@ -337,9 +335,7 @@ public final class ClarionNode: @unchecked Sendable {
         var dispatcherConfiguration = DispatcherConfiguration(
             staleAfter: TimeInterval(configuration.staleAfterDays) * 86_400,
             deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
-            log: DispatcherLog { level, message, fields in
-                dispatchLog.write(Log.Level(rawValue: level.rawValue) ?? .warning, message, fields)
-            })
+            log: dispatchLog)
         dispatcherConfiguration.metrics = metrics?.deliveries
         let workPool = PGPool(conninfo: databaseURL, size: Self.dispatcherPoolSize(dispatcherConfiguration),
                               applicationName: "clarion-dispatch", health: databaseHealth)

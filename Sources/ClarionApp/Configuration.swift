@@ -60,6 +60,10 @@ public struct Configuration: Sendable, Equatable {
     public var metricsEnabled = true
     /// Where `/metrics` is served instead of the API listener (host, port); nil serves it on the API listener.
     public var metricsListen: ListenAddress?
+    /// The lowest level the node's log writes.
+    public var logLevel = Log.Level.info
+    /// JSON lines or text lines; nil: text when standard error is a terminal, JSON otherwise.
+    public var logFormat: Log.Format?
 
     public struct ListenAddress: Sendable, Equatable {
         public var host: String
@@ -219,6 +223,25 @@ public struct Configuration: Sendable, Equatable {
                         c.metricsListen = ListenAddress(host: host, port: port)
                     }
                 }, read: { $0.metricsListen.map { "\($0.host):\($0.port)" } }),
+        Setting(key: "CLARION_LOG_LEVEL", flag: "--log-level", secret: false,
+                help: "lowest level logged: debug, info, warning, error (default info)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard let level = Log.Level(name: v) else {
+                        throw ConfigurationError(key: "CLARION_LOG_LEVEL", message: "must be debug, info, warning or error")
+                    }
+                    c.logLevel = level
+                }, read: { $0.logLevel.name }),
+        Setting(key: "CLARION_LOG_FORMAT", flag: "--log-format", secret: false,
+                help: "json or text lines (default: text when stderr is a terminal, json otherwise)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    if v.isEmpty || v.lowercased() == "auto" {
+                        c.logFormat = nil
+                    } else if let format = Log.Format(rawValue: v.lowercased()) {
+                        c.logFormat = format
+                    } else {
+                        throw ConfigurationError(key: "CLARION_LOG_FORMAT", message: "must be json or text")
+                    }
+                }, read: { $0.logFormat?.rawValue ?? "auto" }),
     ]
 
     /// Builds the configuration from a file (`--config` or `CLARION_CONFIG`), the environment and flags.

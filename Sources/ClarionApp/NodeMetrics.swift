@@ -97,40 +97,32 @@ final class NodeMetrics: Sendable {
 
         // HTTP/2 provider pools, summed per provider.
         if let registry = node.providersForMetrics {
-            var sums: [String: [Double]] = [:]
-            for (provider, figures) in await registry.poolStatistics() {
-                var row = sums[provider] ?? Array(repeating: 0, count: 9)
-                row[0] += Double(figures.activeConnections)
-                row[1] += Double(figures.drainingConnections)
-                row[2] += Double(figures.inFlightRequests)
-                row[3] += Double(figures.queuedRequests)
-                row[4] += Double(figures.connectionsOpened)
-                row[5] += Double(figures.connectAttemptsFailed)
-                row[6] += Double(figures.goAwaysReceived)
-                row[7] += Double(figures.connectingConnections)
-                row[8] += Double(figures.backingOffSlots)
-                sums[provider] = row
+            let pools = await registry.poolStatistics()
+            let providers = Set(pools.map(\.provider)).sorted()
+            // One figure (named, so no column can be misread) summed over a provider's pools, per provider.
+            func sum<Figures>(_ pools: [(provider: String, statistics: Figures)], _ figure: KeyPath<Figures, Int>) -> [([String], Double)] {
+                providers.map { provider in
+                    ([provider], Double(pools.reduce(0) { $0 + ($1.provider == provider ? $1.statistics[keyPath: figure] : 0) }))
+                }
             }
-            let providers = sums.keys.sorted()
-            func column(_ i: Int) -> [([String], Double)] { providers.map { ([$0], sums[$0]![i]) } }
             families.append(.gauge("clarion_http2_connections_open", help: "Provider HTTP/2 connections taking streams.",
-                                   labels: ["provider"], column(0)))
+                                   labels: ["provider"], sum(pools, \.activeConnections)))
             families.append(.gauge("clarion_http2_connections_draining", help: "Provider HTTP/2 connections finishing after GOAWAY or a recycle.",
-                                   labels: ["provider"], column(1)))
+                                   labels: ["provider"], sum(pools, \.drainingConnections)))
             families.append(.gauge("clarion_http2_connections_connecting", help: "Provider HTTP/2 connections being opened.",
-                                   labels: ["provider"], column(7)))
+                                   labels: ["provider"], sum(pools, \.connectingConnections)))
             families.append(.gauge("clarion_http2_connections_backing_off", help: "Provider HTTP/2 connection slots waiting out a backoff after a failed attempt.",
-                                   labels: ["provider"], column(8)))
+                                   labels: ["provider"], sum(pools, \.backingOffSlots)))
             families.append(.gauge("clarion_http2_streams_in_flight", help: "Requests on provider HTTP/2 streams now.",
-                                   labels: ["provider"], column(2)))
+                                   labels: ["provider"], sum(pools, \.inFlightRequests)))
             families.append(.gauge("clarion_http2_queued_requests", help: "Requests waiting for a provider HTTP/2 stream.",
-                                   labels: ["provider"], column(3)))
+                                   labels: ["provider"], sum(pools, \.queuedRequests)))
             families.append(.counter("clarion_http2_connections_opened_total", help: "Provider HTTP/2 connections established (first ones and reconnects) by the pools in use.",
-                                     labels: ["provider"], column(4)))
+                                     labels: ["provider"], sum(pools, \.connectionsOpened)))
             families.append(.counter("clarion_http2_connect_failures_total", help: "Provider connection attempts that failed (resolution, TCP, TLS, timeout) in the pools in use.",
-                                     labels: ["provider"], column(5)))
+                                     labels: ["provider"], sum(pools, \.connectAttemptsFailed)))
             families.append(.counter("clarion_http2_goaways_received_total", help: "GOAWAY frames received from providers by the pools in use.",
-                                     labels: ["provider"], column(6)))
+                                     labels: ["provider"], sum(pools, \.goAwaysReceived)))
         }
 
         // The API listener.

@@ -73,11 +73,13 @@ struct DeliveryAccounting {
         let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
         switch outcome {
         case .accepted:
+            if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
             facts.counters?.accepted.increment()
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .tokenReplaced(let newToken, _):
+            if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
             facts.counters?.accepted.increment()
             effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))

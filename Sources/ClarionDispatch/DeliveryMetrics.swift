@@ -24,6 +24,9 @@ public final class DeliveryMetrics: Sendable {
     let retried: CounterFamily
     /// Publish to completion per target kind, observed by the worker whose committed checkpoint finished the message.
     private let completion: [MessageJob.TargetKind: Histogram]
+    /// Publish to the first provider acceptance per target kind, observed by the worker whose committed checkpoint
+    /// recorded it.
+    private let firstDelivery: [String: Histogram]
     private let cache = Mutex<[String: ApplicationDeliveryCounters]>([:])
 
     public init(registry: MetricsRegistry) {
@@ -40,11 +43,23 @@ public final class DeliveryMetrics: Sendable {
             "clarion_message_completion_seconds",
             help: "Seconds from a message's publish to its final state (Completed, Failed or Expired), per target kind.",
             labels: ["target_kind"], buckets: MetricBuckets.completionSeconds)
+        let firstDeliveryFamily = registry.histogram(
+            "clarion_message_first_delivery_seconds",
+            help: "Seconds from a message's publish to its first delivery a provider accepted, per target kind.",
+            labels: ["target_kind"], buckets: MetricBuckets.completionSeconds)
         var completion: [MessageJob.TargetKind: Histogram] = [:]
+        var firstDelivery: [String: Histogram] = [:]
         for kind in [MessageJob.TargetKind.endpoint, .topic, .user, .audience] {
             completion[kind] = completionFamily.labels(kind.rawValue)
+            firstDelivery[kind.rawValue] = firstDeliveryFamily.labels(kind.rawValue)
         }
         self.completion = completion
+        self.firstDelivery = firstDelivery
+    }
+
+    /// First deliveries a committed checkpoint recorded (each message's once, on whichever node).
+    func observe(_ firsts: [FirstDelivery]) {
+        for first in firsts { firstDelivery[first.targetKind]?.observe(first.seconds) }
     }
 
     /// A message reached its final state in a checkpoint that committed (so it is observed once: exactly one

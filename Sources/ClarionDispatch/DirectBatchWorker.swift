@@ -304,7 +304,7 @@ final class DirectBatchWorker {
             do {
                 let report: FailureReport
                 (results, report) = try await context.jobs.checkpoint(batch: batch)
-                configuration.log.report(report)
+                configuration.committed(report)
                 break
             } catch {
                 attempt += 1

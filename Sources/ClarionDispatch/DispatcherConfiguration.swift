@@ -58,7 +58,7 @@ public struct DispatcherConfiguration: Sendable {
     /// Delivery ids in payloads (`RenderSettings.deliveryIDKey`); nil sends none.
     public var deliveryIDs: DeliveryIDCodec?
     /// Structured log for what is not per push: store errors, shards lost or failed, applications disabled.
-    public var log: DispatcherLog
+    public var log: Log
     /// The clock (tests may shift it); leases use the database's clock.
     public var now: @Sendable () -> Date
     /// Uniform in 0..<1: retry jitter and success sampling.
@@ -74,7 +74,7 @@ public struct DispatcherConfiguration: Sendable {
         submitBatchSize: Int = 128, pageSize: Int = 2_000, shardSize: Int = 10_000, maxPollInterval: Double = 1,
         retryPolicy: RetryPolicy = .standard, retryBatchSize: Int = 500, staleAfter: TimeInterval? = 270 * 86_400,
         shutdownGrace: Double = 10, deliveryTimeout: Double = 120, deliveryLogRetentionDays: Int? = 30,
-        deliveryIDs: DeliveryIDCodec? = nil, log: DispatcherLog = .silent,
+        deliveryIDs: DeliveryIDCodec? = nil, log: Log = .silent,
         now: @escaping @Sendable () -> Date = { Date() },
         unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -115,27 +115,6 @@ public struct DispatcherConfiguration: Sendable {
     /// The most deliveries a worker killed without warning can have sent past its last checkpoint: what popped
     /// since the checkpoint plus what was in flight, plus one submit batch of slack.
     public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + submitBatchSize }
-}
-
-/// A constant message with data in fields, at a level. Fields never carry a device token or a credential: keys and
-/// ids of messages, shards, endpoints and applications, owners, reasons, error codes, and at most a short token
-/// prefix. The app wires it to its structured log; tests capture it.
-public struct DispatcherLog: Sendable {
-    public enum Level: String, Sendable {
-        case info, warning, error
-    }
-
-    let sink: @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void
-
-    public init(_ sink: @escaping @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void) {
-        self.sink = sink
-    }
-
-    public static let silent = DispatcherLog { _, _, _ in }
-
-    func info(_ message: String, _ fields: [String: String] = [:]) { sink(.info, message, fields) }
-    func warning(_ message: String, _ fields: [String: String] = [:]) { sink(.warning, message, fields) }
-    func error(_ message: String, _ fields: [String: String] = [:]) { sink(.error, message, fields) }
 }
 
 /// Lifecycle events of a dispatcher, for metrics and tests. Called on worker tasks: keep it short.
@@ -181,5 +160,13 @@ extension DispatcherConfiguration {
             return leaseHeldFor + delay < leaseDuration * 5 / 6 ? delay : nil
         }
         return attempt < 3 ? delay : nil
+    }
+}
+
+extension DispatcherConfiguration {
+    /// What a committed checkpoint reports: its warnings to the log, its first deliveries to the histogram.
+    func committed(_ report: FailureReport) {
+        log.report(report)
+        metrics?.observe(report.firstDeliveries)
     }
 }

@@ -12,7 +12,7 @@ import Foundation
 /// Fields say which resource (keys, ids, account, application name, platform: with the region, the ARN), why (the
 /// outcome class and the provider's reason text) and what the provider answered (its HTTP status when one came
 /// back). Never a device token: its first characters at most.
-extension DispatcherLog {
+extension Log {
     static let applicationDisabled = "platform application disabled"
     static let endpointDisabled = "endpoint disabled"
     static let messageGivenUp = "message given up"

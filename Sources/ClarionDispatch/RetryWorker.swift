@@ -162,7 +162,7 @@ struct RetryWorker {
         let (finishedState, report) = try await context.jobs.completeRetries(
             message: message, owner: configuration.owner, finished: finished, deferred: deferred, shardCounters: shardCounters,
             shardFailures: shardFailures, effects: effects)
-        configuration.log.report(report)
+        configuration.committed(report)
         if finishedState != nil {
             configuration.metrics?.messageFinished(job.targetKind, publishedAt: job.publishedAt, now: configuration.now())
         }

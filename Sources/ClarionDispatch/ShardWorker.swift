@@ -446,7 +446,7 @@ final class ShardWorker {
                     claim, message: claim.message, checkpoint: key, effects: effects, lease: lease)
                 poppedSinceCheckpoint = 0
                 lastCheckpoint = clock.now
-                configuration.log.report(report)
+                configuration.committed(report)
                 return result
             } catch {
                 attempt += 1

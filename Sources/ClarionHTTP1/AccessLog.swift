@@ -30,35 +30,57 @@ public struct AccessLogEntry: Sendable {
         self.completed = completed
     }
 
-    /// The entry as one JSON object (no trailing newline): a constant message, data in fields.
-    public var jsonLine: String {
+    /// The logger name and constant message of every access-log line.
+    public static let logger = "clarion.access"
+    public static let message = "http.request"
+
+    /// The entry as one JSON line of the node's log (no trailing newline), stamped now.
+    public var jsonLine: String { line(at: Log.now(), format: .json) }
+
+    /// The entry as one line of the node's log (no trailing newline).
+    public func line(at time: (seconds: Int, milliseconds: Int), format: Log.Format) -> String {
         var bytes: [UInt8] = []
-        appendJSONLine(to: &bytes)
+        appendLine(to: &bytes, at: time, format: format)
         bytes.removeLast()
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the entry as one JSON object and a newline, written straight into `out` (the buffered log formats
-    /// in place: building a String per request took about seven allocations).
-    public func appendJSONLine(to out: inout [UInt8]) {
+    /// Appends the entry as one line of the node's log (`Log`'s shape: ts, level, logger, msg, then the fields) and
+    /// a newline, written straight into `out` (the buffered log formats in place: building a String per request
+    /// took about seven allocations).
+    public func appendLine(to out: inout [UInt8], at time: (seconds: Int, milliseconds: Int), format: Log.Format) {
         let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-        out.append(contentsOf: #"{"msg":"http.request","method":"#.utf8)
-        JSONText.appendQuoted(method, to: &out)
-        out.append(contentsOf: #","path":"#.utf8)
-        JSONText.appendQuoted(path, to: &out)
-        out.append(contentsOf: #","status":"#.utf8)
-        JSONText.appendDecimal(Int64(status), to: &out)
-        out.append(contentsOf: #","duration_us":"#.utf8)
-        JSONText.appendDecimal(micros, to: &out)
-        out.append(contentsOf: #","request_id":"#.utf8)
-        JSONText.appendQuoted(requestID, to: &out)
-        out.append(contentsOf: #","remote":"#.utf8)
-        JSONText.appendQuoted(remoteAddress, to: &out)
-        if let cause {
-            out.append(contentsOf: #","cause":"#.utf8)
-            JSONText.appendQuoted(cause, to: &out)
+        switch format {
+        case .json:
+            Log.appendJSONHead(.info, logger: Self.logger, message: Self.message, at: time, to: &out)
+            out.append(contentsOf: #","method":"#.utf8)
+            JSONText.appendQuoted(method, to: &out)
+            out.append(contentsOf: #","path":"#.utf8)
+            JSONText.appendQuoted(path, to: &out)
+            out.append(contentsOf: #","status":"#.utf8)
+            JSONText.appendDecimal(Int64(status), to: &out)
+            out.append(contentsOf: #","duration_us":"#.utf8)
+            JSONText.appendDecimal(micros, to: &out)
+            out.append(contentsOf: #","request_id":"#.utf8)
+            JSONText.appendQuoted(requestID, to: &out)
+            out.append(contentsOf: #","remote":"#.utf8)
+            JSONText.appendQuoted(remoteAddress, to: &out)
+            if let cause {
+                out.append(contentsOf: #","cause":"#.utf8)
+                JSONText.appendQuoted(cause, to: &out)
+            }
+            out.append(contentsOf: (completed ? #","completed":true}"# : #","completed":false}"#).utf8)
+        case .text:
+            Log.appendTextHead(.info, logger: Self.logger, message: Self.message, at: time, to: &out)
+            Log.appendTextField("method", method, to: &out)
+            Log.appendTextField("path", path, to: &out)
+            Log.appendTextField("status", String(status), to: &out)
+            Log.appendTextField("duration_us", String(micros), to: &out)
+            Log.appendTextField("request_id", requestID, to: &out)
+            Log.appendTextField("remote", remoteAddress, to: &out)
+            if let cause { Log.appendTextField("cause", cause, to: &out) }
+            if !completed { Log.appendTextField("completed", "false", to: &out) }
         }
-        out.append(contentsOf: (completed ? #","completed":true}"# : #","completed":false}"#).utf8)
         out.append(UInt8(ascii: "\n"))
     }
 }
@@ -75,12 +97,13 @@ extension AccessLogSink {
     public func flush() {}
 }
 
-/// Writes each entry as a JSON line to a file descriptor (standard error by default), buffered: lines are
+/// Writes each entry as a line of the node's log (`Log`: its format, and nothing below its level, where access lines
+/// are `info`) to a file descriptor (standard error by default), buffered: lines are
 /// appended to a buffer under a lock and a writer thread writes it out every `interval` (100 ms) or as soon as
 /// it holds `flushBytes`. A write system call per request was a visible share of a Publish's CPU; now the
 /// request threads only format and copy. A crash can lose the last interval's lines (never a request: the
 /// log is not the record of what was accepted). `flush()` writes everything out at once.
-public final class JSONLinesAccessLog: AccessLogSink {
+public final class BufferedAccessLog: AccessLogSink {
     private let descriptor: Int32
     private let interval: Duration
     private let flushBytes: Int
@@ -97,8 +120,11 @@ public final class JSONLinesAccessLog: AccessLogSink {
     }
 
     public func record(_ entry: AccessLogEntry) {
+        guard Log.enabled(.info) else { return }
+        let time = Log.now()
+        let format = Log.format
         let size = buffer.withLock { buffer in
-            entry.appendJSONLine(to: &buffer)
+            entry.appendLine(to: &buffer, at: time, format: format)
             return buffer.count
         }
         if !started.load(ordering: .relaxed), started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {

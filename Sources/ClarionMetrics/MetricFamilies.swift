@@ -55,27 +55,11 @@ public final class Counter: Sendable {
     public var value: Int { count.load(ordering: .relaxed) }
 }
 
-public final class CounterFamily: MetricFamily, Sendable {
-    public let name: String
-    public let help: String
-    public let labelNames: [String]
-    private let table: ChildTable<Counter>
+extension Counter: MetricChild {
+    public static let metricType = MetricType.counter
 
-    init(name: String, help: String, labelNames: [String], seriesLimit: Int = MetricsRegistry.defaultSeriesLimit) {
-        self.name = name
-        self.help = help
-        self.labelNames = labelNames
-        table = ChildTable(labelNames: labelNames, seriesLimit: seriesLimit) { Counter() }
-    }
-
-    /// The child for these label values (in the order of the family's label names). Keep it: this takes a lock.
-    public func labels(_ values: String...) -> Counter { table.child(values) }
-    public func labels(_ values: [String]) -> Counter { table.child(values) }
-
-    func snapshot() -> MetricSnapshot {
-        MetricSnapshot(name: name, help: help, type: .counter, samples: table.all.map { values, child in
-            MetricSnapshot.Sample(suffix: "_total", labels: Array(zip(labelNames, values)), value: Double(child.value))
-        })
+    public func samples(labels: [(String, String)]) -> [MetricSnapshot.Sample] {
+        [MetricSnapshot.Sample(suffix: "_total", labels: labels, value: Double(value))]
     }
 }
 
@@ -93,26 +77,11 @@ public final class Gauge: Sendable {
     public var value: Int { current.load(ordering: .relaxed) }
 }
 
-public final class GaugeFamily: MetricFamily, Sendable {
-    public let name: String
-    public let help: String
-    public let labelNames: [String]
-    private let table: ChildTable<Gauge>
+extension Gauge: MetricChild {
+    public static let metricType = MetricType.gauge
 
-    init(name: String, help: String, labelNames: [String], seriesLimit: Int = MetricsRegistry.defaultSeriesLimit) {
-        self.name = name
-        self.help = help
-        self.labelNames = labelNames
-        table = ChildTable(labelNames: labelNames, seriesLimit: seriesLimit) { Gauge() }
-    }
-
-    public func labels(_ values: String...) -> Gauge { table.child(values) }
-    public func labels(_ values: [String]) -> Gauge { table.child(values) }
-
-    func snapshot() -> MetricSnapshot {
-        MetricSnapshot(name: name, help: help, type: .gauge, samples: table.all.map { values, child in
-            MetricSnapshot.Sample(labels: Array(zip(labelNames, values)), value: Double(child.value))
-        })
+    public func samples(labels: [(String, String)]) -> [MetricSnapshot.Sample] {
+        [MetricSnapshot.Sample(labels: labels, value: Double(value))]
     }
 }
 
@@ -179,43 +148,65 @@ public final class Histogram: @unchecked Sendable {
     }
 }
 
-public final class HistogramFamily: MetricFamily, Sendable {
+extension Histogram: MetricChild {
+    public static let metricType = MetricType.histogram
+
+    /// A bucket per bound and `+Inf`, then `_sum` and `_count`.
+    public func samples(labels: [(String, String)]) -> [MetricSnapshot.Sample] {
+        let (cumulative, sum, count) = self.cumulative
+        var samples: [MetricSnapshot.Sample] = []
+        samples.reserveCapacity(bounds.count + 3)
+        for (i, bound) in bounds.enumerated() {
+            samples.append(.init(suffix: "_bucket", labels: labels + [("le", ExpositionWriter.format(bound))],
+                                 value: Double(cumulative[i])))
+        }
+        // `+Inf` is the count itself (read last), so the buckets never exceed it.
+        samples.append(.init(suffix: "_bucket", labels: labels + [("le", "+Inf")], value: Double(count)))
+        samples.append(.init(suffix: "_sum", labels: labels, value: sum))
+        samples.append(.init(suffix: "_count", labels: labels, value: Double(count)))
+        return samples
+    }
+}
+
+// MARK: - Families
+
+/// What a family's children are: counters, gauges or histograms, each writing its own samples.
+public protocol MetricChild: AnyObject, Sendable {
+    static var metricType: MetricType { get }
+    /// This child's samples under its label pairs.
+    func samples(labels: [(String, String)]) -> [MetricSnapshot.Sample]
+}
+
+/// A metric's family: its name, help and label names, fixed at registration, and one child per set of label values
+/// (`labels(...)` takes a lock: resolve a child once and keep it; updating it takes none).
+public final class LabeledFamily<Child: MetricChild>: MetricFamily, Sendable {
     public let name: String
     public let help: String
     public let labelNames: [String]
-    public let buckets: [Double]
-    private let table: ChildTable<Histogram>
+    private let table: ChildTable<Child>
 
-    init(name: String, help: String, labelNames: [String], buckets: [Double],
-         seriesLimit: Int = MetricsRegistry.defaultSeriesLimit) {
-        precondition(!labelNames.contains("le"), "a histogram cannot have a label named le")
+    init(name: String, help: String, labelNames: [String], seriesLimit: Int = MetricsRegistry.defaultSeriesLimit,
+         make: @escaping @Sendable () -> Child) {
         self.name = name
         self.help = help
         self.labelNames = labelNames
-        self.buckets = buckets
-        table = ChildTable(labelNames: labelNames, seriesLimit: seriesLimit) { Histogram(bounds: buckets) }
+        table = ChildTable(labelNames: labelNames, seriesLimit: seriesLimit, make: make)
     }
 
-    public func labels(_ values: String...) -> Histogram { table.child(values) }
-    public func labels(_ values: [String]) -> Histogram { table.child(values) }
+    /// The child for these label values (in the order of the family's label names).
+    public func labels(_ values: String...) -> Child { table.child(values) }
+    public func labels(_ values: [String]) -> Child { table.child(values) }
 
     func snapshot() -> MetricSnapshot {
-        var samples: [MetricSnapshot.Sample] = []
-        for (values, child) in table.all {
-            let labels = Array(zip(labelNames, values))
-            let (cumulative, sum, count) = child.cumulative
-            for (i, bound) in buckets.enumerated() {
-                samples.append(.init(suffix: "_bucket", labels: labels + [("le", ExpositionWriter.format(bound))],
-                                     value: Double(cumulative[i])))
-            }
-            // `+Inf` is the count itself (read last), so the buckets never exceed it.
-            samples.append(.init(suffix: "_bucket", labels: labels + [("le", "+Inf")], value: Double(count)))
-            samples.append(.init(suffix: "_sum", labels: labels, value: sum))
-            samples.append(.init(suffix: "_count", labels: labels, value: Double(count)))
-        }
-        return MetricSnapshot(name: name, help: help, type: .histogram, samples: samples)
+        MetricSnapshot(name: name, help: help, type: Child.metricType, samples: table.all.flatMap { values, child in
+            child.samples(labels: Array(zip(labelNames, values)))
+        })
     }
 }
+
+public typealias CounterFamily = LabeledFamily<Counter>
+public typealias GaugeFamily = LabeledFamily<Gauge>
+public typealias HistogramFamily = LabeledFamily<Histogram>
 
 /// Latency buckets in seconds, 1 ms to 30 s: provider round trips, API requests, publish to completion.
 public enum MetricBuckets {

@@ -27,21 +27,22 @@ public final class MetricsRegistry: Sendable {
 
     /// A counter family. `labels` are the label names, fixed here.
     public func counter(_ name: String, help: String, labels: [String] = []) -> CounterFamily {
-        let family = CounterFamily(name: name, help: help, labelNames: labels)
+        let family = CounterFamily(name: name, help: help, labelNames: labels) { Counter() }
         add(family)
         return family
     }
 
     /// A gauge family (set or moved by the code that knows the figure).
     public func gauge(_ name: String, help: String, labels: [String] = []) -> GaugeFamily {
-        let family = GaugeFamily(name: name, help: help, labelNames: labels)
+        let family = GaugeFamily(name: name, help: help, labelNames: labels) { Gauge() }
         add(family)
         return family
     }
 
     /// A histogram family with fixed bucket upper bounds (ascending; `+Inf` is implied).
     public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double]) -> HistogramFamily {
-        let family = HistogramFamily(name: name, help: help, labelNames: labels, buckets: buckets)
+        precondition(!labels.contains("le"), "a histogram cannot have a label named le")
+        let family = HistogramFamily(name: name, help: help, labelNames: labels) { Histogram(bounds: buckets) }
         add(family)
         return family
     }

@@ -46,7 +46,7 @@ public final class AccessTokenSource: Sendable {
     public let refusalRetention: TimeInterval
     /// How long another failure (network, 5xx) is remembered.
     public let failureRetention: TimeInterval
-    let log: ProviderLog
+    let log: Log
 
     private struct State {
         var token: String?
@@ -65,7 +65,7 @@ public final class AccessTokenSource: Sendable {
 
     init(grant: Grant, tokenURL: String, trustedCAPEM: String?, worker: TokenWorker, clock: @escaping @Sendable () -> Date,
          refreshMargin: TimeInterval = 300, refusalRetention: TimeInterval = 60, failureRetention: TimeInterval = 5,
-         addressPolicy: OutboundAddressPolicy? = nil, log: ProviderLog) {
+         addressPolicy: OutboundAddressPolicy? = nil, log: Log) {
         self.addressPolicy = addressPolicy
         self.grant = grant
         self.tokenURL = tokenURL
@@ -187,7 +187,7 @@ public final class AccessTokenSource: Sendable {
             // sooner). Weak: a source the registry released is not kept alive by its timer.
             let margin = min(refreshMargin, fresh.lifetime / 2)
             worker.schedule(after: fresh.lifetime - margin) { [weak self] in self?.refreshIfDue() }
-            log.event("access token obtained", ["token_url": tokenURL, "expires_in": String(Int(fresh.lifetime))])
+            log.info("access token obtained", ["token_url": tokenURL, "expires_in": String(Int(fresh.lifetime))])
             for waiter in waiters { waiter(.success(fresh.token)) }
         case .failure(let failure):
             log.warning("access token exchange failed", ["token_url": tokenURL, "outcome": failure.outcome.label,
@@ -253,28 +253,6 @@ extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
-}
-
-/// Structured provider-layer events (constant message, data in fields). Never given a secret or a full device
-/// token. The default drops everything.
-public struct ProviderLog: Sendable {
-    public enum Level: String, Sendable { case info, warning }
-
-    let sink: @Sendable (Level, String, [String: String]) -> Void
-
-    public init(_ sink: @escaping @Sendable (_ level: Level, _ message: String, _ fields: [String: String]) -> Void) {
-        self.sink = sink
-    }
-
-    /// A sink that does not care about levels (tests).
-    public init(_ sink: @escaping @Sendable (_ message: String, _ fields: [String: String]) -> Void) {
-        self.sink = { _, message, fields in sink(message, fields) }
-    }
-
-    public static let silent = ProviderLog { (_: String, _: [String: String]) in }
-
-    func event(_ message: String, _ fields: [String: String] = [:]) { sink(.info, message, fields) }
-    func warning(_ message: String, _ fields: [String: String] = [:]) { sink(.warning, message, fields) }
 }
 
 /// At most one line a minute for each event and reason: a provider that refuses every delivery, or a host that

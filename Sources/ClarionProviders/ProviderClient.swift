@@ -70,7 +70,7 @@ public final class ProviderClient: Sendable {
     let auth: Auth
     let clock: @Sendable () -> Date
     let goAway: GoAwayMemo
-    let log: ProviderLog
+    let log: Log
     private let logLimiter = ProviderLogLimiter()
     /// Provider response time of this client's platform (nil when metrics are off).
     let responseTime: Histogram?
@@ -78,7 +78,7 @@ public final class ProviderClient: Sendable {
     private let fcmPath: String?
 
     init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
-         clock: @escaping @Sendable () -> Date, log: ProviderLog, responseTime: Histogram? = nil) {
+         clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil) {
         self.application = application
         self.responseTime = responseTime
         self.pool = pool
@@ -354,7 +354,7 @@ public final class ProviderClient: Sendable {
             break
         case .apns(let signer):
             if signer.providerTokenExpired(rejected: authorization) {
-                log.event("APNs provider token renewed after ExpiredProviderToken; recycling connections", ["application": application.id])
+                log.info("APNs provider token renewed after ExpiredProviderToken; recycling connections", ["application": application.id])
                 pool.recycleConnections()
             }
         case .oauth(let source):

@@ -68,7 +68,7 @@ public final class ProviderRegistry: Sendable {
     let ownsGroup: Bool
     let worker: TokenWorker
     let clock: @Sendable () -> Date
-    let log: ProviderLog
+    let log: Log
 
     private struct State {
         var clients: [String: ProviderClient] = [:]
@@ -85,7 +85,7 @@ public final class ProviderRegistry: Sendable {
     ///   - group: event loops to run the pools on; nil starts `options.eventLoopThreads` loops owned by the registry.
     ///   - clock: wall clock for token ages and Retry-After dates (tests inject one).
     public init(options: ProviderOptions = ProviderOptions(), group: EventLoopGroup? = nil,
-                clock: @escaping @Sendable () -> Date = { Date() }, log: ProviderLog = .silent) throws {
+                clock: @escaping @Sendable () -> Date = { Date() }, log: Log = .silent) throws {
         self.options = options
         self.clock = clock
         self.log = log

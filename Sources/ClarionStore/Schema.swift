@@ -37,6 +37,8 @@ public enum Schema {
                   sql: PackageResources.V012__retries_outlive_endpoints_sql),
         Migration(version: 13, name: "fan-out counts subscribers a filter policy filtered out",
                   sql: PackageResources.V013__filtered_deliveries_sql),
+        Migration(version: 14, name: "a message's first delivery time",
+                  sql: PackageResources.V014__first_delivery_sql),
         Migration(version: 15, name: "scheduled and cancelled messages",
                   sql: PackageResources.V015__scheduled_and_cancelled_messages_sql),
     ]

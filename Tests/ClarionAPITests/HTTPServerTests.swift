@@ -356,12 +356,16 @@ struct HTTPServerTests {
     func accessLogLineFormat() throws {
         let entry = AccessLogEntry(method: "GET", path: "/v1/a\"b\\c\n\u{1}é", status: 404, duration: .microseconds(1_234_567),
                                    requestID: "r-1", remoteAddress: "::1", completed: false)
+        let time = (seconds: 1_796_245_449, milliseconds: 7)
         var bytes: [UInt8] = []
-        entry.appendJSONLine(to: &bytes)
+        entry.appendLine(to: &bytes, at: time, format: .json)
         #expect(bytes.last == UInt8(ascii: "\n"))
         #expect(bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1)
-        #expect(entry.jsonLine + "\n" == String(decoding: bytes, as: UTF8.self))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+        #expect(entry.line(at: time, format: .json) + "\n" == String(decoding: bytes, as: UTF8.self))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        // The node's log shape (issue 17): ts, level, logger, msg first.
+        #expect(String(decoding: bytes.prefix(94), as: UTF8.self)
+            == #"{"ts":"2026-12-02T21:04:09.007Z","level":"info","logger":"clarion.access","msg":"http.request""#)
         #expect(object["path"] as? String == "/v1/a\"b\\c\n\u{1}é")
         #expect(object["status"] as? Int == 404)
         #expect(object["duration_us"] as? Int == 1_234_567)
@@ -372,6 +376,8 @@ struct HTTPServerTests {
         JSONText.appendDecimal(-42, to: &zero)
         JSONText.appendDecimal(Int64.min + 1, to: &zero)
         #expect(String(decoding: zero, as: UTF8.self) == "0-42-9223372036854775807")
+        let text = entry.line(at: time, format: .text)
+        #expect(text == #"2026-12-02T21:04:09.007Z INFO  clarion.access: http.request method=GET path="/v1/a\"b\\c\n\u0001é" status=404 duration_us=1234567 request_id=r-1 remote=::1 completed=false"#)
     }
 
     @Test("requests cut off before the handler are still released (in-flight returns to zero)")

@@ -1,4 +1,5 @@
 @testable import ClarionApp
+import ClarionCore
 import Foundation
 import Testing
 

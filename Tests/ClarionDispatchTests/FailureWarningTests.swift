@@ -12,7 +12,7 @@ import Testing
 /// (read on a connection of its own when the line is written).
 final class LogCapture: Sendable {
     struct Line: Sendable {
-        let level: DispatcherLog.Level
+        let level: Log.Level
         let message: String
         let fields: [String: String]
         /// What `committed` said when the line was written (nil when it was not asked).
@@ -26,8 +26,8 @@ final class LogCapture: Sendable {
         self.committed = committed
     }
 
-    var log: DispatcherLog {
-        DispatcherLog { [self] level, message, fields in
+    var log: Log {
+        Log("test") { [self] level, message, fields in
             let line = Line(level: level, message: message, fields: fields,
                             committed: level == .warning ? committed(message, fields) : nil)
             lines.withLock { $0.append(line) }
@@ -55,13 +55,13 @@ struct FailureWarningTests {
         { message, fields in
             guard let c = try? PGConnection(conninfo: url) else { return nil }
             switch message {
-            case DispatcherLog.applicationDisabled:
+            case Log.applicationDisabled:
                 return (try? c.query("SELECT NOT enabled FROM platform_applications WHERE id = $1",
                                      [Int64(fields["application_key"] ?? "") ?? 0]).first?.bool(0)) ?? false
-            case DispatcherLog.endpointDisabled:
+            case Log.endpointDisabled:
                 return (try? c.query("SELECT NOT enabled FROM endpoints WHERE id = $1",
                                      [Int64(fields["endpoint_key"] ?? "") ?? 0]).first?.bool(0)) ?? false
-            case DispatcherLog.messageGivenUp, DispatcherLog.deliveriesGivenUp:
+            case Log.messageGivenUp, Log.deliveriesGivenUp:
                 return (try? c.query("SELECT state IN ('Completed', 'Failed', 'Expired') FROM messages WHERE id = $1",
                                      [Int64(fields["message_key"] ?? "") ?? 0]).first?.bool(0)) ?? false
             default:
@@ -114,7 +114,7 @@ struct FailureWarningTests {
         #expect(topicStatus.state == .completed && topicStatus.counters.accepted == 3 && topicStatus.counters.failed == 5)
         #expect(directStatus.state == .failed)
 
-        let applications = capture.warnings(DispatcherLog.applicationDisabled)
+        let applications = capture.warnings(Log.applicationDisabled)
         #expect(applications.count == 1)
         let app = try #require(applications.first)
         #expect(app.fields["application"] == "android" && app.fields["platform"] == "GCM")
@@ -123,7 +123,7 @@ struct FailureWarningTests {
         #expect(app.fields["provider_status"] == nil, "nothing was sent: no provider answer")
         #expect(app.fields["disabled_at"] != nil)
 
-        let endpoints = capture.warnings(DispatcherLog.endpointDisabled)
+        let endpoints = capture.warnings(Log.endpointDisabled)
         #expect(endpoints.count == 3)
         let disabledIDs = Set(try c.query("SELECT external_id::text FROM endpoints WHERE NOT enabled").rows.compactMap { $0.string(0) })
         #expect(Set(endpoints.compactMap { $0.fields["endpoint"] }) == disabledIDs && disabledIDs.count == 3)
@@ -135,13 +135,13 @@ struct FailureWarningTests {
             #expect(line.fields["endpoint_key"] != nil && line.fields["message_key"] != nil)
         }
 
-        let completedWithFailures = capture.warnings(DispatcherLog.deliveriesGivenUp)
+        let completedWithFailures = capture.warnings(Log.deliveriesGivenUp)
         #expect(completedWithFailures.count == 1)
         let topicLine = try #require(completedWithFailures.first)
         #expect(topicLine.fields["message_key"] == String(topicMessage) && topicLine.fields["state"] == "Completed")
         #expect(topicLine.fields["failed"] == "5" && topicLine.fields["accepted"] == "3")
         #expect(topicLine.fields["failures"]?.contains("Unregistered=2") == true, "\(topicLine.fields)")
-        let givenUp = capture.warnings(DispatcherLog.messageGivenUp)
+        let givenUp = capture.warnings(Log.messageGivenUp)
         #expect(givenUp.count == 1)
         #expect(givenUp.first?.fields["message_key"] == String(directMessage) && givenUp.first?.fields["state"] == "Failed")
         #expect(givenUp.first?.fields["failures"] == "Unregistered=1")
@@ -181,12 +181,12 @@ struct FailureWarningTests {
 
         #expect(first.state == .completed && first.counters.failed == 1 && first.counters.accepted == 2)
         #expect(second.state == .completed && second.counters.failed == 0 && second.counters.skipped == 1)
-        let endpoints = capture.warnings(DispatcherLog.endpointDisabled)
+        let endpoints = capture.warnings(Log.endpointDisabled)
         #expect(endpoints.count == 1)
         #expect(endpoints.first?.fields["reason"] == "UNREGISTERED" && endpoints.first?.fields["token_prefix"] == "an…")
-        #expect(capture.warnings(DispatcherLog.deliveriesGivenUp).count == 1)
-        #expect(capture.warnings(DispatcherLog.messageGivenUp).isEmpty)
-        #expect(capture.warnings(DispatcherLog.applicationDisabled).isEmpty)
+        #expect(capture.warnings(Log.deliveriesGivenUp).count == 1)
+        #expect(capture.warnings(Log.messageGivenUp).isEmpty)
+        #expect(capture.warnings(Log.applicationDisabled).isEmpty)
         #expect(capture.all.filter { $0.level == .warning }.allSatisfy { $0.committed == true })
     }
 }

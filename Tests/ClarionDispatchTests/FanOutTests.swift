@@ -1,5 +1,6 @@
 import ClarionCore
 @testable import ClarionDispatch
+import ClarionMetrics
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -69,12 +70,16 @@ struct FanOutTests {
         let log = ShardLog()
         let a = ["ios": RecordingTransport(latency: 0.01), "android": RecordingTransport(latency: 0.01)]
         let b = ["ios": RecordingTransport(latency: 0.01), "android": RecordingTransport(latency: 0.01)]
+        // Each node its own metrics, as two processes have.
+        let registries = [MetricsRegistry(), MetricsRegistry()]
+        var configurationA = testConfiguration(owner: "node-a", shardSize: 500)
+        configurationA.metrics = DeliveryMetrics(registry: registries[0])
+        var configurationB = testConfiguration(owner: "node-b", shardSize: 500)
+        configurationB.metrics = DeliveryMetrics(registry: registries[1])
         let first = RunningDispatcher(Dispatcher(
-            pool: fixture.pool, directory: TestDirectory(transports: a),
-            configuration: testConfiguration(owner: "node-a", shardSize: 500), observer: log))
+            pool: fixture.pool, directory: TestDirectory(transports: a), configuration: configurationA, observer: log))
         let second = RunningDispatcher(Dispatcher(
-            pool: fixture.pool, directory: TestDirectory(transports: b),
-            configuration: testConfiguration(owner: "node-b", shardSize: 500), observer: log))
+            pool: fixture.pool, directory: TestDirectory(transports: b), configuration: configurationB, observer: log))
         let message = try fixture.publishToTopic()
         let status = try await fixture.waitForFinal(message)
         await first.stop()
@@ -83,6 +88,16 @@ struct FanOutTests {
         #expect(status.state == .completed)
         #expect(status.shards == 12)
         #expect(status.counters.accepted == 6_000)
+        // Twelve shards on two nodes delivered, yet the message's first delivery is recorded and observed once.
+        let firstDelivery = try #require(status.firstDeliveryAt)
+        #expect(firstDelivery >= status.publishedAt && firstDelivery <= status.completedAt!)
+        var observed = 0
+        for registry in registries {
+            let text = await registry.exposition()
+            let line = text.split(separator: "\n").first { $0.hasPrefix(#"clarion_message_first_delivery_seconds_count{target_kind="topic"}"#) }
+            observed += Int(line?.split(separator: " ").last ?? "0") ?? 0
+        }
+        #expect(observed == 1)
         var counts: [String: Int] = [:]
         for t in Array(a.values) + Array(b.values) { counts.merge(t.counts) { $0 + $1 } }
         #expect(counts.count == 6_000)
@@ -285,7 +300,7 @@ struct FanOutTests {
         let ios = RecordingTransport()
         var configuration = testConfiguration(owner: "node-a", inFlight: 200, shardSize: 5_000)
         let logged = Mutex<[(String, [String: String])]>([])
-        configuration.log = DispatcherLog { _, message, fields in logged.withLock { $0.append((message, fields)) } }
+        configuration.log = Log("test") { _, message, fields in logged.withLock { $0.append((message, fields)) } }
         let dispatcher = RunningDispatcher(Dispatcher(
             pool: fixture.pool, directory: TestDirectory(transports: ["ios": ios, "android": android]),
             configuration: configuration))

@@ -46,7 +46,7 @@ struct FilterPolicyFanOutTests {
         let warnings = Mutex<[[String: String]]>([])
         var configuration = testConfiguration(owner: "node-a", shardSize: 100)
         configuration.pageSize = 50
-        configuration.log = DispatcherLog { level, message, fields in
+        configuration.log = Log("test") { level, message, fields in
             if level == .warning, message.hasPrefix("filter policy") { warnings.withLock { $0.append(fields) } }
         }
         let dispatcher = RunningDispatcher(Dispatcher(

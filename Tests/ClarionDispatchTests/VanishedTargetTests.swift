@@ -110,7 +110,7 @@ struct VanishedTargetTests {
         }
         var configuration = testConfiguration(owner: "node-a")
         let errors = Mutex<[String]>([])
-        configuration.log = DispatcherLog { level, message, fields in
+        configuration.log = Log("test") { level, message, fields in
             if level == .error { errors.withLock { $0.append("\(message) \(fields)") } }
         }
         let dispatcher = RunningDispatcher(Dispatcher(

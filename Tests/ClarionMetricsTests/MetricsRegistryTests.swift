@@ -58,7 +58,7 @@ struct MetricsRegistryTests {
 
     @Test("a family caps its children: past the limit new label values share one _other child")
     func seriesLimit() {
-        let family = CounterFamily(name: "clarion_capped_total", help: "h", labelNames: ["application"], seriesLimit: 2)
+        let family = CounterFamily(name: "clarion_capped_total", help: "h", labelNames: ["application"], seriesLimit: 2) { Counter() }
         family.labels("a").increment()
         family.labels("b").increment()
         family.labels("c").increment()

@@ -11,11 +11,71 @@ import time
 import urllib.request
 import uuid
 
+import boto3
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLARION = os.environ.get("CLARION_BIN", os.path.join(ROOT, ".build", "debug", "clarion"))
 SERVER_URL = os.environ.get("CLARION_TEST_DATABASE_URL", "")
+
+
+# Issue 17: "A test scans a full end-to-end run's logs for the secrets and tokens that run used." Every node this
+# suite starts writes its log to a file listed here, and every credential, API key and full device token the tests
+# hand Clarion (through boto3, urllib or a node's environment) is recorded; test_zz_log_secrets.py, the last file
+# of the run, looks for each of them in each log.
+NODE_LOGS = []
+SECRETS_USED = set()
+SECRET_KEYS = ("token", "secret", "credential", "private", "password", "key_pem", "api_key", "p256dh", "auth")
+
+
+def used_secret(value):
+    """Records a value that must never appear in a log (short values would match by chance: 16 characters up)."""
+    if isinstance(value, str) and len(value.strip()) >= 16:
+        SECRETS_USED.add(value.strip())
+
+
+def _record_json_secrets(value, key=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _record_json_secrets(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            _record_json_secrets(v, key)
+    elif isinstance(value, str) and any(word in key.lower() for word in SECRET_KEYS):
+        used_secret(value)
+
+
+def _record_sns_params(params, **_):
+    used_secret(params.get("Token"))
+    attributes = params.get("Attributes") or {}
+    used_secret(attributes.get("Token"))
+    used_secret(attributes.get("PlatformCredential"))
+
+
+def _record_signing_secret(request_signer=None, **_):
+    used_secret(getattr(getattr(request_signer, "_credentials", None), "secret_key", None))
+
+
+boto3.setup_default_session()
+boto3.DEFAULT_SESSION.events.register("provide-client-params.sns", _record_sns_params)
+boto3.DEFAULT_SESSION.events.register("before-sign.sns", _record_signing_secret)
+_urlopen = urllib.request.urlopen
+
+
+def _recording_urlopen(request, *args, **kwargs):
+    if isinstance(request, urllib.request.Request):
+        authorization = request.get_header("Authorization") or ""
+        if authorization.startswith("Bearer "):
+            used_secret(authorization[len("Bearer "):])
+        if isinstance(request.data, bytes) and request.data[:1] in (b"{", b"["):
+            try:
+                _record_json_secrets(json.loads(request.data))
+            except ValueError:
+                pass
+    return _urlopen(request, *args, **kwargs)
+
+
+urllib.request.urlopen = _recording_urlopen
 
 
 def free_port():
@@ -71,7 +131,10 @@ class Node:
         # (SSRF guard); a test of the guard itself sets this to "".
         full_env.setdefault("CLARION_PROVIDER_ALLOW_HOSTS", "127.0.0.0/8,::1/128")
         full_env.update(env or {})
+        for key in ("CLARION_MASTER_KEY", "CLARION_SECRET_ACCESS_KEY"):
+            used_secret(full_env.get(key))
         self.log_path = f"/tmp/clarion-e2e-{uuid.uuid4().hex[:8]}.log"
+        NODE_LOGS.append(self.log_path)
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen([CLARION, "serve", "--listen", f"{listen_host}:{self.port}"] + args,
                                      stdout=self.log, stderr=subprocess.STDOUT, env=full_env, preexec_fn=preexec_fn)

@@ -22,7 +22,7 @@ MASTER_KEY = {"CLARION_MASTER_KEY": "B" * 43 + "="}
 # The families issue 17 lists; with the ones the dashboard reads (below), all must be in a running node's exposition.
 FAMILIES = {
     "clarion_deliveries", "clarion_deliveries_sent", "clarion_delivery_retries", "clarion_provider_response_seconds",
-    "clarion_message_completion_seconds", "clarion_publish_batch_messages", "clarion_publish_commit_seconds",
+    "clarion_message_completion_seconds", "clarion_message_first_delivery_seconds", "clarion_publish_batch_messages", "clarion_publish_commit_seconds",
     "clarion_api_requests", "clarion_api_request_duration_seconds", "clarion_api_connections_open",
     "clarion_api_connections_refused", "clarion_db_pool_connections_busy", "clarion_db_pool_connections_idle",
     "clarion_db_pool_queued", "clarion_db_pool_waits", "clarion_db_errors", "clarion_work_waiting", "clarion_work_oldest_seconds",
@@ -116,6 +116,10 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
         - value(before, completion, completion + "_count", target_kind="endpoint") == 6
     assert value(after, completion, completion + "_count", target_kind="topic") \
         - value(before, completion, completion + "_count", target_kind="topic") == 0
+    # Five of them had a delivery a provider accepted: each first delivery observed once; the refused one never.
+    first = "clarion_message_first_delivery_seconds"
+    assert value(after, first, first + "_count", target_kind="endpoint") \
+        - value(before, first, first + "_count", target_kind="endpoint") == 5
     # Six SNS Publish calls, counted under the route pattern "/" (SNS's Query API), status class 2xx.
     api = {"method": "POST", "route": "/"}
     assert value(after, "clarion_api_requests", "clarion_api_requests_total", **api, status_class="2xx") \

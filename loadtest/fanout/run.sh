@@ -9,51 +9,18 @@
 #   WORKERS=4 DATABASE_URL=postgresql://... loadtest/fanout/run.sh
 #   N=100000 METRICS_COMPARE=2 loadtest/fanout/run.sh   # metrics off and on, alternated, 2 rounds each
 #
-# Builds into its own scratch path from a generated package that links the Sources modules it needs.
+# Builds the fanoutbench product of the loadtest package (loadtest/Package.swift) into its own scratch path.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SCRATCH="${SCRATCH:-$ROOT/.build-fanoutbench}"
 N="${N:-1000000}"
 CONFIG="${CONFIG:-release}"
-PKG="$SCRATCH/pkg"
 WORK="$(mktemp -d /tmp/fanoutbench.XXXXXX)"
 chmod 755 "$WORK"  # the embedded PostgreSQL runs as its own user
-mkdir -p "$PKG/Sources/fanoutbench"
-for module in ClarionCore ClarionCrypto ClarionMetrics ClarionStore ClarionTransport ClarionHTTP2 ClarionProviders \
-              ClarionDispatch ClarionEmulator CPQ COpenSSL CNghttp2 CCurl CLinux; do
-    ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
-done
-cp "$ROOT/loadtest/fanout/FanOutBench.swift" "$PKG/Sources/fanoutbench/main.swift"
-cat > "$PKG/Package.swift" <<'SWIFT'
-// swift-tools-version:6.0
-import PackageDescription
-let settings: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
-let package = Package(
-    name: "fanoutbench",
-    platforms: [.macOS(.v14)],
-    targets: [
-        .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq"),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
-        .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
-        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
-        .target(name: "ClarionMetrics", path: "Sources/ClarionMetrics", swiftSettings: settings),
-        .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], path: "Sources/ClarionCrypto", swiftSettings: settings),
-        .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore",
-                resources: [.embedInCode("Migrations")], swiftSettings: settings),
-        .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], path: "Sources/ClarionTransport", swiftSettings: settings),
-        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], path: "Sources/ClarionHTTP2", swiftSettings: settings),
-        .target(name: "ClarionProviders", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionMetrics", "CCurl"], path: "Sources/ClarionProviders", swiftSettings: settings),
-        .target(name: "ClarionDispatch", dependencies: ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders"], path: "Sources/ClarionDispatch", swiftSettings: settings),
-        .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], path: "Sources/ClarionEmulator", swiftSettings: settings),
-        .executableTarget(name: "fanoutbench", dependencies: ["ClarionDispatch", "ClarionEmulator", "ClarionMetrics", "ClarionProviders", "ClarionStore", "ClarionTransport", "ClarionHTTP2", "ClarionCore"], path: "Sources/fanoutbench", swiftSettings: settings),
-    ]
-)
-SWIFT
 echo "building fanoutbench ($CONFIG) in $SCRATCH ..." >&2
-swift build -c "$CONFIG" --package-path "$PKG" --scratch-path "$SCRATCH/build" 2>&1 | grep -E "error|warning: |Build complete" >&2 || true
-BIN="$SCRATCH/build/$CONFIG/fanoutbench"
+swift build -c "$CONFIG" --package-path "$ROOT/loadtest" --scratch-path "$SCRATCH" --product fanoutbench 2>&1 \
+    | grep -E "error|warning: |Build complete" >&2 || true
+BIN="$SCRATCH/$CONFIG/fanoutbench"
 [ -x "$BIN" ] || { echo "build failed" >&2; exit 1; }
 
 TICKS=$(getconf CLK_TCK)

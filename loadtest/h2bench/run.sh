@@ -9,8 +9,8 @@
 #   SERVERS="emulator nghttpd" loadtest/h2bench/run.sh     # a subset of: emulator static nghttpd
 #   BUILD_ONLY=1 loadtest/h2bench/run.sh                   # build and write the inputs only (instructions.sh)
 #
-# Builds release into its own scratch path (.build-h2bench) from a generated package that links the modules it needs
-# from Sources/ (ClarionHTTP2, ClarionCrypto, ClarionEmulator).
+# Builds the h2bench product of the loadtest package (loadtest/Package.swift), release, into its own scratch path
+# (.build-h2bench).
 #
 # Servers bind free ports found at start (nghttpd needs a port on its command line: it is retried on another port if
 # that one was taken meanwhile), each is waited for until it accepts connections, and each is checked before every
@@ -22,42 +22,12 @@ SCRATCH="${SCRATCH:-$ROOT/.build-h2bench}"
 REQUESTS="${REQUESTS:-100000}"
 REPEAT="${REPEAT:-1}"
 SERVERS="${SERVERS:-emulator static nghttpd}"
-PKG="$SCRATCH/pkg"
 WORK="$SCRATCH/work"
-mkdir -p "$PKG/Sources/h2bench" "$WORK"
-
-# --- build -------------------------------------------------------------------------------------------------------
-for module in ClarionCore ClarionTransport ClarionHTTP2 ClarionCrypto ClarionEmulator CNghttp2 COpenSSL CLinux; do
-    ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
-done
-cp "$ROOT/loadtest/h2bench/H2Bench.swift" "$PKG/Sources/h2bench/main.swift"
-cat > "$PKG/Package.swift" <<'SWIFT'
-// swift-tools-version:6.0
-import PackageDescription
-let settings: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
-let package = Package(
-    name: "h2bench",
-    targets: [
-        .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
-        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
-        .target(name: "ClarionTransport", dependencies: ["CLinux", "COpenSSL"], path: "Sources/ClarionTransport",
-                swiftSettings: settings),
-        .target(name: "ClarionHTTP2", dependencies: ["CNghttp2", "ClarionCore", "ClarionTransport"], path: "Sources/ClarionHTTP2",
-                swiftSettings: settings),
-        .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], path: "Sources/ClarionCrypto", swiftSettings: settings),
-        .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], path: "Sources/ClarionEmulator",
-                swiftSettings: settings),
-        .executableTarget(name: "h2bench", dependencies: ["ClarionTransport", "ClarionHTTP2", "ClarionCrypto", "ClarionEmulator"],
-                          path: "Sources/h2bench"),
-    ]
-)
-SWIFT
 echo "building h2bench (release) in $SCRATCH ..." >&2
-swift build -c release --package-path "$PKG" --scratch-path "$SCRATCH/build" 2>&1 | grep -E "error|warning: |Build complete" >&2 || true
-BIN="$SCRATCH/build/release/h2bench"
-[ -x "$BIN" ] && [ "$BIN" -nt "$ROOT/loadtest/h2bench/H2Bench.swift" ] || { echo "build failed" >&2; exit 1; }
+swift build -c "release" --package-path "$ROOT/loadtest" --scratch-path "$SCRATCH" --product h2bench 2>&1 \
+    | grep -E "error|warning: |Build complete" >&2 || true
+BIN="$SCRATCH/release/h2bench"
+[ -x "$BIN" ] && [ "$BIN" -nt "$ROOT/loadtest/h2bench/main.swift" ] || { echo "build failed" >&2; exit 1; }
 
 # --- inputs ------------------------------------------------------------------------------------------------------
 CERTS="$WORK/certs"

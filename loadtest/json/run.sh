@@ -4,35 +4,18 @@
 #   loadtest/json/run.sh                      # best-of-5 times per case, release build
 #   MODE=callgrind loadtest/json/run.sh       # instructions of 1,000 publish-path iterations (valgrind)
 #   MODE=cases loadtest/json/run.sh           # instructions to parse each hostile / worst-case document once
-#   SOURCES=/tmp/base/Sources loadtest/json/run.sh   # the same against another tree (e.g. `git archive` of main)
+#   /tmp/base/loadtest/json/run.sh            # the same against another tree (a `git worktree` of main, say)
 #
-# Builds into its own scratch path from a generated package that links ClarionCore alone.
+# Builds the jsonbench product of the loadtest package (loadtest/Package.swift) into its own scratch path.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-SOURCES="${SOURCES:-$ROOT/Sources}"
 SCRATCH="${SCRATCH:-$ROOT/.build-jsonbench}"
 CONFIG="${CONFIG:-release}"
 MODE="${MODE:-time}"
-PKG="$SCRATCH/pkg"
-mkdir -p "$PKG/Sources/jsonbench"
-ln -sfn "$SOURCES/ClarionCore" "$PKG/Sources/ClarionCore"
-cp "$ROOT/loadtest/json/JSONBench.swift" "$PKG/Sources/jsonbench/main.swift"
-cat > "$PKG/Package.swift" <<'SWIFT'
-// swift-tools-version:6.0
-import PackageDescription
-let settings: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
-let package = Package(
-    name: "jsonbench",
-    platforms: [.macOS(.v14)],
-    targets: [
-        .target(name: "ClarionCore", path: "Sources/ClarionCore", swiftSettings: settings),
-        .executableTarget(name: "jsonbench", dependencies: ["ClarionCore"], path: "Sources/jsonbench", swiftSettings: settings),
-    ]
-)
-SWIFT
-echo "building jsonbench ($CONFIG) from $SOURCES in $SCRATCH ..." >&2
-swift build -c "$CONFIG" --package-path "$PKG" --scratch-path "$SCRATCH/build" 2>&1 | grep -E "error|warning: |Build complete" >&2 || true
-BIN="$SCRATCH/build/$CONFIG/jsonbench"
+echo "building jsonbench ($CONFIG) from $ROOT in $SCRATCH ..." >&2
+swift build -c "$CONFIG" --package-path "$ROOT/loadtest" --scratch-path "$SCRATCH" --product jsonbench 2>&1 \
+    | grep -E "error|warning: |Build complete" >&2 || true
+BIN="$SCRATCH/$CONFIG/jsonbench"
 [ -x "$BIN" ] || { echo "build failed" >&2; exit 1; }
 echo "$CONFIG build, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 case "$MODE" in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Store benchmark (issue 2): COPY N endpoints (default 1,000,000) into the real schema and read them back
-# in keyset order. Starts its own PostgreSQL cluster unless DATABASE_URL is given; builds release into
-# its own scratch path from a generated package that links Sources/ClarionStore.
+# in keyset order. Starts its own PostgreSQL cluster unless DATABASE_URL is given; builds the storebench product of
+# the loadtest package (loadtest/Package.swift), release, into its own scratch path.
 #
 #   loadtest/store/run.sh            # 1M endpoints
 #   N=200000 loadtest/store/run.sh
@@ -9,30 +9,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SCRATCH="${SCRATCH:-$ROOT/.build-storebench}"
 N="${N:-1000000}"
-PKG="$SCRATCH/pkg"
-mkdir -p "$PKG/Sources/storebench"
-for module in ClarionStore ClarionCrypto ClarionCore CPQ COpenSSL; do
-    ln -sfn "$ROOT/Sources/$module" "$PKG/Sources/$module"
-done
-cp "$ROOT/loadtest/store/StoreBench.swift" "$PKG/Sources/storebench/main.swift"
-cat > "$PKG/Package.swift" <<'SWIFT'
-// swift-tools-version:6.0
-import PackageDescription
-let package = Package(
-    name: "storebench",
-    targets: [
-        .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq"),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
-        .target(name: "ClarionCore", path: "Sources/ClarionCore"),
-        .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], path: "Sources/ClarionCrypto"),
-        .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"], path: "Sources/ClarionStore",
-                resources: [.embedInCode("Migrations")]),
-        .executableTarget(name: "storebench", dependencies: ["ClarionStore"], path: "Sources/storebench"),
-    ]
-)
-SWIFT
-(cd "$PKG" && swift build -c release --scratch-path "$SCRATCH/build" 2>&1 | grep -E "error|warning: unre" || true)
-BIN="$SCRATCH/build/release/storebench"
+swift build -c "release" --package-path "$ROOT/loadtest" --scratch-path "$SCRATCH" --product storebench 2>&1 \
+    | grep -E "error|warning: |Build complete" >&2 || true
+BIN="$SCRATCH/release/storebench"
 
 if [ -z "${DATABASE_URL:-}" ]; then
     pgroot=$(mktemp -d /tmp/clarion-storebench.XXXXXX); chmod 755 "$pgroot"

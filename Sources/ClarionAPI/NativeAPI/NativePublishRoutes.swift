@@ -316,6 +316,7 @@ package enum NativePublishRoutes {
             "send_at": NativeResponse.time(status.sendAt),
             "pace": status.pace.map(renderPace) ?? .null,
             "started_at": NativeResponse.time(status.startedAt),
+            "first_delivery_at": NativeResponse.time(status.firstDeliveryAt),
             "completed_at": NativeResponse.time(status.completedAt),
             "expires_at": NativeResponse.time(status.expiresAt),
         ]

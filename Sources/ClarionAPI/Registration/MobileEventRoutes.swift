@@ -18,7 +18,7 @@ import Foundation
 enum MobileEventRoutes {
     static let paths = ["/meiro_mobile", "/v1/events"]
     static let bodyLimit = 64 * 1024
-    static let log = RegistrationLog("clarion.events")
+    static let log = Log("clarion.events")
 
     static func register(on router: inout Router, context c: RegistrationContext) {
         for path in paths {
@@ -102,7 +102,7 @@ enum MobileEventRoutes {
     /// The fields of a reassignment's log line: the app, the device token as a short prefix only, both users.
     static func reassignmentFields(_ app: MobileAppRecord, _ event: MobileEvent, from: String,
                                    authenticated: Bool) -> [String: String] {
-        ["app": app.externalID.lowercasedText, "token": RegistrationLog.tokenPrefix(event.registrationToken),
+        ["app": app.externalID.lowercasedText, "token": Log.tokenPrefix(event.registrationToken),
          "from_user": from, "to_user": event.userID, "authenticated": authenticated ? "true" : "false",
          "event_type": event.eventType.rawValue]
     }

@@ -54,7 +54,7 @@ public final class RegistrationProcessor: Sendable {
     let validator: (any DryRunValidator)?
     /// The time of a webhook attempt, which its `x-clarion-signature` signs.
     let clock: @Sendable () -> Date
-    let log = RegistrationLog("clarion.registration")
+    let log = Log("clarion.registration")
 
     private struct State {
         var stopped = false
@@ -130,7 +130,7 @@ public final class RegistrationProcessor: Sendable {
                 try await registrations.finish(registration.id, status: status, failure: failure, webhook: webhook)
                 if webhook != nil { queuedWebhook = true }
                 log.info("registration processed", ["status": status.rawValue, "reason": failure?.rawValue ?? "",
-                                                    "token": RegistrationLog.tokenPrefix(registration.deviceToken)])
+                                                    "token": Log.tokenPrefix(registration.deviceToken)])
             } catch {
                 log.warning("registration finish failed", ["error": error.code.rawValue])
             }
@@ -162,7 +162,7 @@ public final class RegistrationProcessor: Sendable {
                     // Refused credentials (or settings that cannot make a client) are the operator's to fix, not the
                     // device's: a warning, with the reason, as the dispatcher's for a disabled application.
                     let fields = ["outcome": outcome.label, "reason": outcome.reason ?? "", "application_key": String(application),
-                                  "token": RegistrationLog.tokenPrefix(r.deviceToken)]
+                                  "token": Log.tokenPrefix(r.deviceToken)]
                     if outcome.disablesApplication {
                         log.warning("registration dry run refused", fields)
                     } else {
@@ -296,21 +296,3 @@ struct WebhookError: Error, Sendable {
     init(_ text: String) { self.text = text }
 }
 
-/// Structured lines on stderr (constant message, data in fields); never an API token, and device tokens only as
-/// a short prefix.
-struct RegistrationLog: Sendable {
-    let label: String
-
-    init(_ label: String) { self.label = label }
-
-    static func tokenPrefix(_ token: String) -> String { String(token.prefix(8)) + "…" }
-
-    func info(_ message: String, _ fields: [String: String] = [:]) { write("info", message, fields) }
-    func warning(_ message: String, _ fields: [String: String] = [:]) { write("warning", message, fields) }
-
-    private func write(_ level: String, _ message: String, _ fields: [String: String]) {
-        var object = JSONObject([("level", .string(level)), ("logger", .string(label)), ("message", .string(message))])
-        for key in fields.keys.sorted() { object[key] = .string(fields[key]!) }
-        FileHandle.standardError.write(Data((object.jsonText + "\n").utf8))
-    }
-}

@@ -523,6 +523,8 @@ public struct FanOutJobs: Sendable {
             case endpoints(message: Int64)
             /// At most one row: the application, if this statement turned it off.
             case application(ApplicationDisable, message: Int64)
+            /// At most one row: the message, if this statement recorded its first delivery.
+            case firstDelivery(message: Int64)
         }
 
         var commands: [PGCommand] = []
@@ -563,6 +565,11 @@ public struct FanOutJobs: Sendable {
                             name: try row.requireString(2), platform: try row.requireString(3), reason: disable.reason,
                             providerStatus: disable.providerStatus, disabledAt: disable.at, message: message))
                     }
+                case .firstDelivery(let message)?:
+                    for row in result.rows {
+                        report.firstDeliveries.append(FirstDelivery(
+                            message: message, targetKind: try row.requireString(0), seconds: max(0, row.double(1) ?? 0)))
+                    }
                 }
             }
             return report
@@ -574,6 +581,14 @@ public struct FanOutJobs: Sendable {
         message: Int64, shardFailures: [Int64: [String: Int64]], effects: OutcomeEffects, retryShard: Int64?
     ) -> EffectStatements {
         var commands = EffectStatements()
+        if let at = effects.firstAcceptedAt {
+            // Only the first checkpoint with a delivery sets it (the row lock orders two at once; the second finds
+            // it set and changes nothing), so each message's first delivery is read back, and observed, once.
+            commands.append(PGCommand("""
+                UPDATE messages SET first_delivery_at = $2 WHERE id = $1 AND first_delivery_at IS NULL
+                RETURNING target_kind, extract(epoch FROM $2::timestamptz - published_at)::float8
+                """, [message, at]), reader: .firstDelivery(message: message))
+        }
         for shard in shardFailures.keys.sorted() {
             guard let failures = shardFailures[shard], !failures.isEmpty else { continue }
             let reasons = failures.keys.sorted()
@@ -904,7 +919,8 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
                 coalesce(sum(s.expired), 0),
                 (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0),
-                m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted
+                m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted,
+                m.first_delivery_at
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
             GROUP BY m.id
@@ -928,7 +944,7 @@ public struct FanOutJobs: Sendable {
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
                 expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0),
             failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
-            startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9))
+            startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(27))
         status.sendAt = row.date(22)
         let pace: MessagePace? = if let rate = row.double(23) { .perSecond(rate) } else { row.int(24).map { .overSeconds($0) } }
         if let pace {

@@ -321,6 +321,9 @@ public struct OutcomeEffects: Sendable, Hashable {
     public var replace: [TokenReplacement] = []
     public var retries: [RetrySchedule] = []
     public var disableApplications: [ApplicationDisable] = []
+    /// When the first of these outcomes that delivered (accepted, or accepted with a new token) came back: the
+    /// checkpoint records it as the message's first delivery unless an earlier checkpoint already did.
+    public var firstAcceptedAt: Date?
 
     public init() {}
 
@@ -420,6 +423,9 @@ public struct FailureReport: Sendable, Hashable {
     public var endpoints: [DisabledEndpoint] = []
     public var applications: [DisabledApplication] = []
     public var messages: [GivenUpMessage] = []
+    /// Messages whose first delivery this transaction recorded (exactly one transaction records each), for the
+    /// publish-to-first-delivery histogram. Not a failure: it rides along because it is read back the same way.
+    public var firstDeliveries: [FirstDelivery] = []
 
     public init(endpoints: [DisabledEndpoint] = [], applications: [DisabledApplication] = [], messages: [GivenUpMessage] = []) {
         self.endpoints = endpoints
@@ -433,6 +439,21 @@ public struct FailureReport: Sendable, Hashable {
         lhs.endpoints += rhs.endpoints
         lhs.applications += rhs.applications
         lhs.messages += rhs.messages
+        lhs.firstDeliveries += rhs.firstDeliveries
+    }
+}
+
+/// A message's first delivery, read back from the UPDATE that recorded it.
+public struct FirstDelivery: Sendable, Hashable {
+    public let message: Int64
+    public let targetKind: String
+    /// Seconds from the publish to the first provider acceptance.
+    public let seconds: Double
+
+    public init(message: Int64, targetKind: String, seconds: Double) {
+        self.message = message
+        self.targetKind = targetKind
+        self.seconds = seconds
     }
 }
 
@@ -492,6 +513,8 @@ public struct MessageStatus: Sendable, Hashable {
     public var sendAt: Date? = nil
     /// Its pacing, when it has one.
     public var pace: PaceStatus? = nil
+    /// When a provider first accepted a delivery of this message; nil before that, or when none was delivered.
+    public var firstDeliveryAt: Date? = nil
 
     /// 0...1: deliveries with a final outcome over the planned (or, when larger, counted) targets. A cancelled
     /// message keeps the fraction it reached.

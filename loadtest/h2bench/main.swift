@@ -1,5 +1,5 @@
-// The benchmark driver for loadtest/h2bench/run.sh. Not part of the package: run.sh compiles it (release) in a
-// generated package that links ClarionHTTP2 from Sources/.
+// The benchmark driver for loadtest/h2bench/run.sh: the h2bench product of the loadtest package
+// (loadtest/Package.swift, which depends on the main package by path).
 //
 //   h2bench gencert --out DIR                      writes DIR/cert.pem and DIR/key.pem (self-signed, 127.0.0.1)
 //   h2bench serve --port P [--tls DIR] [--max-streams N] [--threads T]

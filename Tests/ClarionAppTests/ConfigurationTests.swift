@@ -1,0 +1,111 @@
+@testable import ClarionApp
+import ClarionCore
+import Foundation
+import Testing
+
+/// `Configuration.load`: defaults, then a file, then the environment, then flags, each later source overriding the
+/// earlier ones (README, "Configuration"); refusals name the setting.
+@Suite struct ConfigurationTests {
+    static func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("clarion-config-\(UUID().uuidString).env").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("Defaults when nothing is given")
+    func defaults() throws {
+        let (configuration, rest) = try Configuration.load(arguments: [], environment: [:])
+        #expect(configuration == Configuration())
+        #expect(configuration.listenPort == 8080 && configuration.listenHost == "127.0.0.1")
+        #expect(configuration.databaseURL == nil, "the embedded cluster by default")
+        #expect(configuration.logLevel == .info && configuration.logFormat == nil)
+        #expect(rest.isEmpty)
+    }
+
+    @Test("A file overrides the defaults, the environment the file, a flag the environment; each setting on its own")
+    func precedence() throws {
+        let path = try Self.file("""
+            # comments and blank lines are ignored
+
+            CLARION_LISTEN=127.0.0.1:9001
+            CLARION_ROLE="api"
+            CLARION_DB_POOL_SIZE=3
+            CLARION_LOG_LEVEL='warning'
+            """)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["CLARION_CONFIG": path, "CLARION_LISTEN": "127.0.0.1:9002", "CLARION_LOG_LEVEL": "error"]
+        let (configuration, rest) = try Configuration.load(arguments: ["--listen", "127.0.0.1:9003", "extra"],
+                                                           environment: environment)
+        #expect(configuration.listenPort == 9003, "the flag wins over the environment and the file")
+        #expect(configuration.logLevel == .error, "the environment wins over the file")
+        #expect(configuration.role == .api, "the file wins over the default")
+        #expect(configuration.databasePoolSize == 3)
+        #expect(rest == ["extra"], "what is not a setting is handed back")
+
+        let inline = try Configuration.load(arguments: ["--config=\(path)", "--log-level=debug"], environment: [:]).0
+        #expect(inline.listenPort == 9001 && inline.logLevel == .debug, "--config and flags in the KEY=value form")
+    }
+
+    @Test("Every refusal names its setting", arguments: [
+        (["CLARION_LOG_LEVEL": "verbose"], [String](), "CLARION_LOG_LEVEL"),
+        (["CLARION_LOG_FORMAT": "xml"], [], "CLARION_LOG_FORMAT"),
+        (["CLARION_METRICS": "maybe"], [], "CLARION_METRICS"),
+        (["CLARION_ACCESS_KEY_ID": "AKIAEXAMPLE000000001"], [], "CLARION_ACCESS_KEY_ID"),
+        ([:], ["--listen"], "--listen"),
+        ([:], ["--config", "/nonexistent/clarion.env"], "--config"),
+    ])
+    func refusals(environment: [String: String], arguments: [String], key: String) {
+        #expect {
+            _ = try Configuration.load(arguments: arguments, environment: environment)
+        } throws: { error in
+            (error as? ConfigurationError)?.key == key
+        }
+    }
+
+    @Test("A file with a setting Clarion does not know is refused, naming it")
+    func unknownFileSetting() throws {
+        let path = try Self.file("CLARION_LISTEN=127.0.0.1:9001\nCLARION_LISTNE=127.0.0.1:9002\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect {
+            _ = try Configuration.load(arguments: ["--config", path], environment: [:])
+        } throws: { error in
+            (error as? ConfigurationError)?.key == "CLARION_LISTNE"
+        }
+    }
+
+    @Test("The printed configuration masks every secret setting")
+    func printableMasksSecrets() throws {
+        let secret = "a-secret-access-key-0123456789"
+        let master = String(repeating: "C", count: 43) + "="
+        let (configuration, _) = try Configuration.load(arguments: [], environment: [
+            "CLARION_ACCESS_KEY_ID": "AKIAEXAMPLE000000001", "CLARION_SECRET_ACCESS_KEY": secret,
+            "CLARION_MASTER_KEY": master,
+        ])
+        let printed = configuration.printable()
+        #expect(!printed.contains(secret) && !printed.contains(master))
+        #expect(printed.contains("AKIAEXAMPLE000000001"), "an access key id is not a secret")
+        for setting in Configuration.settings where setting.secret {
+            #expect(printed.contains(setting.key), "\(setting.key) is listed, masked")
+        }
+    }
+}
+
+/// `CLI.run`'s exit codes (sysexits.h): 0, 64 usage, 78 configuration, as scripts and systemd read them.
+@Suite struct CLIExitCodeTests {
+    @Test("help and version are 0; no command, an unknown command or an unknown argument is 64")
+    func usage() {
+        #expect(CLI.run(arguments: ["--help"], environment: [:]) == 0)
+        #expect(CLI.run(arguments: ["--version"], environment: [:]) == 0)
+        #expect(CLI.run(arguments: ["serve", "--help"], environment: [:]) == 0)
+        #expect(CLI.run(arguments: [], environment: [:]) == 64)
+        #expect(CLI.run(arguments: ["no-such-command"], environment: [:]) == 64)
+        #expect(CLI.run(arguments: ["serve", "unexpected"], environment: [:]) == 64)
+    }
+
+    @Test("an invalid setting is 78 (EX_CONFIG), before anything starts")
+    func configuration() {
+        #expect(CLI.run(arguments: ["serve"], environment: ["CLARION_LOG_LEVEL": "loud"]) == 78)
+        #expect(CLI.run(arguments: ["config", "print"], environment: ["CLARION_METRICS": "sometimes"]) == 78)
+        #expect(NodeError(.unavailable, "x").exitCode == 69 && NodeError(.internalError, "x").exitCode == 70)
+    }
+}
