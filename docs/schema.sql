@@ -377,7 +377,15 @@ CREATE TABLE public.messages (
     started_at timestamp with time zone,
     completed_at timestamp with time zone,
     first_delivery_at timestamp with time zone,
-    CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text]))),
+    send_at timestamp with time zone,
+    pace_per_second double precision,
+    pace_over_seconds integer,
+    pace_started_at timestamp with time zone,
+    pace_granted bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT messages_pace_over_seconds_check CHECK ((pace_over_seconds > 0)),
+    CONSTRAINT messages_pace_per_second_check CHECK ((pace_per_second > (0)::double precision)),
+    CONSTRAINT messages_scheduled_send_at CHECK (((state <> 'Scheduled'::text) OR (send_at IS NOT NULL))),
+    CONSTRAINT messages_state_check CHECK ((state = ANY (ARRAY['Scheduled'::text, 'Enqueued'::text, 'Processing'::text, 'Completed'::text, 'Failed'::text, 'Expired'::text, 'Cancelled'::text]))),
     CONSTRAINT messages_target_kind_check CHECK ((target_kind = ANY (ARRAY['endpoint'::text, 'topic'::text, 'user'::text, 'audience'::text])))
 );
 
@@ -1031,14 +1039,21 @@ CREATE INDEX messages_campaign_idx ON public.messages USING btree (campaign, id)
 -- Name: messages_direct_unclaimed_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX messages_direct_unclaimed_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (target_kind = 'endpoint'::text));
+CREATE INDEX messages_direct_unclaimed_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (state = 'Enqueued'::text) AND (target_kind = 'endpoint'::text));
+
+
+--
+-- Name: messages_scheduled_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_scheduled_idx ON public.messages USING btree (send_at) WHERE (state = 'Scheduled'::text);
 
 
 --
 -- Name: messages_unplanned_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX messages_unplanned_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (target_kind <> 'endpoint'::text));
+CREATE INDEX messages_unplanned_idx ON public.messages USING btree (id) WHERE ((NOT planned) AND (state = 'Enqueued'::text) AND (target_kind <> 'endpoint'::text));
 
 
 --

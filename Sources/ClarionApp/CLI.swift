@@ -62,10 +62,14 @@ public enum CLI {
                     + "disabled, when it was disabled and why (the provider's reason or the configuration error when the\n"
                     + "dispatcher disabled it, 'set by the API', ...). --unassigned lists only the applications in no mobile app.",
                 run: apps),
-        Command(name: "messages", summary: "follow a message (`messages watch <id>`)",
-                usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n\n"
-                    + "Shows a live progress bar with counts, rate and ETA until the message is Completed, Failed or\n"
-                    + "Expired. Exit code 0 when Completed, 1 when Failed or Expired.",
+        Command(name: "messages", summary: "follow or cancel a message (`messages watch <id>`, `messages cancel <id>`)",
+                usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n"
+                    + "clarion messages cancel <message-id> [settings...]\n\n"
+                    + "watch shows a live progress bar with counts, rate and ETA until the message is Completed, Failed,\n"
+                    + "Expired or Cancelled. Exit code 0 when Completed, 1 otherwise.\n"
+                    + "cancel stops a Scheduled, Enqueued or Processing message on every node (as POST\n"
+                    + "/v1/messages/{id}/cancel does) and prints its state and counts so far. Cancelling a cancelled message\n"
+                    + "prints the same (exit 0); a finished one is refused (exit 1).",
                 run: messages),
         Command(name: "emulator", summary: "run the APNs/FCM/ADM provider emulator",
                 usage: "clarion emulator [--listen HOST:PORT] [--config EMULATOR.json] [--tls] [--write-demo-credentials DIR]\n"
@@ -375,7 +379,10 @@ public enum CLI {
     }
 
     static func messages(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
-        guard arguments.first == "watch" else { throw NodeError(.usage, "usage: clarion messages watch <message-id>") }
+        if arguments.first == "cancel" { return try cancelMessage(Array(arguments.dropFirst()), environment) }
+        guard arguments.first == "watch" else {
+            throw NodeError(.usage, "usage: clarion messages watch <message-id> | clarion messages cancel <message-id>")
+        }
         var rest = Array(arguments.dropFirst())
         var interval = 0.5
         if let i = rest.firstIndex(of: "--interval") {
@@ -394,6 +401,42 @@ public enum CLI {
         defer { node.stop() }
         return try MessageWatch(jobs: FanOutJobs(pool: node.pool!), id: id, interval: interval,
                                 interactive: isatty(STDOUT_FILENO) == 1).run()
+    }
+
+    /// `clarion messages cancel <id>`: the store's cancel, as the API's (every node hears `clarion_cancel`).
+    static func cancelMessage(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        guard let text = arguments.first, let id = UUID(text: text) else {
+            throw NodeError(.usage, "usage: clarion messages cancel <message-id> (a MessageId UUID)")
+        }
+        let (configuration, extra) = try loadConfiguration(Array(arguments.dropFirst()), environment)
+        try rejectExtra(extra)
+        let node = try storeNode(configuration)
+        defer { node.stop() }
+        let jobs = FanOutJobs(pool: node.pool!)
+        let outcome: CancelOutcome?
+        do {
+            outcome = try blockingAwait { () async throws(StoreError) in try await jobs.cancel(externalID: id) }
+        } catch {
+            throw NodeError(.unavailable, "database: \(error)")
+        }
+        func counts(_ status: MessageStatus) -> String {
+            let c = status.counters
+            return "targeted \(c.targeted) sent \(c.sent) accepted \(c.accepted) failed \(c.failed) skipped \(c.skipped) "
+                + "expired \(c.expired)"
+        }
+        switch outcome {
+        case nil:
+            throw NodeError(.usage, "no message \(text)")
+        case .cancelled(let status)?:
+            say("\(text) Cancelled: " + counts(status))
+            return 0
+        case .alreadyCancelled(let status)?:
+            say("\(text) was already Cancelled: " + counts(status))
+            return 0
+        case .finished(let status)?:
+            printError("\(text) is \(status.state.rawValue); only a Scheduled, Enqueued or Processing message can be cancelled")
+            return 1
+        }
     }
 
     static func emulator(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {

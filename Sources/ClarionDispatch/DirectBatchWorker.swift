@@ -335,6 +335,7 @@ final class DirectBatchWorker {
             let exit: ShardWorkerExit?
             switch (result, progress.lease) {
             case (.leaseLost, _): exit = .leaseLost
+            case (.cancelled, _): exit = .cancelled
             case (.applied(let finishedMessage), .finish):
                 exit = .finished
                 if finishedMessage != nil {

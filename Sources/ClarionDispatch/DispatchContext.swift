@@ -17,6 +17,9 @@ final class DispatchContext: Sendable {
         var stopping = false
         var abandoned = false
         var disabledApplications: Set<Int64> = []
+        /// Messages this process heard were cancelled (`clarion_cancel`, or a checkpoint that found it): their
+        /// shard workers stop sending at their next loop turn.
+        var cancelledMessages: Set<Int64> = []
         var inboxes: [ObjectIdentifier: CompletionInbox] = [:]
     }
 
@@ -61,6 +64,24 @@ final class DispatchContext: Sendable {
     func unregister(_ inbox: CompletionInbox) {
         _ = state.withLock { $0.inboxes.removeValue(forKey: ObjectIdentifier(inbox)) }
     }
+
+    /// Records that a message was cancelled and wakes every worker so those of its shards stop now. The set is
+    /// bounded: past `cancelledLimit` keys it starts again (a worker that missed its key still stops at its next
+    /// checkpoint, which finds the shard done).
+    func markCancelled(_ message: Int64) {
+        let inboxes = state.withLock { state -> [CompletionInbox] in
+            if state.cancelledMessages.count >= Self.cancelledLimit { state.cancelledMessages.removeAll() }
+            guard state.cancelledMessages.insert(message).inserted else { return [] }
+            return Array(state.inboxes.values)
+        }
+        for inbox in inboxes { inbox.poke() }
+    }
+
+    func isCancelled(_ message: Int64) -> Bool {
+        state.withLock { $0.cancelledMessages.contains(message) }
+    }
+
+    private static let cancelledLimit = 10_000
 
     /// True the first time this process sees the application disabled.
     @discardableResult

@@ -21,6 +21,11 @@ import Synchronization
 ///
 /// Wake-ups: a thread of its own LISTENs on `clarion_work` (the publish path NOTIFYs after commit); polling with
 /// backoff up to `maxPollInterval` is the fallback, and also finds shards whose lease expired (a node died).
+///
+/// Scheduled and cancelled messages (docs/architecture.md, "Scheduled and cancelled messages"): each claim round first
+/// moves due scheduled messages to `Enqueued` (`FanOutJobs.promoteDue`, with this dispatcher's clock), and an idle
+/// loop sleeps no later than the next `send_at`. The listener also LISTENs on `clarion_cancel`: a cancelled message's
+/// shard workers in this process stop sending at their next loop turn.
 public final class Dispatcher: Sendable {
     public let configuration: DispatcherConfiguration
     let context: DispatchContext
@@ -48,7 +53,15 @@ public final class Dispatcher: Sendable {
 
     /// Works until `shutdown()` (then returns after every shard was finished or handed back).
     public func run() async {
-        let listener = WorkListener(conninfo: listenConninfo, channel: FanOutJobs.workChannel) { [signal] in signal.raise() }
+        let listener = WorkListener(conninfo: listenConninfo, channels: [FanOutJobs.workChannel, FanOutJobs.cancelChannel]) {
+            [signal, context] channel, payload in
+            // A cancel (any node's) stops this node's workers of that message at once, not at their next checkpoint.
+            if channel == FanOutJobs.cancelChannel {
+                if let message = Int64(payload) { context.markCancelled(message) }
+            } else {
+                signal.raise()
+            }
+        }
         listener.start()
         await withDiscardingTaskGroup { group in
             group.addTask { await self.retryLoop() }
@@ -87,8 +100,24 @@ public final class Dispatcher: Sendable {
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         let jobs = context.jobs
         var idle = 0.02
+        var lastPromotion: ContinuousClock.Instant?
         while !context.isStopping {
             var progressed = false
+            do {
+                // At most every 100 ms while the loop is busy (a round trip per claim round would tax the direct
+                // publish path), and on every idle turn: scheduled messages start within a fraction of a second.
+                if lastPromotion.map({ $0.duration(to: .now) >= .milliseconds(100) }) ?? true {
+                    lastPromotion = .now
+                    if try await jobs.promoteDue(now: configuration.now(), limit: configuration.promotionBatchSize) > 0 {
+                        progressed = true
+                        lastPromotion = nil  // more may be due
+                    }
+                }
+            } catch {
+                if !context.jobs.pool.reportsOutage(error) {
+                    configuration.log.error("scheduled message promotion failed", ["error": error.code.rawValue, "detail": error.message])
+                }
+            }
             do {
                 if try await jobs.planPending(limit: 16, shardSize: configuration.shardSize) > 0 { progressed = true }
             } catch {
@@ -138,6 +167,9 @@ public final class Dispatcher: Sendable {
                                                    ["shard": String(claim.shard), "message": String(claim.message), "error": reason])
                         case .leaseLost:
                             self.configuration.log.warning("shard lease taken over", ["shard": String(claim.shard), "message": String(claim.message)])
+                        case .cancelled:
+                            self.configuration.log.info("shard stopped, its message was cancelled",
+                                                        ["shard": String(claim.shard), "message": String(claim.message)])
                         default:
                             break
                         }
@@ -152,8 +184,14 @@ public final class Dispatcher: Sendable {
                 idle = 0.02
                 continue
             }
-            let woken = await signal.wait(timeout: idle)
+            var timeout = idle
+            if let due = try? await jobs.nextScheduledDue() {
+                // Not before it is due by this dispatcher's clock, and not later than the usual poll.
+                timeout = max(0.01, min(timeout, due.timeIntervalSince(configuration.now())))
+            }
+            let woken = await signal.wait(timeout: timeout)
             idle = woken ? 0.02 : min(configuration.maxPollInterval, idle * 2)
+            lastPromotion = nil
         }
     }
 
@@ -313,19 +351,21 @@ final class WakeSignal: Sendable {
     }
 }
 
-/// LISTENs on the work channel on a thread of its own (libpq blocks; the cooperative pool never waits on it),
-/// reconnecting after errors. Each notification batch calls `onWake`.
+/// LISTENs on the dispatcher's channels on a thread of its own (libpq blocks; the cooperative pool never waits on
+/// it), reconnecting after errors. Each notification calls `onNotification` with its channel and payload; after
+/// (re)connecting it is called once with the first channel and an empty payload (anything published while nobody
+/// listened).
 final class WorkListener: Sendable {
     private let conninfo: String
-    private let channel: String
-    private let onWake: @Sendable () -> Void
+    private let channels: [String]
+    private let onNotification: @Sendable (_ channel: String, _ payload: String) -> Void
     private let stopped = Mutex(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(conninfo: String, channel: String, onWake: @escaping @Sendable () -> Void) {
+    init(conninfo: String, channels: [String], onNotification: @escaping @Sendable (_ channel: String, _ payload: String) -> Void) {
         self.conninfo = conninfo
-        self.channel = channel
-        self.onWake = onWake
+        self.channels = channels
+        self.onNotification = onNotification
     }
 
     func start() {
@@ -349,11 +389,21 @@ final class WorkListener: Sendable {
             do throws(StoreError) {
                 if connection == nil {
                     let fresh = try PGConnection(conninfo: conninfo, applicationName: "clarion-dispatch-listen")
-                    try fresh.listen(channel)
+                    for channel in channels { try fresh.listen(channel) }
                     connection = fresh
-                    onWake()  // anything published while we were not listening
+                    onNotification(channels[0], "")  // anything published while we were not listening
                 }
-                if let connection, !(try connection.waitForNotifications(timeout: 0.5)).isEmpty { onWake() }
+                guard let connection else { continue }
+                var woken = false
+                for note in try connection.waitForNotifications(timeout: 0.5) {
+                    // Work notifications come in bursts (one per publish batch): one wake-up per batch is enough.
+                    if note.channel == channels[0] {
+                        if !woken { onNotification(note.channel, note.payload) }
+                        woken = true
+                    } else {
+                        onNotification(note.channel, note.payload)
+                    }
+                }
             } catch {
                 connection = nil
                 usleep(500_000)

@@ -45,6 +45,11 @@ public struct DispatcherConfiguration: Sendable {
     public var staleAfter: TimeInterval?
     /// On shutdown, how long in-flight deliveries may take before the shards are handed back anyway.
     public var shutdownGrace: Double
+    /// When a message is cancelled, how long a shard worker waits for the outcomes of what it already handed to
+    /// a provider before writing its last checkpoint (outcomes that arrive later are not counted).
+    public var cancelGrace: Double = 5
+    /// Scheduled messages moved to `Enqueued` per promotion round of the claim loop.
+    public var promotionBatchSize: Int = 500
     /// A delivery whose outcome never arrives counts as retryable after this long.
     public var deliveryTimeout: Double
     /// Delivery-log rows older than this many days are dropped (by whole day partitions); nil keeps them and
@@ -128,6 +133,8 @@ public enum ShardWorkerExit: Sendable, Hashable {
     case leaseLost
     /// Stopped without writing anything (a simulated crash).
     case abandoned
+    /// Its message was cancelled: no new sends, the in-flight outcomes written, the shard done.
+    case cancelled
     /// A store error; the lease will expire and the shard be resumed from its checkpoint.
     case failed(String)
 }

@@ -30,6 +30,13 @@ struct RetryWorker {
     private func send(_ claims: [RetryClaim], message: Int64) async throws(StoreError) {
         let configuration = context.configuration
         let job = try await context.jobs.message(message)
+        if job.state == .cancelled {
+            // Cancelled after these were claimed (the cancel deleted the others): dropped unsent, counted nowhere.
+            _ = try await context.jobs.completeRetries(
+                message: message, owner: configuration.owner, finished: claims.map(\.id), shardCounters: [:], shardFailures: [:],
+                effects: OutcomeEffects())
+            return
+        }
         let content = MessageContent(job)
         var lanes: [Int64: ApplicationLane] = [:]
         try await context.lanes(for: claims.filter { $0.vanished == nil }.map(\.target.application), content: content,

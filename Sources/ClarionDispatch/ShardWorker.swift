@@ -12,6 +12,9 @@ import Foundation
 ///
 /// States: streaming -> draining (targets exhausted, outcomes awaited) -> finished; streaming/draining ->
 /// handing back (shutdown: no new sends, in-flight outcomes awaited up to the grace period) -> released;
+/// streaming/draining -> cancelling (the message was cancelled: `clarion_cancel` heard, or a checkpoint found the
+/// shard done; no new sends, what was not handed to a provider dropped uncounted, in-flight outcomes awaited up to
+/// `cancelGrace`) -> cancelled (a last checkpoint writes what came back; the shard is already done);
 /// any -> lease lost (a checkpoint found the lease taken) or abandoned (simulated crash: nothing written).
 final class ShardWorker {
     struct Entry {
@@ -51,6 +54,11 @@ final class ShardWorker {
     private var rateWait: Double?
     /// Compiled filter policies of this shard's subscriptions (set once the message is read).
     private var filters: SubscriptionFilters?
+    /// A paced message (`"pace"`): sends are taken from the budget all nodes share (`FanOutJobs.takePaceBudget`);
+    /// `paceTokens` were granted and not used yet, and the next ask is not before `nextPaceAsk`.
+    private var paced = false
+    private var paceTokens = 0
+    private var nextPaceAsk = ContinuousClock.now
 
     init(claim: ShardClaim, context: DispatchContext) {
         self.claim = claim
@@ -93,12 +101,14 @@ final class ShardWorker {
         let job = try await context.jobs.message(claim.message)
         let content = MessageContent(job)
         filters = SubscriptionFilters(job: job)
+        paced = job.paced
         let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
         var page: [ShardTarget] = []
         var index = 0
         var cursor = claim.checkpoint
         var exhausted = false
         var stoppingSince: ContinuousClock.Instant?
+        var cancelledSince: ContinuousClock.Instant?
         var nextPage: Task<Result<[ShardTarget], StoreError>, Never>?
 
         while true {
@@ -107,12 +117,16 @@ final class ShardWorker {
                 inbox.close()
                 return .abandoned
             }
-            if stoppingSince == nil, context.isStopping {
+            if cancelledSince == nil, stoppingSince == nil, context.isCancelled(claim.message) {
+                cancelledSince = clock.now
+                dropPendingUncounted()
+            }
+            if stoppingSince == nil, cancelledSince == nil, context.isStopping {
                 stoppingSince = clock.now
                 dropPending()
             }
             // Fill the window from the stream.
-            if stoppingSince == nil {
+            if stoppingSince == nil, cancelledSince == nil {
                 while window.count < configuration.maxInFlightPerShard, !exhausted {
                     if index == page.count {
                         let waitStart = clock.now
@@ -145,6 +159,7 @@ final class ShardWorker {
                 }
                 if !exhausted, index == page.count, page.count < configuration.pageSize { exhausted = true }
                 logUnusableFilterPolicies()
+                if paced { try await refillPace() }
                 submitAll()
                 if exhausted, !slotReleased, let onStreamEnd {
                     slotReleased = onStreamEnd()
@@ -159,7 +174,18 @@ final class ShardWorker {
             }
             popCompleted()
 
-            if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
+            if let since = cancelledSince {
+                if awaiting == 0 || since.duration(to: clock.now) > .seconds(configuration.cancelGrace) {
+                    // What never came back within the grace is not counted: nobody knows whether it was delivered.
+                    _ = window.completeIncomplete(Self.uncounted, skipping: [])
+                    popCompleted()
+                    inbox.close()
+                    switch try await writeCheckpoint(.finish) {
+                    case .applied, .cancelled: return .cancelled
+                    case .leaseLost: return .leaseLost
+                    }
+                }
+            } else if exhausted, window.isEmpty, pendingCount == 0, stoppingSince == nil {
                 switch try await writeCheckpoint(.finish) {
                 case .applied(let finishedMessage):
                     if finishedMessage != nil {
@@ -167,6 +193,7 @@ final class ShardWorker {
                     }
                     return .finished
                 case .leaseLost: return leaseLost()
+                case .cancelled: return .cancelled
                 }
             }
             if let since = stoppingSince {
@@ -174,15 +201,18 @@ final class ShardWorker {
                     inbox.close()
                     switch try await writeCheckpoint(.release) {
                     case .applied: return .released
+                    case .cancelled: return .cancelled
                     case .leaseLost: return .leaseLost
                     }
                 }
-            } else if checkpointDue() {
-                if case .leaseLost = try await writeCheckpoint(.renew(seconds: configuration.leaseDuration)) {
-                    return leaseLost()
+            } else if cancelledSince == nil, checkpointDue() {
+                switch try await writeCheckpoint(.renew(seconds: configuration.leaseDuration)) {
+                case .leaseLost: return leaseLost()
+                case .cancelled: context.markCancelled(claim.message)  // this worker (and its siblings) stop next turn
+                case .applied: break
                 }
             }
-            let canFill = stoppingSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
+            let canFill = stoppingSince == nil && cancelledSince == nil && !exhausted && window.count < configuration.maxInFlightPerShard
                 && pendingCount == 0
             if absorbed == 0, !canFill {
                 let waitStart = clock.now
@@ -260,6 +290,27 @@ final class ShardWorker {
         }
     }
 
+    /// Asks the shared budget for what is pending (at most four submit batches), not more often than every 50 to
+    /// 250 ms (a submit batch's worth at the message's rate); sleeps in the inbox wait until the next ask.
+    private func refillPace() async throws(StoreError) {
+        let want = pendingCount - paceTokens
+        guard want > 0 else { return }
+        let now = clock.now
+        guard now >= nextPaceAsk else {
+            rateWait = min(rateWait ?? .infinity, DispatcherTimings.seconds(now.duration(to: nextPaceAsk)))
+            return
+        }
+        let grant = try await context.jobs.takePaceBudget(message: claim.message, want: min(want, 4 * configuration.submitBatchSize))
+        guard grant.perSecond > 0 else {
+            paced = false  // not paced after all
+            return
+        }
+        paceTokens += grant.granted
+        let interval = min(0.25, max(0.05, Double(configuration.submitBatchSize) / grant.perSecond))
+        nextPaceAsk = clock.now + .seconds(interval)
+        if paceTokens < pendingCount { rateWait = min(rateWait ?? .infinity, interval) }
+    }
+
     private func submitAll() {
         for application in pending.keys where !(pending[application]?.isEmpty ?? true) { submit(application) }
     }
@@ -271,21 +322,27 @@ final class ShardWorker {
             return
         }
         var offered = deliveries
+        if paced {
+            // The message's pace: only what the shared budget granted.
+            guard paceTokens > 0 else { return }
+            if paceTokens < offered.count { offered = Array(offered[..<paceTokens]) }
+        }
         if let rate = lane.sendRate {
             // The application's send rate: send what the bucket grants, keep the rest pending, and sleep (in the
             // inbox wait) until the next token is due.
-            let grant = context.sendRates.take(application, rate: rate, want: deliveries.count)
-            if grant.granted < deliveries.count {
+            let grant = context.sendRates.take(application, rate: rate, want: offered.count)
+            if grant.granted < offered.count {
                 timings.rateLimitedSubmits += 1
                 rateWait = min(rateWait ?? grant.retryIn, grant.retryIn)
             }
             guard grant.granted > 0 else { return }
-            if grant.granted < deliveries.count { offered = Array(deliveries[..<grant.granted]) }
+            if grant.granted < offered.count { offered = Array(offered[..<grant.granted]) }
         }
         let admitted = min(offered.count, max(0, transport.submit(push, deliveries: offered, sink: inbox)))
         if lane.sendRate != nil { context.sendRates.refund(application, offered.count - admitted) }
         awaiting += admitted
         pendingCount -= admitted
+        if paced { paceTokens -= admitted }
         pending[application] = admitted == deliveries.count ? [] : Array(deliveries[admitted...])
     }
 
@@ -300,6 +357,18 @@ final class ShardWorker {
     private func dropPending() {
         pending.removeAll()
         pendingCount = 0
+    }
+
+    /// The outcome of a delivery a cancel left unsent (or unanswered within `cancelGrace`): popped without being
+    /// counted, so the checkpoint can pass it and the counts are those of deliveries that happened.
+    static let uncounted = DeliveryOutcome.rejected(reason: "ClarionCancelledUncounted")
+
+    /// Cancel: what was not handed to a transport is never sent.
+    private func dropPendingUncounted() {
+        for deliveries in pending.values {
+            for delivery in deliveries { window.complete(delivery.tag, Self.uncounted, sent: false) }
+        }
+        dropPending()
     }
 
     private func absorb(_ results: [PushResult]) -> Int {
@@ -325,7 +394,9 @@ final class ShardWorker {
         var accounting = self.accounting
         let random = configuration.unitRandom
         window.popCompleted { entry, outcome, sent, status in
-            if entry.filtered {
+            if case .rejected(let reason) = outcome, reason == "ClarionCancelledUncounted" {
+                // `uncounted`: a cancelled delivery, not a target any more.
+            } else if entry.filtered {
                 accounting.recordFiltered()
             } else if entry.skipped {
                 accounting.recordSkipped(targeted: true)

@@ -41,5 +41,7 @@ public enum Schema {
                   sql: PackageResources.V014__first_delivery_sql),
         Migration(version: 15, name: "WEBPUSH platform applications",
                   sql: PackageResources.V015__webpush_platform_sql),
+        Migration(version: 16, name: "scheduled and cancelled messages",
+                  sql: PackageResources.V016__scheduled_and_cancelled_messages_sql),
     ]
 }

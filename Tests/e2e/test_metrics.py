@@ -154,7 +154,7 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     # Work waiting: every queue present, nothing left enqueued for this workload.
     queues = {s.labels["queue"]: s.value for s in after["clarion_work_waiting"].samples}
     assert set(queues) == {"messages_unplanned", "messages_in_progress", "shards_ready", "shards_leased", "retries_due",
-                           "retries_scheduled", "registrations_pending", "webhooks_pending"}
+                           "retries_scheduled", "registrations_pending", "webhooks_pending", "messages_scheduled"}
     reassignments = {s.labels["outcome"]: s.value for s in after["clarion_mobile_token_reassignments"].samples}
     assert reassignments == {"allowed": 0, "refused": 0}
     assert value(after, "clarion_http2_connections_opened", "clarion_http2_connections_opened_total", provider="fcm") >= 1

@@ -3,7 +3,7 @@ import ClarionHTTP1
 import ClarionStore
 import Foundation
 
-/// `POST /v1/publish` and `GET /v1/messages/{id}`.
+/// `POST /v1/publish`, `GET /v1/messages/{id}` and `POST /v1/messages/{id}/cancel`.
 ///
 /// A publish is validated whole before anything is stored (the same core rules as SNS's Publish:
 /// `SNSMessage.parse`, `requireEntry(for:)`, `MobilePushAttributes.parse`), then every resulting message goes
@@ -60,12 +60,40 @@ package enum NativePublishRoutes {
             guard let status = found else { throw notFound }
             return NativeResponse.json(render(status))
         })
+
+        // Cancel (docs/api.md, "Cancel a message"): a scheduled, enqueued or processing message stops on every node;
+        // cancelling it again answers the same; a finished one is a 409.
+        routes.add(.post, "/v1/messages/{id}/cancel", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let caller = try await c.caller(request)
+            let text = request.pathParameters["id"] ?? ""
+            let notFound = JSONAPIError.notFound("No message '\(text)'.", field: "id")
+            guard let id = UUID(text: text) else { throw notFound }
+            let outcome: CancelOutcome?
+            do throws(StoreError) {
+                outcome = try await c.jobs.cancel(externalID: id, account: caller.accountKey)
+            } catch {
+                throw JSONAPIError.store(error, notFound: notFound)
+            }
+            switch outcome {
+            case nil: throw notFound
+            case .cancelled(let status)?, .alreadyCancelled(let status)?:
+                return NativeResponse.json(render(status))
+            case .finished(let status)?:
+                throw JSONAPIError(status: 409, code: "message_finished",
+                                   message: "The message is \(status.state.rawValue); only a Scheduled, Enqueued or Processing message can be cancelled.",
+                                   field: "id")
+            }
+        })
     }
 
     /// A validated publish: its messages, ready for the batcher.
     struct PreparedPublish: Sendable {
         let planned: [Planned]
         let campaignID: String?
+        /// The request had `send_at`: each item says whether it was scheduled.
+        var scheduleRequested = false
+        /// When the messages are due (nil: at once).
+        var sendAt: Date? = nil
     }
 
     /// A publish body checked whole, before any lookup: the message (text or map), the attributes with `ttl` folded
@@ -77,10 +105,15 @@ package enum NativePublishRoutes {
         let ttl: Int?
         let namespaceRequest: PublishNamespaceRequest?
         package let targets: [NativeFields]
+        /// `send_at` as given (syntax checked; `ScheduledSend.resolve` applies the clock).
+        package var sendAt: Date? = nil
+        package var scheduleRequested = false
+        /// `pace` (topic targets only).
+        package var pace: MessagePace? = nil
 
         package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> PublishBody {
             let body = try NativeFields.body(request)
-            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace"])
+            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at", "pace"])
             guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
             let (text, structure) = try messageText(message)
             try NativeFields.checkStorable("message", text)
@@ -100,8 +133,16 @@ package enum NativePublishRoutes {
             }
             // `"campaign": {...}` or `"namespace": "<key>"` (ClarionAPI/Campaigns/CampaignPublish.swift).
             let namespaceRequest = try PublishNamespaceRequest.parse(body.object, attributes: attributes)
-            return PublishBody(text: text, structure: structure, attributes: attributes, ttl: ttl,
-                               namespaceRequest: namespaceRequest, targets: try targetList(body))
+            var parsed = PublishBody(text: text, structure: structure, attributes: attributes, ttl: ttl,
+                                     namespaceRequest: namespaceRequest, targets: try targetList(body))
+            parsed.sendAt = try ScheduledSend.parse(body.object["send_at"])
+            parsed.scheduleRequested = parsed.sendAt != nil
+            parsed.pace = try PublishPace.parse(body.object["pace"])
+            if parsed.pace != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
+                // An endpoint or user target is one message per device: there is no fan-out to spread.
+                throw JSONAPIError.invalidField(direct.path, "'pace' spreads a topic's fan-out: every target must be a topic.")
+            }
+            return parsed
         }
     }
 
@@ -111,7 +152,9 @@ package enum NativePublishRoutes {
         let body = try PublishBody.parse(request)
         let (text, structure, attributes, targets) = (body.text, body.structure, body.attributes, body.targets)
         let now = c.clock()
-        let expiresAt = body.ttl.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil }
+        let sendAt = try ScheduledSend.resolve(body.sendAt, now: now)
+        // A scheduled message's TTL counts from when it is due.
+        let expiresAt = body.ttl.flatMap { $0 > 0 ? (sendAt ?? now).addingTimeInterval(TimeInterval($0)) : nil }
         let attributesJSON = storedAttributes(attributes)
         let namespace = try await body.namespaceRequest?.resolve(accountKey: caller.accountKey,
                                                                  campaigns: CampaignRepository(pool: c.accounts.pool), makeID: c.makeID)
@@ -136,7 +179,8 @@ package enum NativePublishRoutes {
                     stored = storedAttributes(marked)
                 }
                 return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
-                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt)
+                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt,
+                                  pace: body.pace)
             }
             if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
                 // An ARN names the endpoint's platform and application: no lookup before the store, whose
@@ -206,7 +250,8 @@ package enum NativePublishRoutes {
             }
         }
 
-        return PreparedPublish(planned: planned, campaignID: namespace?.campaignID)
+        return PreparedPublish(planned: planned, campaignID: namespace?.campaignID, scheduleRequested: body.scheduleRequested,
+                               sendAt: sendAt)
     }
 
     /// The answer once the batcher stored (or refused) the messages; runs on the batcher's writer thread.
@@ -226,6 +271,10 @@ package enum NativePublishRoutes {
                 var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
                 if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
                 if let topic = plan.topicName { item["topic"] = .string(topic) }
+                if prepared.scheduleRequested {
+                    item["state"] = .string(prepared.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
+                    item["send_at"] = NativeResponse.time(prepared.sendAt)
+                }
                 items.append(.object(item))
             case .failure(let error):
                 let refusal = storeRefusal(error, field: plan.field)
@@ -264,11 +313,28 @@ package enum NativePublishRoutes {
             "failures_by_reason": .object(failures),
             "pending_retries": number(status.pendingRetries),
             "published_at": NativeResponse.time(status.publishedAt),
+            "send_at": NativeResponse.time(status.sendAt),
+            "pace": status.pace.map(renderPace) ?? .null,
             "started_at": NativeResponse.time(status.startedAt),
             "first_delivery_at": NativeResponse.time(status.firstDeliveryAt),
             "completed_at": NativeResponse.time(status.completedAt),
             "expires_at": NativeResponse.time(status.expiresAt),
         ]
+    }
+
+    /// `{"per_second" | "over_seconds", "effective_per_second", "started_at", "granted", "expected_end_at"}`:
+    /// progress over time (sends granted by the shared budget, and when the planned targets will all have been
+    /// granted at this rate).
+    static func renderPace(_ pace: PaceStatus) -> JSONValue {
+        var out = JSONObject()
+        switch pace.pace {
+        case .perSecond(let rate): out["per_second"] = .number(JSONNumber(literal: String(rate))!)
+        case .overSeconds(let seconds): out["over_seconds"] = .number(JSONNumber(seconds))
+        }
+        out["effective_per_second"] = pace.effectivePerSecond.map { .number(JSONNumber(literal: String(format: "%.4f", $0))!) } ?? .null
+        out["started_at"] = NativeResponse.time(pace.startedAt)
+        out["granted"] = .number(JSONNumber(literal: String(pace.granted))!)
+        return .object(out)
     }
 
     /// A store refusal of one message, as the SNS actions map it, on the field that named the target.

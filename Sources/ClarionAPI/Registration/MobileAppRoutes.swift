@@ -252,7 +252,12 @@ enum MobileAppRoutes {
             let message = try await AudiencePublish.parse(body, accountKey: accountKey, context: c)
             do throws(StoreError) {
                 let id = try await c.jobs.publish(message)
-                return .json(JSONObject([("message_id", .string(id.externalID.lowercasedText))]).encoded(), status: 202)
+                var answer = JSONObject([("message_id", .string(id.externalID.lowercasedText))])
+                if let requested = body.object["send_at"], requested != .null {
+                    answer["state"] = .string(message.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
+                    answer["send_at"] = message.sendAt.map { .string($0.formatted(.iso8601)) } ?? .null
+                }
+                return .json(answer.encoded(), status: 202)
             } catch {
                 if error.code == .notFound { throw JSONAPIError.notFound("The mobile app has no platform application.", field: "app") }
                 throw RegistrationFields.storeError(error)
@@ -270,7 +275,7 @@ enum MobileAppRoutes {
 
 /// The body of `POST /v1/publish/audience`:
 /// `{"app": <mobile app id>, "user_id"?: text, "languages"?: [..], "os_types"?: [..], "app_version"?: {"min"?, "max"?},
-///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds}`.
+///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds, "send_at"?: RFC 3339}`.
 enum AudiencePublish {
     static func parse(_ body: RegistrationFields, accountKey: Int64, context c: RegistrationContext) async throws(JSONAPIError) -> NewAudienceMessage {
         let appID = try body.requiredUUID("app")
@@ -311,18 +316,22 @@ enum AudiencePublish {
         } catch {
             throw JSONAPIError.invalidField(error.key.map { "message.\($0)" } ?? "message", error.message)
         }
+        let now = c.clock()
+        let sendAt = try ScheduledSend.resolve(try ScheduledSend.parse(body.object["send_at"]), now: now)
         var expiresAt: Date?
         if let ttl = body.object["ttl"], ttl != .null {
             guard let seconds = ttl.intValue, seconds >= 0, seconds <= 2_419_200 else {
                 throw JSONAPIError.invalidField("ttl", "'ttl' must be an integer number of seconds from 0 to 2419200.")
             }
-            if seconds > 0 { expiresAt = c.clock().addingTimeInterval(TimeInterval(seconds)) }
+            // A scheduled message's TTL counts from when it is due.
+            if seconds > 0 { expiresAt = (sendAt ?? now).addingTimeInterval(TimeInterval(seconds)) }
         }
         return NewAudienceMessage(
             externalID: c.makeID(), accountKey: accountKey,
             filter: AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
                                    minimumAppVersion: minimum, maximumAppVersion: maximum),
-            message: text, structure: structure?.rawValue, expiresAt: expiresAt)
+            message: text, structure: structure?.rawValue, expiresAt: expiresAt, sendAt: sendAt,
+            pace: try PublishPace.parse(body.object["pace"]))
     }
 
     static func list(_ body: RegistrationFields, _ key: String) throws(JSONAPIError) -> [String]? {

@@ -79,9 +79,14 @@ public struct NewAudienceMessage: Sendable {
     public var subject: String?
     public var attributesJSON: String
     public var expiresAt: Date?
+    /// A scheduled publish (schema v16): stored `Scheduled` until this time; nil sends at once.
+    public var sendAt: Date?
+    /// Spread the fan-out (schema v16).
+    public var pace: MessagePace?
 
     public init(externalID: UUID, accountKey: Int64, filter: AudienceFilter, message: String, structure: String? = nil,
-                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil) {
+                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil, sendAt: Date? = nil,
+                pace: MessagePace? = nil) {
         self.externalID = externalID
         self.accountKey = accountKey
         self.filter = filter
@@ -90,6 +95,8 @@ public struct NewAudienceMessage: Sendable {
         self.subject = subject
         self.attributesJSON = attributesJSON
         self.expiresAt = expiresAt
+        self.sendAt = sendAt
+        self.pace = pace
     }
 }
 
@@ -104,6 +111,8 @@ extension FanOutJobs {
     /// Every application must belong to the message's account (`.notFound` otherwise).
     public func publish(_ message: NewAudienceMessage) async throws(StoreError) -> MessageID {
         let kind = message.filter.userID == nil ? "audience" : "user"
+        let perSecond: Double? = if case .perSecond(let rate)? = message.pace { rate } else { nil }
+        let overSeconds: Int? = if case .overSeconds(let seconds)? = message.pace { seconds } else { nil }
         let applications = PGArrayParameter(text: PGArrayLiteral.int64s(message.filter.applications))
         return try await pool.transaction { (c) throws(StoreError) -> MessageID in
             let owned = try c.query("""
@@ -114,11 +123,12 @@ extension FanOutJobs {
             }
             guard let row = try c.query("""
                 INSERT INTO messages (external_id, account, target_kind, target, message, structure, subject, attributes,
-                                      expires_at, planned)
-                VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false)
+                                      expires_at, planned, send_at, state, pace_per_second, pace_over_seconds)
+                VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false, $10,
+                        CASE WHEN $10::timestamptz IS NULL THEN 'Enqueued' ELSE 'Scheduled' END, $11, $12)
                 RETURNING id
                 """, [message.externalID, message.accountKey, kind, message.filter.json, message.message, message.structure,
-                      message.subject, message.attributesJSON, message.expiresAt]).first else {
+                      message.subject, message.attributesJSON, message.expiresAt, message.sendAt, perSecond, overSeconds]).first else {
                 throw StoreError(.invalidData, "INSERT returned no row")
             }
             try c.query("SELECT pg_notify($1, '')", [FanOutJobs.workChannel])

@@ -21,7 +21,8 @@ public struct FanOutJobs: Sendable {
 
     /// Cuts unplanned topic, user and audience messages into shards; returns how many messages were planned.
     /// Direct messages are not the planner's: `claim` makes their shard (schema v10). The query repeats the
-    /// predicate of `messages_unplanned_idx` (`target_kind <> 'endpoint'`) so PostgreSQL can prove and use it.
+    /// predicate of `messages_unplanned_idx` (`state = 'Enqueued' AND target_kind <> 'endpoint'`) so PostgreSQL can
+    /// prove and use it; scheduled and cancelled messages are not in it (schema v16).
     ///
     /// A topic's subscriptions are walked through the `(topic, id)` index one boundary at a time
     /// (`OFFSET shardSize - 1 LIMIT 1`), so planning a million-subscription topic reads about a hundred index
@@ -33,7 +34,8 @@ public struct FanOutJobs: Sendable {
         return try await pool.transaction { (c) throws(StoreError) -> Int in
             let pending = try c.query("""
                 SELECT id, target_kind, target_id FROM messages
-                WHERE NOT planned AND target_kind <> 'endpoint' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                WHERE NOT planned AND state = 'Enqueued' AND target_kind <> 'endpoint' ORDER BY id LIMIT $1
+                FOR UPDATE SKIP LOCKED
                 """, [limit])
             var planned = 0
             for row in pending.rows {
@@ -186,7 +188,7 @@ public struct FanOutJobs: Sendable {
             ORDER BY message, id LIMIT $2 FOR UPDATE SKIP LOCKED
         ), direct AS (
             SELECT id AS message, target_id AS endpoint FROM messages
-            WHERE NOT planned AND target_kind = 'endpoint' AND $5::boolean
+            WHERE NOT planned AND state = 'Enqueued' AND target_kind = 'endpoint' AND $5::boolean
             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
         ), \(claimSteps)
         )
@@ -246,7 +248,7 @@ public struct FanOutJobs: Sendable {
             ORDER BY s.message, s.id LIMIT $2 FOR UPDATE OF s SKIP LOCKED
         ), direct AS (
             SELECT id AS message, target_id AS endpoint FROM messages
-            WHERE NOT planned AND target_kind = 'endpoint'
+            WHERE NOT planned AND state = 'Enqueued' AND target_kind = 'endpoint'
             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
         ), \(claimSteps)
         ), claimed AS (
@@ -254,7 +256,7 @@ public struct FanOutJobs: Sendable {
         )
         SELECT k.id, k.message, k.lo, k.hi, k.checkpoint, k.claims, k.lease_expires_at,
             m.external_id, m.account, m.target_id, m.message, m.structure, m.subject, m.attributes::text,
-            m.published_at, m.expires_at,
+            greatest(m.published_at, m.send_at), m.expires_at,
             e.id, e.id, e.application, e.token, e.enabled,
             coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at)
         FROM claimed k JOIN messages m ON m.id = k.message
@@ -283,7 +285,8 @@ public struct FanOutJobs: Sendable {
         try await pool.withConnection { (c) throws(StoreError) -> MessageJob in
             let result = try c.query("""
                 SELECT id, external_id, account, target_kind, target_id, message, structure, subject, attributes::text,
-                    published_at, expires_at, state
+                    greatest(published_at, send_at), expires_at, state,
+                    pace_per_second IS NOT NULL OR pace_over_seconds IS NOT NULL
                 FROM messages WHERE id = $1
                 """, [key])
             guard let row = result.first else { throw StoreError(.notFound, "message \(key) does not exist") }
@@ -291,11 +294,13 @@ public struct FanOutJobs: Sendable {
                   let state = MessageState(rawValue: row.string(11) ?? "") else {
                 throw StoreError(.invalidData, "message \(key) has an unreadable row")
             }
-            return MessageJob(
+            var job = MessageJob(
                 key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), targetKind: kind,
                 targetID: row.int64(4), message: try row.requireString(5), structure: row.string(6), subject: row.string(7),
                 attributesJSON: row.string(8) ?? "{}", publishedAt: try row.requireDate(9), expiresAt: row.date(10),
                 state: state)
+            job.paced = row.bool(12) ?? false
+            return job
         }
     }
 
@@ -399,20 +404,26 @@ public struct FanOutJobs: Sendable {
                     case .finish: ("done", nil)
                     }
                     let n = effects.counters
+                    // A shard `done` while still naming its holder was cancelled with its message (`cancel`): the
+                    // holder's checkpoints still add what it counted, and the shard stays done with its holder's name
+                    // (so the holder's next checkpoint, its last, matches too).
                     let updated = try c.query("""
                         UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
                             targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
                             retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
-                            filtered = filtered + $14, state = $11,
-                            lease_owner = CASE WHEN $11 = 'leased' THEN lease_owner END,
-                            lease_expires_at = CASE WHEN $11 = 'leased' THEN now() + make_interval(secs => $12) END,
+                            filtered = filtered + $14, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
+                            lease_owner = CASE WHEN state = 'done' OR $11 = 'leased' THEN lease_owner END,
+                            lease_expires_at = CASE WHEN state <> 'done' AND $11 = 'leased'
+                                                    THEN now() + make_interval(secs => $12) END,
                             updated_at = now()
-                        WHERE id = $1 AND claims = $2 AND state = 'leased' AND lease_owner = $13
+                        WHERE id = $1 AND claims = $2 AND state IN ('leased', 'done') AND lease_owner = $13
+                        RETURNING state
                         """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
                               n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
                     var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
                                                        effects: effects, retryShard: claim.shard)
+                    if lease != .finish, updated.first?.string(0) == "done" { return (.cancelled, report) }
                     guard case .finish = lease else { return (.applied(finishedMessage: nil), report) }
                     let finished = try Self.finishIfDone(c, messages: [message])
                     report.messages += finished.givenUp
@@ -455,14 +466,15 @@ public struct FanOutJobs: Sendable {
                     UPDATE fanout_shards s SET checkpoint = greatest(s.checkpoint, least(v.key, s.hi)),
                         targeted = s.targeted + v.targeted, sent = s.sent + v.sent, accepted = s.accepted + v.accepted,
                         failed = s.failed + v.failed, retried = s.retried + v.retried, skipped = s.skipped + v.skipped,
-                        expired = s.expired + v.expired, state = v.state,
-                        lease_owner = CASE WHEN v.state = 'leased' THEN s.lease_owner END,
-                        lease_expires_at = CASE WHEN v.state = 'leased' THEN now() + make_interval(secs => $13) END,
+                        expired = s.expired + v.expired, state = CASE WHEN s.state = 'done' THEN 'done' ELSE v.state END,
+                        lease_owner = CASE WHEN s.state = 'done' OR v.state = 'leased' THEN s.lease_owner END,
+                        lease_expires_at = CASE WHEN s.state <> 'done' AND v.state = 'leased'
+                                                THEN now() + make_interval(secs => $13) END,
                         updated_at = now()
                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
                                 $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
                         AS v(id, claims, key, targeted, sent, accepted, failed, retried, skipped, expired, state)
-                    WHERE s.id = v.id AND s.claims = v.claims AND s.state = 'leased' AND s.lease_owner = $12
+                    WHERE s.id = v.id AND s.claims = v.claims AND s.state IN ('leased', 'done') AND s.lease_owner = $12
                     RETURNING s.id
                     """, [PGArrayParameter(text: PGArrayLiteral.int64s(sorted.map(\.claim.shard))),
                           PGArrayParameter(text: PGArrayLiteral.int64s(sorted.map { Int64($0.claim.claim) })),
@@ -649,6 +661,8 @@ public struct FanOutJobs: Sendable {
             commands.append(PGCommand("""
                 INSERT INTO delivery_retries (message, endpoint, attempt, not_before, last_reason, shard)
                 SELECT $1, e, a, nb, r, $6 FROM unnest($2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(e, a, nb, r)
+                -- A cancelled message's retries are dropped (`cancel`); none is scheduled after it.
+                WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = $1 AND m.state = 'Cancelled')
                 ON CONFLICT (message, endpoint) DO UPDATE SET attempt = excluded.attempt,
                     -- A retry whose endpoint went while it was being sent is due at once: only its failure is left.
                     not_before = CASE WHEN delivery_retries.vanished IS NULL THEN excluded.not_before ELSE now() END,
@@ -905,6 +919,7 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.failed), 0), coalesce(sum(s.retried), 0), coalesce(sum(s.skipped), 0),
                 coalesce(sum(s.expired), 0),
                 (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0),
+                m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted,
                 m.first_delivery_at
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
@@ -920,7 +935,7 @@ public struct FanOutJobs: Sendable {
             """, [message])
         var byReason: [String: Int64] = [:]
         for f in failures.rows { if let reason = f.string(0) { byReason[reason] = f.int64(1) ?? 0 } }
-        return MessageStatus(
+        var status = MessageStatus(
             key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), state: state,
             targetKind: row.string(4) ?? "", planned: row.bool(5) ?? false, shards: row.int(10) ?? 0,
             shardsDone: row.int(11) ?? 0, plannedTargets: row.int64(12) ?? 0,
@@ -929,6 +944,13 @@ public struct FanOutJobs: Sendable {
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
                 expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0),
             failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
-            startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(22))
+            startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(27))
+        status.sendAt = row.date(22)
+        let pace: MessagePace? = if let rate = row.double(23) { .perSecond(rate) } else { row.int(24).map { .overSeconds($0) } }
+        if let pace {
+            status.pace = PaceStatus(pace: pace, effectivePerSecond: Self.paceRate(pace, planned: status.planned ? status.plannedTargets : nil),
+                                     startedAt: row.date(25), granted: row.int64(26) ?? 0)
+        }
+        return status
     }
 }

@@ -60,14 +60,20 @@ public struct DeliveryCounters: Sendable, Hashable {
 ///
 /// Transitions: Enqueued -> Processing (first shard claimed) -> Completed | Failed | Expired (last shard and last
 /// retry done). A message with nothing to deliver goes Enqueued -> Completed at planning.
+/// Scheduled (schema v16, `send_at` in the future) -> Enqueued when a dispatcher finds it due
+/// (`FanOutJobs.promoteDue`). Scheduled | Enqueued | Processing -> Cancelled (`FanOutJobs.cancel`): final, with the
+/// counts its shards and retries had written.
 public enum MessageState: String, Sendable, Hashable {
+    case scheduled = "Scheduled"
     case enqueued = "Enqueued"
     case processing = "Processing"
     case completed = "Completed"
     case failed = "Failed"
     case expired = "Expired"
+    case cancelled = "Cancelled"
 
-    public var isFinal: Bool { self == .completed || self == .failed || self == .expired }
+    /// Nothing more happens to the message (Cancelled included).
+    public var isFinal: Bool { self == .completed || self == .failed || self == .expired || self == .cancelled }
 
     /// The final state from the summed counters: Completed when anything was delivered or nothing was to be
     /// sent; Expired when the only unsent outcome is expiry; Failed when failures and no delivery.
@@ -134,9 +140,30 @@ public struct MessageJob: Sendable, Hashable {
     public let subject: String?
     /// `messages.attributes` as JSON text (SNS `MessageAttributes`).
     public let attributesJSON: String
+    /// When the publish was accepted, or for a scheduled publish when it was due (`send_at`, schema v16): TTLs
+    /// and delivery latency count from here, so a push scheduled for next week is not expired on arrival.
     public let publishedAt: Date
     public let expiresAt: Date?
     public let state: MessageState
+    /// The publish has a `pace` (schema v16): its shard workers send only what `FanOutJobs.takePaceBudget` grants.
+    public var paced = false
+}
+
+/// `"pace"` of a publish (schema v16): a rate, or a window the planned targets are spread over.
+public enum MessagePace: Sendable, Hashable {
+    case perSecond(Double)
+    case overSeconds(Int)
+}
+
+/// A message's pacing as its status shows it.
+public struct PaceStatus: Sendable, Hashable {
+    public var pace: MessagePace
+    /// The rate in force: `perSecond`, or the planned targets over the window (nil until planned).
+    public var effectivePerSecond: Double?
+    /// When the first send was granted.
+    public var startedAt: Date?
+    /// Sends granted so far, across every node.
+    public var granted: Int64
 }
 
 /// One target of a shard, in key order.
@@ -446,6 +473,20 @@ public enum CheckpointResult: Sendable, Hashable {
     case applied(finishedMessage: MessageState?)
     /// The lease was taken over (expired and claimed by another worker): stop, write nothing more.
     case leaseLost
+    /// Written, but the message was cancelled (the shard is done): stop sending, finish what is in flight and
+    /// write it with a `.finish` checkpoint.
+    case cancelled
+}
+
+/// What `FanOutJobs.cancel` found and did.
+public enum CancelOutcome: Sendable, Hashable {
+    /// Cancelled now: no shard of it is claimed again, its retries are gone, workers holding a shard stop at
+    /// their next checkpoint (at once when they hear `clarion_cancel`).
+    case cancelled(MessageStatus)
+    /// It was cancelled before (cancel is idempotent).
+    case alreadyCancelled(MessageStatus)
+    /// It had finished (Completed, Failed or Expired): nothing to cancel.
+    case finished(MessageStatus)
 }
 
 /// The status of a message for `GET /v1/messages/{id}`.
@@ -468,12 +509,17 @@ public struct MessageStatus: Sendable, Hashable {
     public let startedAt: Date?
     public let completedAt: Date?
     public let expiresAt: Date?
+    /// When a scheduled publish is (or was) due; nil for an ordinary publish.
+    public var sendAt: Date? = nil
+    /// Its pacing, when it has one.
+    public var pace: PaceStatus? = nil
     /// When a provider first accepted a delivery of this message; nil before that, or when none was delivered.
     public var firstDeliveryAt: Date? = nil
 
-    /// 0...1: deliveries with a final outcome over the planned (or, when larger, counted) targets.
+    /// 0...1: deliveries with a final outcome over the planned (or, when larger, counted) targets. A cancelled
+    /// message keeps the fraction it reached.
     public var progress: Double {
-        if state.isFinal { return 1 }
+        if state.isFinal && state != .cancelled { return 1 }
         let total = max(plannedTargets, counters.targeted)
         guard total > 0 else { return 0 }
         return min(1, Double(counters.finished) / Double(total))

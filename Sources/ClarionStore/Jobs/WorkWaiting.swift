@@ -1,6 +1,7 @@
 import Foundation
 
-/// How much work waits in the database, for `/metrics`: one statement whose every part is served by a partial
+/// How much work waits in the database, for `/metrics` (`messages_scheduled`: scheduled publishes, its age how late
+/// the earliest due one is, 0 while none is due, so a promotion backlog shows): one statement whose every part is served by a partial
 /// or leading-column index (`messages_unplanned_idx`, `fanout_shards_claimable_idx`, `delivery_retries_due_idx`,
 /// `registration_requests_pending_idx`, `webhook_outbox_pending_idx`), so its cost follows the backlog, not the
 /// tables' size. Callers cache it for a few seconds: scrapes do not add load as their number grows.
@@ -16,12 +17,14 @@ public struct WorkWaiting: Sendable, Equatable {
 
     /// Queue names as the metric's `queue` label shows them.
     public static let names = ["messages_unplanned", "messages_in_progress", "shards_ready", "shards_leased",
-                               "retries_due", "retries_scheduled", "registrations_pending", "webhooks_pending"]
+                               "retries_due", "retries_scheduled", "registrations_pending", "webhooks_pending",
+                               "messages_scheduled"]
 
     static let sql = """
         SELECT
-          (SELECT count(*) FROM messages WHERE NOT planned),
-          (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(published_at)), 0)::float8 FROM messages WHERE NOT planned),
+          (SELECT count(*) FROM messages WHERE NOT planned AND state = 'Enqueued'),
+          (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(published_at)), 0)::float8 FROM messages
+           WHERE NOT planned AND state = 'Enqueued'),
           (SELECT count(DISTINCT message) FROM fanout_shards WHERE state <> 'done'),
           (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM fanout_shards WHERE state <> 'done'),
           (SELECT count(*) FROM fanout_shards WHERE state = 'ready'),
@@ -35,7 +38,9 @@ public struct WorkWaiting: Sendable, Equatable {
           (SELECT count(*) FROM registration_requests WHERE status = 'Pending'),
           (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM registration_requests WHERE status = 'Pending'),
           (SELECT count(*) FROM webhook_outbox WHERE state = 'pending'),
-          (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM webhook_outbox WHERE state = 'pending')
+          (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM webhook_outbox WHERE state = 'pending'),
+          (SELECT count(*) FROM messages WHERE state = 'Scheduled'),
+          (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(send_at)), 0)::float8 FROM messages WHERE state = 'Scheduled')
         """
 
     /// Reads every queue in one statement.

@@ -38,9 +38,15 @@ public struct NewMessage: Sendable {
     /// The message attributes as a JSON object text (`{"Name": {"DataType": ..., "StringValue": ...}}`).
     public var attributesJSON: String
     public var expiresAt: Date?
+    /// A scheduled publish (schema v16): stored `Scheduled` and dispatched at this time; nil sends at once. The
+    /// caller decides (a time not in the future is nil).
+    public var sendAt: Date?
+    /// Spread the fan-out (schema v16; topic messages).
+    public var pace: MessagePace?
 
     public init(externalID: UUID, accountKey: Int64, target: MessageTarget, message: String, structure: String? = nil,
-                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil) {
+                subject: String? = nil, attributesJSON: String = "{}", expiresAt: Date? = nil, sendAt: Date? = nil,
+                pace: MessagePace? = nil) {
         self.externalID = externalID
         self.accountKey = accountKey
         self.target = target
@@ -49,6 +55,8 @@ public struct NewMessage: Sendable {
         self.subject = subject
         self.attributesJSON = attributesJSON
         self.expiresAt = expiresAt
+        self.sendAt = sendAt
+        self.pace = pace
     }
 }
 
@@ -133,16 +141,18 @@ public struct MessageRepository: Sendable {
     /// status. So is the account: `messages` has no foreign key (schema v9), and an index probe without a row lock
     /// keeps "no message without its account". Every message is stored unplanned (`planned` defaults to false):
     /// the planner cuts topic, user and audience messages into shards, and a dispatcher's claim writes a direct
-    /// message's one-endpoint shard, already leased (schema v10, `FanOutJobs.claim`).
+    /// message's one-endpoint shard, already leased (schema v10, `FanOutJobs.claim`). A message with `send_at` is
+    /// stored `Scheduled` (schema v16) and waits for `FanOutJobs.promoteDue`.
     static let insertBatch = """
         WITH input AS (
             SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-                                 $8::text[], $9::jsonb[], $10::timestamptz[], $11::uuid[], $12::text[], $13::text[])
+                                 $8::text[], $9::jsonb[], $10::timestamptz[], $11::uuid[], $12::text[], $13::text[],
+                                 $14::timestamptz[], $15::float8[], $16::int[])
                 AS t(external_id, account, kind, target_id, arn, message, structure, subject, attributes, expires_at,
-                     ref, ref_platform, ref_application)
+                     ref, ref_platform, ref_application, send_at, pace_per_second, pace_over_seconds)
         ), resolved AS (
             SELECT i.external_id, i.account, i.kind, coalesce(i.target_id, e.id) AS target_id, i.arn, i.message, i.structure,
-                   i.subject, i.attributes, i.expires_at,
+                   i.subject, i.attributes, i.expires_at, i.send_at, i.pace_per_second, i.pace_over_seconds,
                    CASE WHEN NOT EXISTS (SELECT 1 FROM accounts WHERE id = i.account) THEN 'noAccount'
                         WHEN i.ref IS NULL THEN 'ok'
                         WHEN a.id IS NULL THEN 'notFound'
@@ -155,9 +165,10 @@ public struct MessageRepository: Sendable {
                 AND a.platform = i.ref_platform AND a.name = i.ref_application
         ), m AS (
             INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
-                                  attributes, expires_at)
+                                  attributes, expires_at, send_at, state, pace_per_second, pace_over_seconds)
             SELECT external_id, account, kind, target_id, jsonb_build_object('arn', arn), message, structure, subject,
-                   attributes, expires_at
+                   attributes, expires_at, send_at, CASE WHEN send_at IS NULL THEN 'Enqueued' ELSE 'Scheduled' END,
+                   pace_per_second, pace_over_seconds
             FROM resolved WHERE status = 'ok'
             RETURNING id, external_id
         )
@@ -188,6 +199,11 @@ public struct MessageRepository: Sendable {
             PGArrayParameter(messages.map { $0.subject }), PGArrayParameter(messages.map { $0.attributesJSON }),
             PGArrayParameter(messages.map { $0.expiresAt?.pgText }),
             PGArrayParameter(references), PGArrayParameter(platforms), PGArrayParameter(applications),
+            PGArrayParameter(messages.map { $0.sendAt?.pgText }),
+            PGArrayParameter(messages.map { message -> String? in
+                if case .perSecond(let rate)? = message.pace { return String(rate) } else { return nil } }),
+            PGArrayParameter(messages.map { message -> String? in
+                if case .overSeconds(let seconds)? = message.pace { return String(seconds) } else { return nil } }),
         ])
     }
 
