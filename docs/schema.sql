@@ -355,6 +355,44 @@ ALTER TABLE public.fanout_shards ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: http_deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.http_deliveries (
+    id bigint NOT NULL,
+    subscription bigint NOT NULL,
+    message bigint,
+    kind text NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    not_before timestamp with time zone DEFAULT now() NOT NULL,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    last_error text,
+    last_status integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT http_deliveries_check CHECK (((kind = 'Notification'::text) = (message IS NOT NULL))),
+    CONSTRAINT http_deliveries_kind_check CHECK ((kind = ANY (ARRAY['SubscriptionConfirmation'::text, 'Notification'::text]))),
+    CONSTRAINT http_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'filtered'::text])))
+);
+
+
+--
+-- Name: http_deliveries_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.http_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.http_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: messages; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -549,6 +587,19 @@ CREATE TABLE public.shard_failures (
 
 
 --
+-- Name: sns_signing_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sns_signing_keys (
+    id integer NOT NULL,
+    private_key_sealed bytea NOT NULL,
+    certificate_pem text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sns_signing_keys_id_check CHECK ((id = 1))
+);
+
+
+--
 -- Name: subscriptions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -562,6 +613,8 @@ CREATE TABLE public.subscriptions (
     filter_policy jsonb,
     attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    pending_confirmation boolean DEFAULT false NOT NULL,
+    confirmation_token text,
     CONSTRAINT subscriptions_check CHECK (((protocol = 'application'::text) = (endpoint IS NOT NULL)))
 );
 
@@ -776,6 +829,14 @@ ALTER TABLE ONLY public.fanout_shards
 
 
 --
+-- Name: http_deliveries http_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: messages messages_external_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -877,6 +938,14 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.shard_failures
     ADD CONSTRAINT shard_failures_pkey PRIMARY KEY (shard, reason);
+
+
+--
+-- Name: sns_signing_keys sns_signing_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sns_signing_keys
+    ADD CONSTRAINT sns_signing_keys_pkey PRIMARY KEY (id);
 
 
 --
@@ -1020,6 +1089,27 @@ CREATE INDEX fanout_shards_message_idx ON public.fanout_shards USING btree (mess
 
 
 --
+-- Name: http_deliveries_due_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_due_idx ON public.http_deliveries USING btree (not_before) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: http_deliveries_message_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_message_idx ON public.http_deliveries USING btree (message) WHERE (message IS NOT NULL);
+
+
+--
+-- Name: http_deliveries_subscription_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_subscription_idx ON public.http_deliveries USING btree (subscription);
+
+
+--
 -- Name: messages_campaign_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1062,6 +1152,13 @@ CREATE INDEX registration_requests_pending_idx ON public.registration_requests U
 
 
 --
+-- Name: subscriptions_confirmation_token_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX subscriptions_confirmation_token_key ON public.subscriptions USING btree (confirmation_token) WHERE (confirmation_token IS NOT NULL);
+
+
+--
 -- Name: subscriptions_endpoint_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1069,10 +1166,24 @@ CREATE INDEX subscriptions_endpoint_idx ON public.subscriptions USING btree (end
 
 
 --
+-- Name: subscriptions_topic_http_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX subscriptions_topic_http_idx ON public.subscriptions USING btree (topic, id) WHERE (endpoint IS NULL);
+
+
+--
 -- Name: subscriptions_topic_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX subscriptions_topic_id_idx ON public.subscriptions USING btree (topic, id);
+
+
+--
+-- Name: subscriptions_topic_target_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX subscriptions_topic_target_key ON public.subscriptions USING btree (topic, protocol, target) WHERE (endpoint IS NULL);
 
 
 --
@@ -1171,6 +1282,22 @@ ALTER TABLE ONLY public.endpoints
 
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_account_fkey FOREIGN KEY (account) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+
+--
+-- Name: http_deliveries http_deliveries_message_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_message_fkey FOREIGN KEY (message) REFERENCES public.messages(id) ON DELETE CASCADE;
+
+
+--
+-- Name: http_deliveries http_deliveries_subscription_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_subscription_fkey FOREIGN KEY (subscription) REFERENCES public.subscriptions(id) ON DELETE CASCADE;
 
 
 --
