@@ -29,6 +29,157 @@ END $$;
 
 
 --
+-- Name: clarion_delivery_failure_event(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_delivery_failure_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    app bigint;
+    endpoint_id uuid;
+    message_id uuid;
+    message_event text;
+BEGIN
+    SELECT e.application, e.external_id INTO app, endpoint_id
+        FROM endpoints e JOIN platform_applications a ON a.id = e.application
+        WHERE e.id = NEW.endpoint AND coalesce(a.attributes->>'EventDeliveryFailure', '') <> '';
+    IF app IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT m.external_id, m.target->>'event' INTO message_id, message_event FROM messages m WHERE m.id = NEW.message;
+    IF message_event IS NOT NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM clarion_endpoint_event(app, 'EventDeliveryFailure', 'DeliveryFailure', endpoint_id, jsonb_build_object(
+        -- SNS names a dead token InvalidPlatformToken; other outcomes keep Clarion's label (docs/providers.md C.12).
+        'FailureType', CASE split_part(coalesce(NEW.provider_response, ''), ': ', 1)
+                           WHEN 'token_invalid' THEN 'InvalidPlatformToken'
+                           ELSE split_part(coalesce(NEW.provider_response, ''), ': ', 1) END,
+        'FailureMessage', CASE WHEN position(': ' IN coalesce(NEW.provider_response, '')) > 0
+                               THEN substr(NEW.provider_response, position(': ' IN NEW.provider_response) + 2)
+                               ELSE coalesce(NEW.provider_response, '') END,
+        'DeliveryAttempts', NEW.attempts,
+        'MessageId', message_id));
+    RETURN NULL;
+END $$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: endpoints; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.endpoints (
+    id bigint NOT NULL,
+    external_id uuid NOT NULL,
+    application bigint NOT NULL,
+    token text NOT NULL,
+    user_id text,
+    custom_user_data text,
+    enabled boolean DEFAULT true NOT NULL,
+    disabled_reason text,
+    disabled_at timestamp with time zone,
+    app_version text,
+    language text,
+    os_type text,
+    os_version text,
+    device_manufacturer text,
+    device_model text,
+    token_refreshed_at timestamp with time zone,
+    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT endpoints_custom_user_data_check CHECK ((octet_length(custom_user_data) <= 2048)),
+    CONSTRAINT endpoints_token_check CHECK (((length(token) >= 1) AND (length(token) <= 4096)))
+);
+
+
+--
+-- Name: clarion_endpoint_attributes(public.endpoints); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoint_attributes(e public.endpoints) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object('Token', e.token, 'Enabled', CASE WHEN e.enabled THEN 'true' ELSE 'false' END,
+                                                'CustomUserData', e.custom_user_data))
+$$;
+
+
+--
+-- Name: clarion_endpoint_event(bigint, text, text, uuid, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoint_event(app bigint, attribute text, event_type text, endpoint_id uuid, fields jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    topic_arn text;
+    account_key bigint;
+    account_text text;
+    platform_name text;
+    app_name text;
+    topic_key bigint;
+    region text;
+    document jsonb;
+BEGIN
+    SELECT a.attributes->>attribute, a.account, c.account_id, a.platform, a.name
+        INTO topic_arn, account_key, account_text, platform_name, app_name
+        FROM platform_applications a JOIN accounts c ON c.id = a.account WHERE a.id = app;
+    IF topic_arn IS NULL OR topic_arn = '' THEN
+        RETURN;
+    END IF;
+    region := split_part(topic_arn, ':', 4);
+    SELECT t.id INTO topic_key FROM topics t WHERE t.account = account_key AND t.name = split_part(topic_arn, ':', 6);
+    IF topic_key IS NULL THEN
+        INSERT INTO events (account, kind, resource, detail)
+        VALUES (account_key, 'event_topic_missing', topic_arn, jsonb_build_object('event', event_type, 'attribute', attribute));
+        RETURN;
+    END IF;
+    document := jsonb_build_object(
+        'EventType', event_type,
+        'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'Service', 'SNS',
+        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', region, account_text, platform_name, app_name),
+        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', region, account_text, platform_name, app_name,
+                              endpoint_id)) || fields;
+    INSERT INTO messages (external_id, account, target_kind, target_id, target, message)
+    VALUES (gen_random_uuid(), account_key, 'topic', topic_key, jsonb_build_object('arn', topic_arn, 'event', event_type),
+            document::text);
+    PERFORM pg_notify('clarion_work', '');
+END $$;
+
+
+--
+-- Name: clarion_endpoint_events(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoint_events() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM clarion_endpoint_event(NEW.application, 'EventEndpointCreated', 'EndpointCreated', NEW.external_id,
+                                       jsonb_build_object('Attributes', clarion_endpoint_attributes(NEW)));
+    ELSIF TG_OP = 'UPDATE' THEN
+        -- Disabled (by the API or by provider feedback): the reason comes with it.
+        PERFORM clarion_endpoint_event(NEW.application, 'EventEndpointUpdated', 'EndpointUpdated', NEW.external_id,
+            jsonb_build_object('Attributes', clarion_endpoint_attributes(NEW))
+            || CASE WHEN NOT NEW.enabled AND NEW.disabled_reason IS NOT NULL
+                    THEN jsonb_build_object('DisabledReason', NEW.disabled_reason) ELSE '{}'::jsonb END);
+    ELSE
+        PERFORM clarion_endpoint_event(OLD.application, 'EventEndpointDeleted', 'EndpointDeleted', OLD.external_id,
+                                       jsonb_build_object('Attributes', clarion_endpoint_attributes(OLD)));
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: clarion_link_campaign(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -71,10 +222,6 @@ BEGIN
     RETURN NULL;
 END $$;
 
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 
 --
 -- Name: access_keys; Type: TABLE; Schema: public; Owner: -
@@ -236,35 +383,6 @@ ALTER TABLE public.delivery_retries ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
-);
-
-
---
--- Name: endpoints; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.endpoints (
-    id bigint NOT NULL,
-    external_id uuid NOT NULL,
-    application bigint NOT NULL,
-    token text NOT NULL,
-    user_id text,
-    custom_user_data text,
-    enabled boolean DEFAULT true NOT NULL,
-    disabled_reason text,
-    disabled_at timestamp with time zone,
-    app_version text,
-    language text,
-    os_type text,
-    os_version text,
-    device_manufacturer text,
-    device_model text,
-    token_refreshed_at timestamp with time zone,
-    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT endpoints_custom_user_data_check CHECK ((octet_length(custom_user_data) <= 2048)),
-    CONSTRAINT endpoints_token_check CHECK (((length(token) >= 1) AND (length(token) <= 4096)))
 );
 
 
@@ -1208,10 +1326,31 @@ CREATE TRIGGER accounts_delete_messages AFTER DELETE ON public.accounts REFERENC
 
 
 --
+-- Name: delivery_log delivery_log_failure_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER delivery_log_failure_events AFTER INSERT ON public.delivery_log FOR EACH ROW WHEN ((new.status = 'FAILURE'::text)) EXECUTE FUNCTION public.clarion_delivery_failure_event();
+
+
+--
 -- Name: endpoints endpoints_gone_retries; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER endpoints_gone_retries AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_retries_endpoint_gone();
+
+
+--
+-- Name: endpoints endpoints_lifecycle_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_lifecycle_events AFTER INSERT OR DELETE ON public.endpoints FOR EACH ROW EXECUTE FUNCTION public.clarion_endpoint_events();
+
+
+--
+-- Name: endpoints endpoints_update_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_update_events AFTER UPDATE ON public.endpoints FOR EACH ROW WHEN ((old.* IS DISTINCT FROM new.*)) EXECUTE FUNCTION public.clarion_endpoint_events();
 
 
 --

@@ -37,7 +37,7 @@ public enum Schema {
                   sql: PackageResources.V012__retries_outlive_endpoints_sql),
         Migration(version: 13, name: "fan-out counts subscribers a filter policy filtered out",
                   sql: PackageResources.V013__filtered_deliveries_sql),
-        Migration(version: 14, name: "HTTP/HTTPS subscriptions: confirmation, delivery queue, signing key",
+        Migration(version: 14, name: "HTTP/HTTPS subscriptions (confirmation, delivery queue, signing key); endpoint lifecycle events",
                   sql: PackageResources.V014__http_subscriptions_sql),
     ]
 }

@@ -25,6 +25,7 @@ enum NativeApplicationRoutes {
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
                                                                    credential: credentials.credential, principal: credentials.principal)
             try NativeRules.requireCredentials(credentials, platform: platform)
+            try await NativeRules.checkEventTopics(attributes, caller, c.topics)
             let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
             try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
@@ -68,6 +69,7 @@ enum NativeApplicationRoutes {
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
                                                                    platform: record.platform, credential: credentials.credential,
                                                                    principal: credentials.principal)
+            try await NativeRules.checkEventTopics(attributes, caller, c.topics)
             let completed: PlatformCredentials
             do throws(StoreError) {
                 completed = try await PlatformApplicationActions.completed(credentials, record, c.applications)

@@ -34,6 +34,7 @@ enum PlatformApplicationActions {
                 throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM")
             }
             var split = try validate(attributes, request: request, platform: platform)
+            try await checkEventTopics(split.stored, accountKey: try await context.accountKey(request.caller), context.topics)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             let expiresAt = try checkAPNsCertificate(credentials, platform: platform)
             split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
@@ -72,6 +73,7 @@ enum PlatformApplicationActions {
             let (record, _) = try await application(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
             var split = try validate(attributes, request: request, platform: record.platform)
+            try await checkEventTopics(split.stored, accountKey: try await context.accountKey(request.caller), context.topics)
             let credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             let pair = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await completed(credentials, record, context.applications)
@@ -258,6 +260,23 @@ enum PlatformApplicationActions {
     struct Split {
         var stored: [String: String] = [:]
         var enabled: Bool?
+    }
+
+    /// The event attributes (EventEndpointCreated, ...) must name an existing topic of the account: the events are
+    /// published to it (docs/providers.md C.12). An empty value turns the event off.
+    static func checkEventTopics(_ stored: [String: String], accountKey: Int64, _ topics: TopicRepository) async throws(SNSError) {
+        for name in eventAttributes {
+            guard let value = stored[name], !value.isEmpty, let arn = SNSARN.parse(value), case .topic(let topic) = arn.resource else {
+                continue
+            }
+            do {
+                _ = try await topics.get(accountKey: accountKey, name: topic)
+            } catch where error.code == .notFound {
+                throw SNSError.invalidParameter("Attributes", reason: "\(name): topic \(value) does not exist")
+            } catch {
+                throw error.isTransient ? SNSError.serviceUnavailable(cause: error.logText) : SNSError.internalError(cause: error.logText)
+            }
+        }
     }
 
     /// Checks names and values; splits the non-secret attributes (stored in clear) from Enabled.
