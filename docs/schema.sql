@@ -29,154 +29,127 @@ END $$;
 
 
 --
--- Name: clarion_delivery_failure_event(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: clarion_delivery_failures_logged(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.clarion_delivery_failure_event() RETURNS trigger
+CREATE FUNCTION public.clarion_delivery_failures_logged() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    app bigint;
-    endpoint_id uuid;
-    message_id uuid;
-    message_event text;
+    pending jsonb;
 BEGIN
-    SELECT e.application, e.external_id INTO app, endpoint_id
-        FROM endpoints e JOIN platform_applications a ON a.id = e.application
-        WHERE e.id = NEW.endpoint AND coalesce(a.attributes->>'EventDeliveryFailure', '') <> '';
-    IF app IS NULL THEN
-        RETURN NULL;
-    END IF;
-    SELECT m.external_id, m.target->>'event' INTO message_id, message_event FROM messages m WHERE m.id = NEW.message;
-    IF message_event IS NOT NULL THEN
-        RETURN NULL;
-    END IF;
-    PERFORM clarion_endpoint_event(app, 'EventDeliveryFailure', 'DeliveryFailure', endpoint_id, jsonb_build_object(
-        -- SNS names a dead token InvalidPlatformToken; other outcomes keep Clarion's label (docs/providers.md C.12).
-        'FailureType', CASE split_part(coalesce(NEW.provider_response, ''), ': ', 1)
-                           WHEN 'token_invalid' THEN 'InvalidPlatformToken'
-                           ELSE split_part(coalesce(NEW.provider_response, ''), ': ', 1) END,
-        'FailureMessage', CASE WHEN position(': ' IN coalesce(NEW.provider_response, '')) > 0
-                               THEN substr(NEW.provider_response, position(': ' IN NEW.provider_response) + 2)
-                               ELSE coalesce(NEW.provider_response, '') END,
-        'DeliveryAttempts', NEW.attempts,
-        'MessageId', message_id));
+    SELECT jsonb_agg(jsonb_build_object('app', e.application, 'attribute', 'EventDeliveryFailure', 'event', 'DeliveryFailure',
+               'endpoint', e.external_id, 'fields', jsonb_build_object(
+                   'FailureType', CASE split_part(coalesce(l.provider_response, ''), ': ', 1)
+                                      WHEN 'token_invalid' THEN 'InvalidPlatformToken'
+                                      ELSE split_part(coalesce(l.provider_response, ''), ': ', 1) END,
+                   'FailureMessage', CASE WHEN position(': ' IN coalesce(l.provider_response, '')) > 0
+                                          THEN substr(l.provider_response, position(': ' IN l.provider_response) + 2)
+                                          ELSE coalesce(l.provider_response, '') END,
+                   'DeliveryAttempts', l.attempts,
+                   'MessageId', m.external_id)))
+        INTO pending
+        FROM new_rows l JOIN endpoints e ON e.id = l.endpoint JOIN platform_applications a ON a.id = e.application
+        JOIN messages m ON m.id = l.message
+        WHERE l.status = 'FAILURE' AND coalesce(a.attributes->>'EventDeliveryFailure', '') <> ''
+            AND m.target->>'event' IS NULL;
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
     RETURN NULL;
 END $$;
 
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
--- Name: endpoints; Type: TABLE; Schema: public; Owner: -
+-- Name: clarion_endpoint_attributes(text, boolean, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE TABLE public.endpoints (
-    id bigint NOT NULL,
-    external_id uuid NOT NULL,
-    application bigint NOT NULL,
-    token text NOT NULL,
-    user_id text,
-    custom_user_data text,
-    enabled boolean DEFAULT true NOT NULL,
-    disabled_reason text,
-    disabled_at timestamp with time zone,
-    app_version text,
-    language text,
-    os_type text,
-    os_version text,
-    device_manufacturer text,
-    device_model text,
-    token_refreshed_at timestamp with time zone,
-    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT endpoints_custom_user_data_check CHECK ((octet_length(custom_user_data) <= 2048)),
-    CONSTRAINT endpoints_token_check CHECK (((length(token) >= 1) AND (length(token) <= 4096)))
-);
-
-
---
--- Name: clarion_endpoint_attributes(public.endpoints); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.clarion_endpoint_attributes(e public.endpoints) RETURNS jsonb
+CREATE FUNCTION public.clarion_endpoint_attributes(token text, enabled boolean, custom_user_data text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     AS $$
-    SELECT jsonb_strip_nulls(jsonb_build_object('Token', e.token, 'Enabled', CASE WHEN e.enabled THEN 'true' ELSE 'false' END,
-                                                'CustomUserData', e.custom_user_data))
+    SELECT jsonb_strip_nulls(jsonb_build_object('Token', token, 'Enabled', CASE WHEN enabled THEN 'true' ELSE 'false' END,
+                                                'CustomUserData', custom_user_data))
 $$;
 
 
 --
--- Name: clarion_endpoint_event(bigint, text, text, uuid, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: clarion_endpoints_deleted(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.clarion_endpoint_event(app bigint, attribute text, event_type text, endpoint_id uuid, fields jsonb) RETURNS void
+CREATE FUNCTION public.clarion_endpoints_deleted() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    topic_arn text;
-    account_key bigint;
-    account_text text;
-    platform_name text;
-    app_name text;
-    topic_key bigint;
-    region text;
-    document jsonb;
+    pending jsonb;
 BEGIN
-    SELECT a.attributes->>attribute, a.account, c.account_id, a.platform, a.name
-        INTO topic_arn, account_key, account_text, platform_name, app_name
-        FROM platform_applications a JOIN accounts c ON c.id = a.account WHERE a.id = app;
-    IF topic_arn IS NULL OR topic_arn = '' THEN
-        RETURN;
-    END IF;
-    region := split_part(topic_arn, ':', 4);
-    SELECT t.id INTO topic_key FROM topics t WHERE t.account = account_key AND t.name = split_part(topic_arn, ':', 6);
-    IF topic_key IS NULL THEN
-        INSERT INTO events (account, kind, resource, detail)
-        VALUES (account_key, 'event_topic_missing', topic_arn, jsonb_build_object('event', event_type, 'attribute', attribute));
-        RETURN;
-    END IF;
-    document := jsonb_build_object(
+    SELECT jsonb_agg(jsonb_build_object('app', o.application, 'attribute', 'EventEndpointDeleted', 'event', 'EndpointDeleted',
+               'endpoint', o.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(o.token, o.enabled, o.custom_user_data))))
+        INTO pending
+        FROM old_rows o JOIN platform_applications a ON a.id = o.application
+        WHERE coalesce(a.attributes->>'EventEndpointDeleted', '') <> '';
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_endpoints_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoints_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', n.application, 'attribute', 'EventEndpointCreated', 'event', 'EndpointCreated',
+               'endpoint', n.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(n.token, n.enabled, n.custom_user_data))))
+        INTO pending
+        FROM new_rows n JOIN platform_applications a ON a.id = n.application
+        WHERE coalesce(a.attributes->>'EventEndpointCreated', '') <> '';
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_endpoints_updated(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoints_updated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', n.application, 'attribute', 'EventEndpointUpdated', 'event', 'EndpointUpdated',
+               'endpoint', n.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(n.token, n.enabled, n.custom_user_data))
+                   || CASE WHEN NOT n.enabled AND n.disabled_reason IS NOT NULL
+                           THEN jsonb_build_object('DisabledReason', n.disabled_reason) ELSE '{}'::jsonb END))
+        INTO pending
+        FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN platform_applications a ON a.id = n.application
+        WHERE coalesce(a.attributes->>'EventEndpointUpdated', '') <> '' AND o IS DISTINCT FROM n;
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_event_document(text, text, text, text, text, uuid, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_event_document(event_type text, topic_arn text, account_id text, platform text, app_name text, endpoint_id uuid, fields jsonb) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT (jsonb_build_object(
         'EventType', event_type,
         'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'Service', 'SNS',
-        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', region, account_text, platform_name, app_name),
-        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', region, account_text, platform_name, app_name,
-                              endpoint_id)) || fields;
-    INSERT INTO messages (external_id, account, target_kind, target_id, target, message)
-    VALUES (gen_random_uuid(), account_key, 'topic', topic_key, jsonb_build_object('arn', topic_arn, 'event', event_type),
-            document::text);
-    PERFORM pg_notify('clarion_work', '');
-END $$;
-
-
---
--- Name: clarion_endpoint_events(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.clarion_endpoint_events() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        PERFORM clarion_endpoint_event(NEW.application, 'EventEndpointCreated', 'EndpointCreated', NEW.external_id,
-                                       jsonb_build_object('Attributes', clarion_endpoint_attributes(NEW)));
-    ELSIF TG_OP = 'UPDATE' THEN
-        -- Disabled (by the API or by provider feedback): the reason comes with it.
-        PERFORM clarion_endpoint_event(NEW.application, 'EventEndpointUpdated', 'EndpointUpdated', NEW.external_id,
-            jsonb_build_object('Attributes', clarion_endpoint_attributes(NEW))
-            || CASE WHEN NOT NEW.enabled AND NEW.disabled_reason IS NOT NULL
-                    THEN jsonb_build_object('DisabledReason', NEW.disabled_reason) ELSE '{}'::jsonb END);
-    ELSE
-        PERFORM clarion_endpoint_event(OLD.application, 'EventEndpointDeleted', 'EndpointDeleted', OLD.external_id,
-                                       jsonb_build_object('Attributes', clarion_endpoint_attributes(OLD)));
-    END IF;
-    RETURN NULL;
-END $$;
+        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 4), account_id, platform, app_name),
+        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 4), account_id, platform,
+                              app_name, endpoint_id)) || fields)::text
+$$;
 
 
 --
@@ -207,6 +180,38 @@ $$;
 
 
 --
+-- Name: clarion_publish_endpoint_events(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_publish_endpoint_events(pending jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    WITH e AS (
+        SELECT (p->>'app')::bigint AS app, p->>'attribute' AS attribute, p->>'event' AS event,
+               (p->>'endpoint')::uuid AS endpoint, p->'fields' AS fields
+        FROM jsonb_array_elements(pending) p
+    ), x AS (
+        SELECT e.*, a.account, c.account_id, a.platform, a.name, a.attributes->>e.attribute AS topic_arn
+        FROM e JOIN platform_applications a ON a.id = e.app JOIN accounts c ON c.id = a.account
+    ), resolved AS (
+        SELECT x.*, t.id AS topic FROM x
+        LEFT JOIN topics t ON t.account = x.account AND t.name = split_part(x.topic_arn, ':', 6)
+    ), published AS (
+        INSERT INTO messages (external_id, account, target_kind, target_id, target, message)
+        SELECT gen_random_uuid(), account, 'topic', topic, jsonb_build_object('arn', topic_arn, 'event', event),
+               clarion_event_document(event, topic_arn, account_id, platform, name, endpoint, fields)
+        FROM resolved WHERE topic IS NOT NULL
+        RETURNING 1
+    )
+    INSERT INTO events (account, kind, resource, detail)
+    SELECT account, 'event_topic_missing', topic_arn, jsonb_build_object('event', event, 'attribute', attribute)
+    FROM resolved WHERE topic IS NULL;
+    PERFORM pg_notify('clarion_work', '');
+END $$;
+
+
+--
 -- Name: clarion_retries_endpoint_gone(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -222,6 +227,10 @@ BEGIN
     RETURN NULL;
 END $$;
 
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
 
 --
 -- Name: access_keys; Type: TABLE; Schema: public; Owner: -
@@ -383,6 +392,35 @@ ALTER TABLE public.delivery_retries ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+
+--
+-- Name: endpoints; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.endpoints (
+    id bigint NOT NULL,
+    external_id uuid NOT NULL,
+    application bigint NOT NULL,
+    token text NOT NULL,
+    user_id text,
+    custom_user_data text,
+    enabled boolean DEFAULT true NOT NULL,
+    disabled_reason text,
+    disabled_at timestamp with time zone,
+    app_version text,
+    language text,
+    os_type text,
+    os_version text,
+    device_manufacturer text,
+    device_model text,
+    token_refreshed_at timestamp with time zone,
+    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT endpoints_custom_user_data_check CHECK ((octet_length(custom_user_data) <= 2048)),
+    CONSTRAINT endpoints_token_check CHECK (((length(token) >= 1) AND (length(token) <= 4096)))
 );
 
 
@@ -1329,7 +1367,21 @@ CREATE TRIGGER accounts_delete_messages AFTER DELETE ON public.accounts REFERENC
 -- Name: delivery_log delivery_log_failure_events; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER delivery_log_failure_events AFTER INSERT ON public.delivery_log FOR EACH ROW WHEN ((new.status = 'FAILURE'::text)) EXECUTE FUNCTION public.clarion_delivery_failure_event();
+CREATE TRIGGER delivery_log_failure_events AFTER INSERT ON public.delivery_log REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_delivery_failures_logged();
+
+
+--
+-- Name: endpoints endpoints_created_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_created_events AFTER INSERT ON public.endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_inserted();
+
+
+--
+-- Name: endpoints endpoints_deleted_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_deleted_events AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_deleted();
 
 
 --
@@ -1340,17 +1392,10 @@ CREATE TRIGGER endpoints_gone_retries AFTER DELETE ON public.endpoints REFERENCI
 
 
 --
--- Name: endpoints endpoints_lifecycle_events; Type: TRIGGER; Schema: public; Owner: -
+-- Name: endpoints endpoints_updated_events; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER endpoints_lifecycle_events AFTER INSERT OR DELETE ON public.endpoints FOR EACH ROW EXECUTE FUNCTION public.clarion_endpoint_events();
-
-
---
--- Name: endpoints endpoints_update_events; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER endpoints_update_events AFTER UPDATE ON public.endpoints FOR EACH ROW WHEN ((old.* IS DISTINCT FROM new.*)) EXECUTE FUNCTION public.clarion_endpoint_events();
+CREATE TRIGGER endpoints_updated_events AFTER UPDATE ON public.endpoints REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_updated();
 
 
 --

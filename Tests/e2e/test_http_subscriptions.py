@@ -334,3 +334,56 @@ def test_the_ssrf_policy_refuses_the_metadata_address_visibly(stack):
     with pytest.raises(ClientError) as refused:
         sns.subscribe(TopicArn=topic, Protocol="https", Endpoint="http://127.0.0.1:1/")
     assert refused.value.response["Error"]["Code"] == "InvalidParameter"
+
+
+def test_filter_policies_apply_to_http_subscribers_and_count_filtered(stack):
+    node, sns, plain, _, bearer = stack
+    topic = sns.create_topic(Name="http-filtered")["TopicArn"]
+    # SNS's string matching (docs/providers.md C.10): only the subscriber whose policy matches gets the message.
+    subscribe_and_confirm(sns, plain, topic, "/rugby", {"FilterPolicy": json.dumps({"sport": ["rugby"]})})
+    subscribe_and_confirm(sns, plain, topic, "/golf", {"FilterPolicy": json.dumps({"sport": ["golf"]})})
+    published = sns.publish(TopicArn=topic, Message="match day",
+                            MessageAttributes={"sport": {"DataType": "String", "StringValue": "rugby"}})
+    plain.wait("/rugby", "Notification")
+    status = finished_status(node, bearer, published["MessageId"])
+    assert status["state"] == "Completed", status
+    assert (status["deliveries"]["accepted"], status["deliveries"]["filtered"], status["deliveries"]["failed"]) == (1, 1, 0)
+    assert plain.posts("/golf", "Notification") == []
+
+
+def test_pending_deliveries_survive_a_restart(stack):
+    """The queue is in PostgreSQL: a delivery waiting for its retry when the node stops is sent by the next node."""
+    _, _, plain, _, _ = stack
+    database = fresh_database()
+    work = tempfile.mkdtemp(prefix="clarion-e2e-httpsub-restart-")
+    env = {"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET, "CLARION_MASTER_KEY": MASTER_KEY,
+           "CLARION_SUBSCRIPTION_ALLOW_HOSTS": "127.0.0.1/32"}
+    first = Node(["--database-url", database, "--data-dir", work], env=env)
+    first.wait_ready()
+    sns = boto3.client("sns", endpoint_url=first.url, region_name="us-east-1", aws_access_key_id=KEY,
+                       aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
+    topic = sns.create_topic(Name="http-restart")["TopicArn"]
+    path = "/restart"
+    policy = {"healthyRetryPolicy": {"numRetries": 5, "minDelayTarget": 3, "maxDelayTarget": 3}}
+    subscribe_and_confirm(sns, plain, topic, path, {"DeliveryPolicy": json.dumps(policy)})
+    status, pem_before = http_get(first.url + "/sns/signing-certificate.pem")
+    assert status == 200
+    plain.fail[path] = 1000
+    published = sns.publish(TopicArn=topic, Message="outlives the node")
+    plain.wait(path, "Notification")
+    assert first.stop() == 0
+    plain.fail[path] = 0
+    failed_posts = len(plain.posts(path, "Notification"))
+
+    second = Node(["--database-url", database, "--data-dir", work], env=env)
+    try:
+        second.wait_ready()
+        posts = plain.wait(path, "Notification", count=failed_posts + 1)
+        note = json.loads(posts[-1][1])
+        assert note["MessageId"] == published["MessageId"]
+        # The signing key is the installation's, not the node's: the certificate is the same after the restart.
+        status, pem_after = http_get(second.url + "/sns/signing-certificate.pem")
+        assert status == 200 and pem_after == pem_before
+        verify(note, second.url)
+    finally:
+        assert second.stop() == 0

@@ -63,6 +63,15 @@ public final class HTTPSubscriptionSender: Sendable {
 
     private let state = Mutex(State())
     private let condition = NSCondition()
+    /// Filter policies compiled once per distinct text and scope (never per delivery), shared by the workers; a
+    /// policy that does not compile (stored before policies were checked) is kept as nil: the subscriber gets the
+    /// message, as the shard workers do. Bounded: starts over past `policyCacheCapacity` entries.
+    private let policies = Mutex([PolicyKey: FilterPolicy?]())
+    private struct PolicyKey: Hashable {
+        var text: String
+        var scope: FilterPolicyScope
+    }
+    static let policyCacheCapacity = 4096
 
     /// - Parameter signingKeyPEM: the RSA key of the certificate served at the SigningCertURL.
     public init(pool: PGPool, signingKeyPEM: String, configuration: HTTPSubscriptionSenderConfiguration,
@@ -193,7 +202,19 @@ public final class HTTPSubscriptionSender: Sendable {
 
     func passes(_ policyText: String, _ d: HTTPDeliveryClaim) -> Bool {
         let scope = d.subscriptionAttributes["FilterPolicyScope"].flatMap(FilterPolicyScope.init(rawValue:)) ?? .messageAttributes
-        guard let policy = try? FilterPolicy.compile(policyText, scope: scope) else { return true }
+        let key = PolicyKey(text: policyText, scope: scope)
+        let cached = policies.withLock { $0[key] }
+        let compiled: FilterPolicy?
+        if let cached {
+            compiled = cached
+        } else {
+            compiled = try? FilterPolicy.compile(policyText, scope: scope)
+            policies.withLock { cache in
+                if cache.count >= Self.policyCacheCapacity { cache.removeAll(keepingCapacity: true) }
+                cache[key] = .some(compiled)
+            }
+        }
+        guard let policy = compiled else { return true }
         let attributes = Self.attributes(json: d.messageAttributesJSON ?? "{}")
         return policy.matches(FilterMessage(attributes: attributes, body: scope == .messageBody ? d.message : nil))
     }
