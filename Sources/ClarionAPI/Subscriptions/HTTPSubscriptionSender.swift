@@ -9,7 +9,8 @@ import Synchronization
 public struct HTTPSubscriptionSenderConfiguration: Sendable {
     /// Threads, each making one POST at a time: the bound on concurrent outbound connections.
     public var workers: Int
-    /// Sleep between polls when nothing is due.
+    /// Sleep between polls when nothing is due (each worker polls: 4 workers at 0.5 s are 8 cheap indexed queries a
+    /// second on an idle node, as the webhook sender's 2).
     public var pollInterval: Double
     /// A claim not finished within this long is taken again (a crash loses nothing).
     public var leaseSeconds: Double
@@ -24,7 +25,7 @@ public struct HTTPSubscriptionSenderConfiguration: Sendable {
     /// The region in the ARNs the documents carry.
     public var region: String
 
-    public init(workers: Int = 4, pollInterval: Double = 0.2, leaseSeconds: Double = 60, timeout: Double = 15,
+    public init(workers: Int = 4, pollInterval: Double = 0.5, leaseSeconds: Double = 60, timeout: Double = 15,
                 outboundPolicy: OutboundAddressPolicy = .publicOnly, extraTrustedCAPEM: String? = nil,
                 publicBaseURL: String, region: String) {
         self.workers = max(1, workers)

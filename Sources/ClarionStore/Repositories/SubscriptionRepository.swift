@@ -139,9 +139,17 @@ public struct SubscriptionRepository: Sendable {
 
     /// Removes the subscription; false when it did not exist.
     @discardableResult
+    /// An HTTP/S subscription's pending deliveries go with it (cascade); the messages they held open are finished
+    /// in the same transaction when nothing else of theirs is open, so no message waits for a delivery that is gone.
     public func unsubscribe(externalID: UUID) async throws(StoreError) -> Bool {
-        try await pool.withConnection { (c) throws(StoreError) -> Bool in
-            try c.query("DELETE FROM subscriptions WHERE external_id = $1", [externalID]).affectedRows > 0
+        try await pool.transaction { (c) throws(StoreError) -> Bool in
+            let held = try c.query("""
+                SELECT DISTINCT d.message FROM http_deliveries d JOIN subscriptions s ON s.id = d.subscription
+                WHERE s.external_id = $1 AND d.state = 'pending' AND d.message IS NOT NULL
+                """, [externalID]).rows.compactMap { $0.int64(0) }
+            let deleted = try c.query("DELETE FROM subscriptions WHERE external_id = $1", [externalID]).affectedRows > 0
+            if !held.isEmpty { _ = try FanOutJobs.finishIfDone(c, messages: held) }
+            return deleted
         }
     }
 

@@ -113,4 +113,25 @@ struct HTTPDeliveryQueueTests {
         #expect(status.counters.failed == 1 && status.counters.retried == 1 && status.counters.accepted == 0)
         #expect(status.failuresByReason == [FanOutJobs.httpFailureReason: 1])
     }
+
+    @Test("Unsubscribing while a delivery waits for its retry finishes the message it held open")
+    func unsubscribeFinishesHeldMessages() async throws {
+        let seed = try Seed()
+        defer { seed.pool.shutdown() }
+        let (record, _) = try await seed.subscriptions.subscribeHTTP(
+            topicKey: seed.topic, protocol: "http", url: "http://example.com/y", externalID: UUID(), token: "tk",
+            filterPolicy: nil, attributes: [:])
+        for c in try seed.claim() { try seed.queue.finishBlocking(id: c.id, messageKey: nil, result: .delivered(status: 200)) }
+        _ = try await seed.subscriptions.confirm(token: "tk")
+        let message = try seed.publish("m")
+        let jobs = FanOutJobs(pool: seed.pool)
+        try await jobs.planPending()
+        try PGConnection(conninfo: seed.url).query("UPDATE fanout_shards SET state = 'done' WHERE message = $1", [message])
+        let first = try #require(try seed.claim().first)
+        try seed.queue.finishBlocking(id: first.id, messageKey: message,
+                                      result: .retry(at: Date().addingTimeInterval(3600), reason: "HTTP 503", status: 503))
+        #expect(try await jobs.messageStatus(key: message)?.state != .completed)
+        #expect(try await seed.subscriptions.unsubscribe(externalID: record.externalID))
+        #expect(try await jobs.messageStatus(key: message)?.state == .completed)
+    }
 }
