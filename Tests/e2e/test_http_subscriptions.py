@@ -200,6 +200,12 @@ def test_subscribe_confirm_by_subscribe_url_and_receive_verified_notifications_v
     effective = json.loads(attributes["EffectiveDeliveryPolicy"])["healthyRetryPolicy"]
     assert (effective["numRetries"], effective["minDelayTarget"], effective["maxDelayTarget"]) == (3, 20, 20)
     assert [s["SubscriptionArn"] for s in sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]] == [arn]
+    # The native API shows the same subscription with its protocol and URL.
+    request = urllib.request.Request(node.url + "/v1/subscriptions/" + arn.split(":")[-1], headers={"Authorization": bearer})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        native = json.loads(r.read())
+    assert (native["protocol"], native["url"], native["pending_confirmation"], native["endpoint"]) == \
+        ("http", plain.url(path), False, None), native
 
     # SignatureVersion 1 (the default), with a Subject and message attributes.
     published = sns.publish(TopicArn=topic, Message="first news", Subject="Breaking",
