@@ -29,6 +29,130 @@ END $$;
 
 
 --
+-- Name: clarion_delivery_failures_logged(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_delivery_failures_logged() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', e.application, 'attribute', 'EventDeliveryFailure', 'event', 'DeliveryFailure',
+               'endpoint', e.external_id, 'fields', jsonb_build_object(
+                   'FailureType', CASE split_part(coalesce(l.provider_response, ''), ': ', 1)
+                                      WHEN 'token_invalid' THEN 'InvalidPlatformToken'
+                                      ELSE split_part(coalesce(l.provider_response, ''), ': ', 1) END,
+                   'FailureMessage', CASE WHEN position(': ' IN coalesce(l.provider_response, '')) > 0
+                                          THEN substr(l.provider_response, position(': ' IN l.provider_response) + 2)
+                                          ELSE coalesce(l.provider_response, '') END,
+                   'DeliveryAttempts', l.attempts,
+                   'MessageId', m.external_id)))
+        INTO pending
+        FROM new_rows l JOIN endpoints e ON e.id = l.endpoint JOIN platform_applications a ON a.id = e.application
+        JOIN messages m ON m.id = l.message
+        WHERE l.status = 'FAILURE' AND coalesce(a.attributes->>'EventDeliveryFailure', '') <> ''
+            AND m.target->>'event' IS NULL;
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_endpoint_attributes(text, boolean, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoint_attributes(token text, enabled boolean, custom_user_data text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object('Token', token, 'Enabled', CASE WHEN enabled THEN 'true' ELSE 'false' END,
+                                                'CustomUserData', custom_user_data))
+$$;
+
+
+--
+-- Name: clarion_endpoints_deleted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoints_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', o.application, 'attribute', 'EventEndpointDeleted', 'event', 'EndpointDeleted',
+               'endpoint', o.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(o.token, o.enabled, o.custom_user_data))))
+        INTO pending
+        FROM old_rows o JOIN platform_applications a ON a.id = o.application
+        WHERE coalesce(a.attributes->>'EventEndpointDeleted', '') <> '';
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_endpoints_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoints_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', n.application, 'attribute', 'EventEndpointCreated', 'event', 'EndpointCreated',
+               'endpoint', n.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(n.token, n.enabled, n.custom_user_data))))
+        INTO pending
+        FROM new_rows n JOIN platform_applications a ON a.id = n.application
+        WHERE coalesce(a.attributes->>'EventEndpointCreated', '') <> '';
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_endpoints_updated(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_endpoints_updated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    pending jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object('app', n.application, 'attribute', 'EventEndpointUpdated', 'event', 'EndpointUpdated',
+               'endpoint', n.external_id, 'fields', jsonb_build_object('Attributes',
+                   clarion_endpoint_attributes(n.token, n.enabled, n.custom_user_data))
+                   || CASE WHEN NOT n.enabled AND n.disabled_reason IS NOT NULL
+                           THEN jsonb_build_object('DisabledReason', n.disabled_reason) ELSE '{}'::jsonb END))
+        INTO pending
+        FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN platform_applications a ON a.id = n.application
+        WHERE coalesce(a.attributes->>'EventEndpointUpdated', '') <> '' AND o IS DISTINCT FROM n;
+    IF pending IS NOT NULL THEN PERFORM clarion_publish_endpoint_events(pending); END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: clarion_event_document(text, text, text, text, text, uuid, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_event_document(event_type text, topic_arn text, account_id text, platform text, app_name text, endpoint_id uuid, fields jsonb) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT (jsonb_build_object(
+        'EventType', event_type,
+        'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'Service', 'SNS',
+        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 4), account_id, platform, app_name),
+        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 4), account_id, platform,
+                              app_name, endpoint_id)) || fields)::text
+$$;
+
+
+--
 -- Name: clarion_link_campaign(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -53,6 +177,38 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+
+--
+-- Name: clarion_publish_endpoint_events(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.clarion_publish_endpoint_events(pending jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    WITH e AS (
+        SELECT (p->>'app')::bigint AS app, p->>'attribute' AS attribute, p->>'event' AS event,
+               (p->>'endpoint')::uuid AS endpoint, p->'fields' AS fields
+        FROM jsonb_array_elements(pending) p
+    ), x AS (
+        SELECT e.*, a.account, c.account_id, a.platform, a.name, a.attributes->>e.attribute AS topic_arn
+        FROM e JOIN platform_applications a ON a.id = e.app JOIN accounts c ON c.id = a.account
+    ), resolved AS (
+        SELECT x.*, t.id AS topic FROM x
+        LEFT JOIN topics t ON t.account = x.account AND t.name = split_part(x.topic_arn, ':', 6)
+    ), published AS (
+        INSERT INTO messages (external_id, account, target_kind, target_id, target, message)
+        SELECT gen_random_uuid(), account, 'topic', topic, jsonb_build_object('arn', topic_arn, 'event', event),
+               clarion_event_document(event, topic_arn, account_id, platform, name, endpoint, fields)
+        FROM resolved WHERE topic IS NOT NULL
+        RETURNING 1
+    )
+    INSERT INTO events (account, kind, resource, detail)
+    SELECT account, 'event_topic_missing', topic_arn, jsonb_build_object('event', event, 'attribute', attribute)
+    FROM resolved WHERE topic IS NULL;
+    PERFORM pg_notify('clarion_work', '');
+END $$;
 
 
 --
@@ -355,6 +511,44 @@ ALTER TABLE public.fanout_shards ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: http_deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.http_deliveries (
+    id bigint NOT NULL,
+    subscription bigint NOT NULL,
+    message bigint,
+    kind text NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    not_before timestamp with time zone DEFAULT now() NOT NULL,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    last_error text,
+    last_status integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT http_deliveries_check CHECK (((kind = 'Notification'::text) = (message IS NOT NULL))),
+    CONSTRAINT http_deliveries_kind_check CHECK ((kind = ANY (ARRAY['SubscriptionConfirmation'::text, 'Notification'::text]))),
+    CONSTRAINT http_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'filtered'::text])))
+);
+
+
+--
+-- Name: http_deliveries_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.http_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.http_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: messages; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -558,6 +752,19 @@ CREATE TABLE public.shard_failures (
 
 
 --
+-- Name: sns_signing_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sns_signing_keys (
+    id integer NOT NULL,
+    private_key_sealed bytea NOT NULL,
+    certificate_pem text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sns_signing_keys_id_check CHECK ((id = 1))
+);
+
+
+--
 -- Name: subscriptions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -571,6 +778,8 @@ CREATE TABLE public.subscriptions (
     filter_policy jsonb,
     attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    pending_confirmation boolean DEFAULT false NOT NULL,
+    confirmation_token text,
     CONSTRAINT subscriptions_check CHECK (((protocol = 'application'::text) = (endpoint IS NOT NULL)))
 );
 
@@ -785,6 +994,14 @@ ALTER TABLE ONLY public.fanout_shards
 
 
 --
+-- Name: http_deliveries http_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: messages messages_external_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -886,6 +1103,14 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.shard_failures
     ADD CONSTRAINT shard_failures_pkey PRIMARY KEY (shard, reason);
+
+
+--
+-- Name: sns_signing_keys sns_signing_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sns_signing_keys
+    ADD CONSTRAINT sns_signing_keys_pkey PRIMARY KEY (id);
 
 
 --
@@ -1029,6 +1254,27 @@ CREATE INDEX fanout_shards_message_idx ON public.fanout_shards USING btree (mess
 
 
 --
+-- Name: http_deliveries_due_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_due_idx ON public.http_deliveries USING btree (not_before) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: http_deliveries_message_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_message_idx ON public.http_deliveries USING btree (message) WHERE (message IS NOT NULL);
+
+
+--
+-- Name: http_deliveries_subscription_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX http_deliveries_subscription_idx ON public.http_deliveries USING btree (subscription);
+
+
+--
 -- Name: messages_campaign_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1078,6 +1324,13 @@ CREATE INDEX registration_requests_pending_idx ON public.registration_requests U
 
 
 --
+-- Name: subscriptions_confirmation_token_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX subscriptions_confirmation_token_key ON public.subscriptions USING btree (confirmation_token) WHERE (confirmation_token IS NOT NULL);
+
+
+--
 -- Name: subscriptions_endpoint_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1085,10 +1338,24 @@ CREATE INDEX subscriptions_endpoint_idx ON public.subscriptions USING btree (end
 
 
 --
+-- Name: subscriptions_topic_http_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX subscriptions_topic_http_idx ON public.subscriptions USING btree (topic, id) WHERE (endpoint IS NULL);
+
+
+--
 -- Name: subscriptions_topic_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX subscriptions_topic_id_idx ON public.subscriptions USING btree (topic, id);
+
+
+--
+-- Name: subscriptions_topic_target_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX subscriptions_topic_target_key ON public.subscriptions USING btree (topic, protocol, target) WHERE (endpoint IS NULL);
 
 
 --
@@ -1113,10 +1380,38 @@ CREATE TRIGGER accounts_delete_messages AFTER DELETE ON public.accounts REFERENC
 
 
 --
+-- Name: delivery_log delivery_log_failure_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER delivery_log_failure_events AFTER INSERT ON public.delivery_log REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_delivery_failures_logged();
+
+
+--
+-- Name: endpoints endpoints_created_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_created_events AFTER INSERT ON public.endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_inserted();
+
+
+--
+-- Name: endpoints endpoints_deleted_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_deleted_events AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_deleted();
+
+
+--
 -- Name: endpoints endpoints_gone_retries; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER endpoints_gone_retries AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_retries_endpoint_gone();
+
+
+--
+-- Name: endpoints endpoints_updated_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_updated_events AFTER UPDATE ON public.endpoints REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_updated();
 
 
 --
@@ -1187,6 +1482,22 @@ ALTER TABLE ONLY public.endpoints
 
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_account_fkey FOREIGN KEY (account) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+
+--
+-- Name: http_deliveries http_deliveries_message_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_message_fkey FOREIGN KEY (message) REFERENCES public.messages(id) ON DELETE CASCADE;
+
+
+--
+-- Name: http_deliveries http_deliveries_subscription_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.http_deliveries
+    ADD CONSTRAINT http_deliveries_subscription_fkey FOREIGN KEY (subscription) REFERENCES public.subscriptions(id) ON DELETE CASCADE;
 
 
 --

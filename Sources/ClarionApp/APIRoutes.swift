@@ -4,7 +4,7 @@ import ClarionStore
 import ClarionHTTP1
 
 /// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
-/// campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
+/// the HTTP/S subscribers' confirm, unsubscribe and signing-certificate routes, campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
 /// `RouteTableTests` checks this table against the OpenAPI document in both directions.
 enum APIRoutes {
     /// - Parameters:
@@ -13,7 +13,7 @@ enum APIRoutes {
     ///     listener of its own or `CLARION_METRICS=off` (then nil). No authentication: it carries no secret, token
     ///     or id (docs/security.md).
     static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
-                       registration: RegistrationContext, metrics: RouteHandler?,
+                       registration: RegistrationContext, signingCertificatePEM: String, metrics: RouteHandler?,
                        readiness: @escaping @Sendable () async -> Readiness) -> Router {
         var router = Router.api()
         let region = configuration.region
@@ -26,6 +26,8 @@ enum APIRoutes {
                         authentication: .sigV4(SigV4Verifier(region: region, resolver: keys)))
             .register(on: &router)
         registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
+        HTTPSubscriptionRoutes.register(on: &router, subscriptions: sns.subscriptions, region: region,
+                                        certificatePEM: signingCertificatePEM)
         let beaconLimiter = configuration.beaconLimitBurst > 0 ? BeaconLimiter(settings: .init(
             burst: Double(configuration.beaconLimitBurst), perSecond: Double(configuration.beaconLimitRate))) : nil
         registerCampaignAPI(on: &router, context: CampaignContext(

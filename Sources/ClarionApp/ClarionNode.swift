@@ -36,6 +36,8 @@ public final class ClarionNode: @unchecked Sendable {
     private var providerDirectory: ProviderRegistryDirectory?
     private var registrationProcessor: RegistrationProcessor?
     private var registrationDone: DispatchSemaphore?
+    private var subscriptionSender: HTTPSubscriptionSender?
+    private var subscriptionSenderDone: DispatchSemaphore?
     private let migrationsApplied = Atomic<Bool>(false)
     /// Shared by every pool and writer of the node: a database outage is one "database unavailable" line with
     /// its cause and one "database available again", whatever the number of requests and workers that saw it.
@@ -232,8 +234,9 @@ public final class ClarionNode: @unchecked Sendable {
         self.batcher = batcher
         let registration = RegistrationContext(pool: pool, masterKey: masterKey)
         registrationContext = registration
+        let signing = try messageSigningIdentity(pool: pool, masterKey: masterKey)
         let router = APIRoutes.router(pool: pool, masterKey: masterKey, batcher: batcher, configuration: configuration,
-                                      registration: registration,
+                                      registration: registration, signingCertificatePEM: signing.certificatePEM,
                                       metrics: configuration.metricsListen == nil ? metrics?.route() : nil,
                                       readiness: { [weak self] in await self?.readiness() ?? .notReady(reason: "shutting down") })
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
@@ -260,6 +263,7 @@ public final class ClarionNode: @unchecked Sendable {
             throw NodeError(.unavailable, "API server on \(configuration.listenHost):\(configuration.listenPort): \(error.message)")
         }
         self.server = server
+        try startSubscriptionSender(pool: pool, signing: signing, scheme: tls == nil ? "http" : "https", port: server.port)
         log.info("API listening", ["address": "\(configuration.listenHost):\(server.port)", "role": configuration.role.rawValue,
                                    "scheme": tls == nil ? "http" : "https"])
     }
@@ -372,6 +376,47 @@ public final class ClarionNode: @unchecked Sendable {
         }
     }
 
+    /// The key and certificate that sign HTTP/S subscription deliveries: made once, sealed under the master key,
+    /// shared by every node (`SigningKeyRepository`).
+    func messageSigningIdentity(pool: PGPool, masterKey: AESGCMKey) throws(NodeError) -> MessageSigningIdentity {
+        do {
+            return try SigningKeyRepository(pool: pool, masterKey: masterKey).loadOrCreate {
+                let made = try SelfSignedCertificate.generateMessageSigning(commonName: "Clarion SNS message signing")
+                return MessageSigningIdentity(privateKeyPEM: made.privateKeyPEM, certificatePEM: made.certificatePEM)
+            }
+        } catch {
+            throw NodeError(error.isTransient ? .unavailable : .internalError, "message signing key: \(error)")
+        }
+    }
+
+    /// Sends HTTP/S subscription deliveries from their durable queue, through the subscription outbound policy.
+    func startSubscriptionSender(pool: PGPool, signing: MessageSigningIdentity, scheme: String, port: Int) throws(NodeError) {
+        let caPEM: String?
+        do { caPEM = try ProviderApplication.serverTrustedCAPEM(environment: providerEnvironment) } catch {
+            throw NodeError(.configuration, "CLARION_PROVIDER_CA_FILE: \(error)")
+        }
+        let host = configuration.listenHost == "0.0.0.0" || configuration.listenHost == "::" ? "127.0.0.1" : configuration.listenHost
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        let policy = (try? OutboundAddressPolicy(allowList: configuration.subscriptionAllowHosts)) ?? OutboundAddressPolicy()
+        let senderConfiguration = HTTPSubscriptionSenderConfiguration(
+            workers: configuration.subscriptionWorkers, outboundPolicy: policy, extraTrustedCAPEM: caPEM,
+            publicBaseURL: configuration.publicURL ?? "\(scheme)://\(bracketed):\(port)", region: configuration.region)
+        let sender: HTTPSubscriptionSender
+        do { sender = try HTTPSubscriptionSender(pool: pool, signingKeyPEM: signing.privateKeyPEM, configuration: senderConfiguration) } catch {
+            throw NodeError(.internalError, "message signing key: \(error)")
+        }
+        subscriptionSender = sender
+        let done = DispatchSemaphore(value: 0)
+        subscriptionSenderDone = done
+        Task.detached {
+            await sender.run()
+            done.signal()
+        }
+        log.info("http subscription sender running", ["workers": String(senderConfiguration.workers),
+                                                      "public_url": senderConfiguration.publicBaseURL,
+                                                      "allow_hosts": configuration.subscriptionAllowHosts])
+    }
+
     /// The environment the provider layer reads server-wide settings from (the configured CA file).
     var providerEnvironment: [String: String] {
         var environment: [String: String] = [:]
@@ -418,6 +463,11 @@ public final class ClarionNode: @unchecked Sendable {
             Task.detached { await metricsServer.shutdown(); done.signal() }
             done.wait()
             self.metricsServer = nil
+        }
+        if let subscriptionSender {
+            subscriptionSender.shutdown()
+            subscriptionSenderDone?.wait()
+            self.subscriptionSender = nil
         }
         if let registrationProcessor {
             registrationProcessor.shutdown()

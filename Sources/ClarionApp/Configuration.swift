@@ -46,6 +46,14 @@ public struct Configuration: Sendable, Equatable {
     public var emulatorListen = "127.0.0.1:0"
     /// Endpoints whose token was not refreshed for this many days are stale: skipped in fan-out and counted.
     public var staleAfterDays = 270
+    /// Loopback, private and reserved addresses HTTP/S subscription URLs may reach (host names and CIDRs); public
+    /// addresses need nothing.
+    public var subscriptionAllowHosts = ""
+    /// Threads sending HTTP/S subscription deliveries: the bound on concurrent outbound POSTs.
+    public var subscriptionWorkers = 4
+    /// The URL receivers reach this node's API at (SubscribeURL, UnsubscribeURL, SigningCertURL); nil: the
+    /// listen address with the API's scheme.
+    public var publicURL: String?
     /// Let registration webhooks reach loopback, link-local and private addresses (off by default: SSRF).
     public var webhookAllowPrivate = false
     /// Proxies and load balancers (CIDRs) whose `Forwarded` / `X-Forwarded-For` name the client address.
@@ -167,6 +175,26 @@ public struct Configuration: Sendable, Equatable {
                     }
                     c.providerAllowHosts = v
                 }, read: { $0.providerAllowHosts }),
+        Setting(key: "CLARION_SUBSCRIPTION_ALLOW_HOSTS", flag: "--subscription-allow-hosts", secret: false,
+                help: "non-public hosts/CIDRs HTTP/S subscription URLs may reach, comma-separated (default none: SSRF guard)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    do throws(OutboundPolicyError) { _ = try OutboundAddressPolicy(allowList: v) } catch {
+                        throw ConfigurationError(key: "CLARION_SUBSCRIPTION_ALLOW_HOSTS", message: error.description)
+                    }
+                    c.subscriptionAllowHosts = v
+                }, read: { $0.subscriptionAllowHosts }),
+        Setting(key: "CLARION_SUBSCRIPTION_WORKERS", flag: "--subscription-workers", secret: false,
+                help: "threads sending HTTP/S subscription deliveries, one POST each at a time (default 4)",
+                apply: { (c, v) throws(ConfigurationError) in c.subscriptionWorkers = try parseInt(v, key: "CLARION_SUBSCRIPTION_WORKERS", range: 1...64) },
+                read: { String($0.subscriptionWorkers) }),
+        Setting(key: "CLARION_PUBLIC_URL", flag: "--public-url", secret: false,
+                help: "base URL subscribers reach the API at, for SubscribeURL/UnsubscribeURL/SigningCertURL (default: the listen address)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    guard v.isEmpty || v.hasPrefix("http://") || v.hasPrefix("https://") else {
+                        throw ConfigurationError(key: "CLARION_PUBLIC_URL", message: "must start with http:// or https://")
+                    }
+                    c.publicURL = v.isEmpty ? nil : v
+                }, read: { $0.publicURL }),
         Setting(key: "CLARION_TRUSTED_PROXIES", flag: "--trusted-proxies", secret: false,
                 help: "proxies/load balancers (CIDRs, comma-separated) whose Forwarded / X-Forwarded-For name the client",
                 apply: { (c, v) throws(ConfigurationError) in

@@ -43,5 +43,7 @@ public enum Schema {
                   sql: PackageResources.V015__webpush_platform_sql),
         Migration(version: 16, name: "scheduled and cancelled messages",
                   sql: PackageResources.V016__scheduled_and_cancelled_messages_sql),
+        Migration(version: 17, name: "HTTP/HTTPS subscriptions (confirmation, delivery queue, signing key); endpoint lifecycle events",
+                  sql: PackageResources.V017__http_subscriptions_sql),
     ]
 }

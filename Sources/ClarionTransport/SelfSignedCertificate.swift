@@ -32,4 +32,23 @@ public struct SelfSignedCertificate: Sendable {
         let privateKeyPEM = try X509Builder.pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
         return SelfSignedCertificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
     }
+
+    /// A self-signed RSA 2048 certificate for signing documents, not for serving TLS (CA:FALSE, digitalSignature
+    /// only): the certificate SNS-style HTTP/S deliveries name in `SigningCertURL`. SNS signs with RSA
+    /// (SHA1withRSA or SHA256withRSA), so the key is RSA.
+    public static func generateMessageSigning(commonName: String, validityDays: Int = 3650) throws(TLSConfigurationError)
+        -> SelfSignedCertificate {
+        let key = try X509Builder.generateKey(.rsa2048)
+        defer { EVP_PKEY_free(key) }
+        let cert = try X509Builder.certificate(
+            subject: [("CN", commonName)], publicKey: key, issuer: nil, signingKey: key, validityDays: validityDays,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:FALSE"),
+                (NID_key_usage, "critical,digitalSignature"),
+            ], markerOIDs: [])
+        defer { X509_free(cert) }
+        let certificatePEM = try X509Builder.pem { PEM_write_bio_X509($0, cert) }
+        let privateKeyPEM = try X509Builder.pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
+        return SelfSignedCertificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
+    }
 }

@@ -17,6 +17,7 @@ import Testing
         let router = APIRoutes.router(pool: pool, masterKey: AESGCMKey.generate(), batcher: PublishBatcher(pool: pool),
                                       configuration: Configuration(),
                                       registration: RegistrationContext(pool: pool, masterKey: AESGCMKey.generate()),
+                                      signingCertificatePEM: "",
                                       metrics: .synchronous { _ in HTTPResponse(status: 200) }, readiness: { .ready })
         return Set(router.routes.map { "\($0.method.rawValue) \($0.pattern.description)" })
     }

@@ -55,6 +55,9 @@ struct MigratorTests {
         #expect(indexes["messages_unplanned_idx"]?.contains("target_kind <> 'endpoint'") == true)
         #expect(indexes["messages_direct_unclaimed_idx"]?.contains("target_kind = 'endpoint'") == true)
         #expect(try c.query("SELECT planned FROM messages WHERE id = $1", [odd]).first?.bool(0) == true)
+        // Today's job queue runs on today's schema (v17's planner also queues HTTP/S deliveries): apply the later
+        // migrations, which leave these messages and shards as v10 made them.
+        _ = try Migrator().migrate(c)
 
         let jobs = FanOutJobs(pool: PGPool(conninfo: url, size: 2))
         let claims = try await jobs.claim(owner: "a", limit: 10, leaseSeconds: 30)

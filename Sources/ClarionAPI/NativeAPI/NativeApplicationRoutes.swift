@@ -29,6 +29,7 @@ enum NativeApplicationRoutes {
                 try NativeRules.webPushCredentials(&credentials, &attributes, existing: existing)
             }
             try NativeRules.requireCredentials(credentials, platform: platform)
+            try await NativeRules.checkEventTopics(attributes, caller, c.topics)
             let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
             try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
@@ -72,6 +73,7 @@ enum NativeApplicationRoutes {
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller,
                                                                    platform: record.platform, credential: credentials.credential,
                                                                    principal: credentials.principal)
+            try await NativeRules.checkEventTopics(attributes, caller, c.topics)
             if record.platform == "WEBPUSH" { try NativeRules.webPushCredentials(&credentials, &attributes, existing: record) }
             let completed: PlatformCredentials
             do throws(StoreError) {

@@ -67,6 +67,19 @@ package enum NativeRules {
         return split.stored
     }
 
+    /// SNS's rule for the event attributes: each names an existing topic of the account (`invalid_field` on
+    /// `attributes.<name>` otherwise).
+    static func checkEventTopics(_ attributes: [String: String], _ caller: NativeCaller, _ topics: TopicRepository) async throws(JSONAPIError) {
+        for name in PlatformApplicationActions.eventAttributes where !(attributes[name] ?? "").isEmpty {
+            do throws(SNSError) {
+                try await PlatformApplicationActions.checkEventTopics([name: attributes[name]!], accountKey: caller.accountKey, topics)
+            } catch {
+                if error.status >= 500 { throw JSONAPIError.serviceUnavailable(error.message) }
+                throw JSONAPIError.invalidField("attributes.\(name)", error.message)
+            }
+        }
+    }
+
     /// SNS's CreatePlatformApplication: GCM needs a credential; APNs and ADM need a credential and a principal.
     package static func requireCredentials(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) {
         if credentials.credential?.isEmpty ?? true {

@@ -34,8 +34,9 @@ enum PlatformApplicationActions {
                 throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM, WEBPUSH")
             }
             var split = try validate(attributes, request: request, platform: platform)
-            var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             let account = try await context.accountKey(request.caller)
+            try await checkEventTopics(split.stored, accountKey: account, context.topics)
+            var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             if platform == Platform.webPush.rawValue {
                 let existing = try? await context.applications.get(accountKey: account, platform: platform, name: name)
                 try webPushCredentials(&credentials, &split, existing: existing)
@@ -78,6 +79,7 @@ enum PlatformApplicationActions {
             let (record, _) = try await application(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
             var split = try validate(attributes, request: request, platform: record.platform)
+            try await checkEventTopics(split.stored, accountKey: try await context.accountKey(request.caller), context.topics)
             var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             if record.platform == Platform.webPush.rawValue {
                 try webPushCredentials(&credentials, &split, existing: record)
@@ -288,6 +290,23 @@ enum PlatformApplicationActions {
     struct Split {
         var stored: [String: String] = [:]
         var enabled: Bool?
+    }
+
+    /// The event attributes (EventEndpointCreated, ...) must name an existing topic of the account: the events are
+    /// published to it (docs/providers.md C.12). An empty value turns the event off.
+    static func checkEventTopics(_ stored: [String: String], accountKey: Int64, _ topics: TopicRepository) async throws(SNSError) {
+        for name in eventAttributes {
+            guard let value = stored[name], !value.isEmpty, let arn = SNSARN.parse(value), case .topic(let topic) = arn.resource else {
+                continue
+            }
+            do {
+                _ = try await topics.get(accountKey: accountKey, name: topic)
+            } catch where error.code == .notFound {
+                throw SNSError.invalidParameter("Attributes", reason: "\(name): topic \(value) does not exist")
+            } catch {
+                throw error.isTransient ? SNSError.serviceUnavailable(cause: error.logText) : SNSError.internalError(cause: error.logText)
+            }
+        }
     }
 
     /// Checks names and values; splits the non-secret attributes (stored in clear) from Enabled.

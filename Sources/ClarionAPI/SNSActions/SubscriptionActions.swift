@@ -1,8 +1,10 @@
 import ClarionCore
+import ClarionCrypto
+import ClarionProviders
 import ClarionStore
 import Foundation
 
-/// Subscribe (Protocol=application), Unsubscribe, ListSubscriptions, ListSubscriptionsByTopic,
+/// Subscribe (Protocol application, http, https), ConfirmSubscription, Unsubscribe, ListSubscriptions, ListSubscriptionsByTopic,
 /// Get/SetSubscriptionAttributes.
 enum SubscriptionActions {
     static let settable: Set<String> = ["FilterPolicy", "FilterPolicyScope", "RawMessageDelivery", "DeliveryPolicy",
@@ -13,28 +15,48 @@ enum SubscriptionActions {
         table.register("Subscribe") { request throws(SNSError) in
             let (topic, _) = try await TopicActions.topic(request, context)
             let proto = try request.parameters.required("Protocol")
-            guard proto == "application" else {
-                throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints only: use the application protocol")
+            guard proto == "application" || proto == "http" || proto == "https" else {
+                throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints (application) and HTTP/S URLs (http, https)")
             }
             guard let target = request.parameters["Endpoint"], !target.isEmpty else {
-                throw SNSError.invalidParameter("Endpoint", reason: "An application subscription needs an endpoint ARN")
+                throw SNSError.invalidParameter("Endpoint", reason: proto == "application"
+                    ? "An application subscription needs an endpoint ARN" : "An \(proto) subscription needs a URL")
             }
-            let endpoint = try await EndpointActions.endpoint(request, context, parameter: "Endpoint", value: target)
             let attributes = try request.parameters.stringMap("Attributes")
             try SNSAttributes.requireKnown(attributes, settable)
-            for (name, value) in attributes { try validate(name, value) }
+            for (name, value) in attributes { try validate(name, value, protocol: proto) }
             var stored = attributes
             let policy = stored.removeValue(forKey: "FilterPolicy").flatMap { $0.isEmpty ? nil : $0 }
             if let policy {
                 try compileFilterPolicy(policy, scope: attributes["FilterPolicyScope"], prefix: "Invalid parameter: Attributes Reason: ")
             }
             let id = context.makeID()
+            if proto != "application" {
+                try checkURL(target, protocol: proto)
+                let token = HTTPSubscriptionToken.make()
+                let (subscription, _) = try await store { () async throws(StoreError) in
+                    try await context.subscriptions.subscribeHTTP(topicKey: topic.key, protocol: proto, url: target, externalID: id,
+                                                                  token: token, filterPolicy: policy, attributes: stored)
+                }
+                // SNS answers "pending confirmation" until the endpoint confirms, unless the caller asks for the ARN.
+                let returnARN = request.parameters["ReturnSubscriptionArn"]?.lowercased() == "true"
+                let arn = subscription.pendingConfirmation && !returnARN ? "pending confirmation" : subscriptionARN(request, subscription)
+                return XMLResponse { $0.element("SubscriptionArn", arn) }
+            }
+            let endpoint = try await EndpointActions.endpoint(request, context, parameter: "Endpoint", value: target)
             let (subscription, _) = try await store { () async throws(StoreError) in
                 try await context.subscriptions.subscribe(topicKey: topic.key, endpointKey: endpoint.key, externalID: id,
                                                           filterPolicy: policy, attributes: stored)
             }
             let arn = subscriptionARN(request, subscription)
             return XMLResponse { $0.element("SubscriptionArn", arn) }
+        }
+
+        table.register("ConfirmSubscription") { request throws(SNSError) in
+            let (topic, _) = try await TopicActions.topic(request, context)
+            let token = try request.parameters.required("Token")
+            let record = try await confirm(token: token, topicKey: topic.key, context)
+            return XMLResponse { $0.element("SubscriptionArn", subscriptionARN(request, record)) }
         }
 
         table.register("Unsubscribe") { request throws(SNSError) in
@@ -57,8 +79,13 @@ enum SubscriptionActions {
             attributes["Owner"] = request.caller.accountID
             attributes["Protocol"] = record.protocol
             attributes["Endpoint"] = endpointText(request, record)
-            attributes["ConfirmationWasAuthenticated"] = "true"
-            attributes["PendingConfirmation"] = "false"
+            attributes["ConfirmationWasAuthenticated"] = record.protocol == "application" ? "true" : "false"
+            attributes["PendingConfirmation"] = record.pendingConfirmation ? "true" : "false"
+            if record.protocol != "application" {
+                // SNS shows the policy in effect: the subscription's own, or the HTTP/S default.
+                let policy = record.attributes["DeliveryPolicy"].flatMap { try? HTTPDeliveryPolicy.parse($0) } ?? .snsDefault
+                attributes["EffectiveDeliveryPolicy"] = effectiveDeliveryPolicy(policy)
+            }
             attributes["RawMessageDelivery"] = record.attributes["RawMessageDelivery"] ?? "false"
             if let policy = record.filterPolicy {
                 attributes["FilterPolicy"] = policy
@@ -74,7 +101,7 @@ enum SubscriptionActions {
                 throw SNSError.invalidParameter("AttributeName", reason: "Unknown attribute name: \(name)")
             }
             let value = request.parameters["AttributeValue"].flatMap { $0.isEmpty ? nil : $0 }
-            if let value { try validate(name, value) }
+            if let value { try validate(name, value, protocol: record.protocol) }
             // The policy is checked against the scope it will be applied in: a new policy against the stored
             // scope, a new scope against the stored policy (a nested policy cannot become attribute-scoped).
             if name == "FilterPolicy", let value {
@@ -115,7 +142,8 @@ enum SubscriptionActions {
 
     static func members(_ xml: inout XMLWriter, _ request: SNSRequest, _ items: [SubscriptionRecord]) {
         xml.members("Subscriptions", items) { xml, record in
-            xml.element("SubscriptionArn", subscriptionARN(request, record))
+            // SNS lists a subscription its endpoint has not confirmed as "PendingConfirmation", not by ARN.
+            xml.element("SubscriptionArn", record.pendingConfirmation ? "PendingConfirmation" : subscriptionARN(request, record))
             xml.element("Owner", request.caller.accountID)
             xml.element("Protocol", record.protocol)
             xml.element("Endpoint", endpointText(request, record))
@@ -158,7 +186,44 @@ enum SubscriptionActions {
         }
     }
 
-    static func validate(_ name: String, _ value: String) throws(SNSError) {
+    /// Confirms the subscription that was sent `token`, which must be a subscription of `topicKey` when given (the
+    /// ConfirmSubscription action names its topic; the SubscribeURL does too). SNS: "Invalid token".
+    static func confirm(token: String, topicKey: Int64?, _ context: SNSActionContext) async throws(SNSError) -> SubscriptionRecord {
+        let invalid = SNSError.invalidParameter(message: "Invalid token")
+        guard let found = try await store({ () async throws(StoreError) in try await context.subscriptions.find(token: token) }),
+              topicKey == nil || found.topicKey == topicKey else { throw invalid }
+        return try await store(notFound: invalid) { () async throws(StoreError) in
+            try await context.subscriptions.confirm(token: token)
+        }
+    }
+
+    /// An http subscription needs an `http://` URL, an https one an `https://` URL, with a host (SNS: "Invalid
+    /// parameter: Endpoint"). Where the URL may lead is the outbound policy's question, asked at each delivery.
+    static func checkURL(_ url: String, protocol proto: String) throws(SNSError) {
+        guard url.lowercased().hasPrefix(proto + "://"), let parsed = OutboundURL(url), parsed.scheme == proto else {
+            throw SNSError.invalidParameter("Endpoint", reason: "An \(proto) subscription needs an \(proto):// URL with a host")
+        }
+    }
+
+    static func effectiveDeliveryPolicy(_ p: HTTPDeliveryPolicy) -> String {
+        let healthy = JSONObject([
+            ("minDelayTarget", .number(JSONNumber(p.minDelayTarget))), ("maxDelayTarget", .number(JSONNumber(p.maxDelayTarget))),
+            ("numRetries", .number(JSONNumber(p.numRetries))), ("numMaxDelayRetries", .number(JSONNumber(p.numMaxDelayRetries))),
+            ("numNoDelayRetries", .number(JSONNumber(p.numNoDelayRetries))),
+            ("numMinDelayRetries", .number(JSONNumber(p.numMinDelayRetries))),
+            ("backoffFunction", .string(p.backoff.rawValue)),
+        ])
+        return JSONObject([("healthyRetryPolicy", .object(healthy)), ("sicklyRetryPolicy", .null), ("throttlePolicy", .null),
+                           ("guaranteed", .bool(false))]).jsonText
+    }
+
+    static func validate(_ name: String, _ value: String, protocol proto: String) throws(SNSError) {
+        if name == "DeliveryPolicy", proto != "application" {
+            do { _ = try HTTPDeliveryPolicy.parse(value) } catch {
+                throw SNSError.invalidParameter(message: "Invalid parameter: \(error.message)")
+            }
+            return
+        }
         switch name {
         case "FilterPolicy":
             guard value.isEmpty || SNSAttributes.isJSONObject(value) else {
@@ -177,5 +242,13 @@ enum SubscriptionActions {
         default:
             break
         }
+    }
+}
+
+/// The secret an HTTP/S subscription is confirmed with (its SubscriptionConfirmation's `Token`), which also
+/// authorises its UnsubscribeURL: 32 random bytes in hex. SNS's tokens are opaque strings of similar length.
+enum HTTPSubscriptionToken {
+    static func make() -> String {
+        SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined()
     }
 }

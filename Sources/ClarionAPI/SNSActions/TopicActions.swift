@@ -126,6 +126,11 @@ enum TopicActions {
                 guard value.count <= 100 else {
                     throw SNSError.invalidParameter("Attributes", reason: "DisplayName must be at most 100 characters")
                 }
+            case "SignatureVersion":
+                // SNS signs HTTP/S deliveries with SHA1withRSA (1, the default) or SHA256withRSA (2).
+                guard value == "1" || value == "2" else {
+                    throw SNSError.invalidParameter("Attributes", reason: "SignatureVersion must be 1 or 2")
+                }
             case "ApplicationSuccessFeedbackSampleRate":
                 guard let rate = Int(value), (0...100).contains(rate) else {
                     throw SNSError.invalidParameter("Attributes", reason: "\(name) must be an integer from 0 to 100")

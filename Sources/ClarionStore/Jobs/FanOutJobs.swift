@@ -60,6 +60,9 @@ public struct FanOutJobs: Sendable {
         var counts: [Int64] = []
         switch (kind, target) {
         case ("topic", let topic?):
+            // HTTP/S subscribers get their rows in the durable HTTP queue in this transaction (schema v17); the
+            // shards below still span them (they are subscriptions), and the shard workers' target query skips them.
+            try HTTPDeliveryQueue.enqueueNotifications(c, message: message, topic: topic)
             var last: Int64 = 0
             while true {
                 let boundary = try c.query("""
@@ -329,7 +332,7 @@ public struct FanOutJobs: Sendable {
                     FROM (SELECT id, endpoint, filter_policy,
                               CASE WHEN filter_policy IS NOT NULL THEN attributes->>'FilterPolicyScope' END AS scope
                           FROM subscriptions
-                          WHERE topic = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4) s
+                          WHERE topic = $1 AND id > $2 AND id <= $3 AND endpoint IS NOT NULL ORDER BY id LIMIT $4) s
                     CROSS JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = s.endpoint OFFSET 0) e
                     ORDER BY s.id
                     """, [target, after, shard.hi, limit, stale])
@@ -723,10 +726,13 @@ public struct FanOutJobs: Sendable {
         let totals = try c.query("""
             SELECT s.message, count(*) FILTER (WHERE s.state <> 'done'), sum(s.targeted), sum(s.sent), sum(s.accepted),
                 sum(s.failed), sum(s.retried), sum(s.skipped), sum(s.expired),
-                EXISTS (SELECT 1 FROM delivery_retries r WHERE r.message = s.message), sum(s.filtered)
+                EXISTS (SELECT 1 FROM delivery_retries r WHERE r.message = s.message)
+                    OR EXISTS (SELECT 1 FROM http_deliveries h WHERE h.message = s.message AND h.state = 'pending'),
+                sum(s.filtered)
             FROM fanout_shards s WHERE s.message = ANY($1::bigint[])
             GROUP BY s.message
             """, [openIDs])
+        let http = try Self.httpCounters(c, messages: openIDs)
         var done: [Int64] = []
         var states: [String?] = []
         var out: [Int64: MessageState] = [:]
@@ -736,7 +742,7 @@ public struct FanOutJobs: Sendable {
             let counters = DeliveryCounters(
                 targeted: row.int64(2) ?? 0, sent: row.int64(3) ?? 0, accepted: row.int64(4) ?? 0,
                 failed: row.int64(5) ?? 0, retried: row.int64(6) ?? 0, skipped: row.int64(7) ?? 0,
-                expired: row.int64(8) ?? 0, filtered: row.int64(10) ?? 0)
+                expired: row.int64(8) ?? 0, filtered: row.int64(10) ?? 0) + (http[message] ?? DeliveryCounters())
             let state = MessageState.final(for: counters)
             done.append(message)
             states.append(state.rawValue)
@@ -766,6 +772,9 @@ public struct FanOutJobs: Sendable {
             guard let message = row.int64(0), let reason = row.string(1) else { continue }
             reasons[message, default: [:]][reason] = row.int64(2) ?? 0
         }
+        for message in givenUp where (http[message]?.failed ?? 0) > 0 {
+            reasons[message, default: [:]][Self.httpFailureReason, default: 0] += http[message]!.failed
+        }
         var report: [GivenUpMessage] = []
         for row in facts.rows {
             guard let message = row.int64(0), let external = row.uuid(1), let state = out[message],
@@ -775,6 +784,43 @@ public struct FanOutJobs: Sendable {
                                          failuresByReason: reasons[message] ?? [:]))
         }
         return (out, report)
+    }
+
+    // MARK: HTTP/S subscription deliveries
+
+    /// The failure reason HTTP/S deliveries given up count under (their own last errors are per row, in
+    /// `http_deliveries.last_error`, and in the sender's log).
+    public static let httpFailureReason = "HTTPDeliveryFailed"
+
+    /// The HTTP/S deliveries of messages as counters: each row is targeted once; sent when attempted; accepted,
+    /// failed or filtered by its final state; retried once per attempt after the first.
+    static func httpCounters(_ c: PGConnection, messages: PGArrayParameter) throws(StoreError) -> [Int64: DeliveryCounters] {
+        let rows = try c.query(Self.httpCountersSQL + " WHERE message = ANY($1::bigint[]) GROUP BY message", [messages])
+        var out: [Int64: DeliveryCounters] = [:]
+        for row in rows.rows {
+            guard let message = row.int64(0) else { continue }
+            out[message] = Self.httpCounters(row)
+        }
+        return out
+    }
+
+    static func httpStatus(_ c: PGConnection, message: Int64) throws(StoreError) -> (counters: DeliveryCounters, pending: Int64) {
+        guard let row = try c.query(Self.httpCountersSQL + " WHERE message = $1 GROUP BY message", [message]).first else {
+            return (DeliveryCounters(), 0)
+        }
+        return (Self.httpCounters(row), row.int64(7) ?? 0)
+    }
+
+    static let httpCountersSQL = """
+        SELECT message, count(*), count(*) FILTER (WHERE attempts > 0), count(*) FILTER (WHERE state = 'delivered'),
+            count(*) FILTER (WHERE state = 'failed'), coalesce(sum(greatest(attempts - 1, 0)), 0),
+            count(*) FILTER (WHERE state = 'filtered'), count(*) FILTER (WHERE state = 'pending' AND attempts > 0)
+        FROM http_deliveries
+        """
+
+    static func httpCounters(_ row: PGRow) -> DeliveryCounters {
+        DeliveryCounters(targeted: row.int64(1) ?? 0, sent: row.int64(2) ?? 0, accepted: row.int64(3) ?? 0,
+                         failed: row.int64(4) ?? 0, retried: row.int64(5) ?? 0, filtered: row.int64(6) ?? 0)
     }
 
     func withDeadlockRetry<T>(_ body: () async throws(StoreError) -> T) async throws(StoreError) -> T {
@@ -935,6 +981,8 @@ public struct FanOutJobs: Sendable {
             """, [message])
         var byReason: [String: Int64] = [:]
         for f in failures.rows { if let reason = f.string(0) { byReason[reason] = f.int64(1) ?? 0 } }
+        let http = try Self.httpStatus(c, message: message)
+        if http.counters.failed > 0 { byReason[Self.httpFailureReason, default: 0] += http.counters.failed }
         var status = MessageStatus(
             key: try row.requireInt64(0), externalID: external, account: try row.requireInt64(2), state: state,
             targetKind: row.string(4) ?? "", planned: row.bool(5) ?? false, shards: row.int(10) ?? 0,
@@ -942,8 +990,8 @@ public struct FanOutJobs: Sendable {
             counters: DeliveryCounters(
                 targeted: row.int64(13) ?? 0, sent: row.int64(14) ?? 0, accepted: row.int64(15) ?? 0,
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
-                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0),
-            failuresByReason: byReason, pendingRetries: row.int64(20) ?? 0, publishedAt: try row.requireDate(6),
+                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0) + http.counters,
+            failuresByReason: byReason, pendingRetries: (row.int64(20) ?? 0) + http.pending, publishedAt: try row.requireDate(6),
             startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(27))
         status.sendAt = row.date(22)
         let pace: MessagePace? = if let rate = row.double(23) { .perSecond(rate) } else { row.int(24).map { .overSeconds($0) } }

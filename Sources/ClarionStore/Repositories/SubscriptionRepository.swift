@@ -18,6 +18,8 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public let filterPolicy: String?
     public let attributes: [String: String]
     public let createdAt: Date
+    /// An http/https subscription its endpoint has not confirmed yet (always false for `application`).
+    public var pendingConfirmation: Bool = false
 }
 
 /// Subscriptions. One per (topic, endpoint): constraint `subscriptions_topic_endpoint_key`.
@@ -28,7 +30,7 @@ public struct SubscriptionRepository: Sendable {
 
     static let select = """
         SELECT s.id, s.external_id, s.topic, t.name, t.account, s.protocol, s.endpoint, e.external_id, a.platform, a.name,
-               s.target, s.filter_policy::text, s.attributes::text, s.created_at
+               s.target, s.filter_policy::text, s.attributes::text, s.created_at, s.pending_confirmation
         FROM subscriptions s JOIN topics t ON t.id = s.topic
         LEFT JOIN endpoints e ON e.id = s.endpoint LEFT JOIN platform_applications a ON a.id = e.application
         """
@@ -49,6 +51,62 @@ public struct SubscriptionRepository: Sendable {
                 return (try Self.fetch(c, "s.id = $1", [key]), true)
             }
             return (try Self.fetch(c, "s.topic = $1 AND s.endpoint = $2", [topicKey, endpointKey]), false)
+        }
+    }
+
+    /// Subscribes an http/https URL: the subscription starts PendingConfirmation with `token`, and its
+    /// SubscriptionConfirmation POST is queued in the same transaction (`http_deliveries`), so a crash between the
+    /// two cannot leave a subscription nobody is asked to confirm. Subscribing the same URL again returns the
+    /// existing subscription (`created` false); while it is still pending, another confirmation is queued, as SNS
+    /// sends a new one.
+    public func subscribeHTTP(topicKey: Int64, protocol proto: String, url: String, externalID: UUID, token: String,
+                              filterPolicy: String?, attributes: [String: String]) async throws(StoreError)
+        -> (SubscriptionRecord, created: Bool) {
+        try await pool.transaction { (c) throws(StoreError) -> (SubscriptionRecord, created: Bool) in
+            let inserted = try c.query("""
+                INSERT INTO subscriptions (external_id, topic, protocol, target, filter_policy, attributes,
+                    pending_confirmation, confirmation_token)
+                VALUES ($1, $2, $3, $4, $5::jsonb, $6, true, $7)
+                ON CONFLICT (topic, protocol, target) WHERE endpoint IS NULL DO NOTHING
+                RETURNING id
+                """, [externalID, topicKey, proto, url, filterPolicy, RepositoryJSON.encode(attributes), token])
+            let record: SubscriptionRecord
+            let created: Bool
+            if let key = inserted.first?.int64(0) {
+                record = try Self.fetch(c, "s.id = $1", [key])
+                created = true
+            } else {
+                record = try Self.fetch(c, "s.topic = $1 AND s.protocol = $2 AND s.target = $3 AND s.endpoint IS NULL",
+                                        [topicKey, proto, url])
+                created = false
+            }
+            if record.pendingConfirmation {
+                try c.query("""
+                    INSERT INTO http_deliveries (subscription, kind) VALUES ($1, 'SubscriptionConfirmation')
+                    """, [record.key])
+                try c.query("SELECT pg_notify($1, '')", [HTTPDeliveryQueue.channel])
+            }
+            return (record, created)
+        }
+    }
+
+    /// Confirms the pending subscription that was sent `token` (ConfirmSubscription, or a GET on its
+    /// SubscribeURL). Confirming again is harmless and returns the subscription. `.notFound` for an unknown token.
+    public func confirm(token: String) async throws(StoreError) -> SubscriptionRecord {
+        try await pool.withConnection { (c) throws(StoreError) -> SubscriptionRecord in
+            let updated = try c.query("""
+                UPDATE subscriptions SET pending_confirmation = false WHERE confirmation_token = $1 RETURNING id
+                """, [token])
+            guard let key = updated.first?.int64(0) else { throw StoreError(.notFound, "no subscription with that token") }
+            return try Self.fetch(c, "s.id = $1", [key])
+        }
+    }
+
+    /// The subscription that was sent `token`, if any (the UnsubscribeURL's check).
+    public func find(token: String) async throws(StoreError) -> SubscriptionRecord? {
+        try await pool.withConnection { (c) throws(StoreError) -> SubscriptionRecord? in
+            guard let row = try c.query(Self.select + " WHERE s.confirmation_token = $1", [token]).first else { return nil }
+            return try Self.record(row)
         }
     }
 
@@ -81,9 +139,17 @@ public struct SubscriptionRepository: Sendable {
 
     /// Removes the subscription; false when it did not exist.
     @discardableResult
+    /// An HTTP/S subscription's pending deliveries go with it (cascade); the messages they held open are finished
+    /// in the same transaction when nothing else of theirs is open, so no message waits for a delivery that is gone.
     public func unsubscribe(externalID: UUID) async throws(StoreError) -> Bool {
-        try await pool.withConnection { (c) throws(StoreError) -> Bool in
-            try c.query("DELETE FROM subscriptions WHERE external_id = $1", [externalID]).affectedRows > 0
+        try await pool.transaction { (c) throws(StoreError) -> Bool in
+            let held = try c.query("""
+                SELECT DISTINCT d.message FROM http_deliveries d JOIN subscriptions s ON s.id = d.subscription
+                WHERE s.external_id = $1 AND d.state = 'pending' AND d.message IS NOT NULL
+                """, [externalID]).rows.compactMap { $0.int64(0) }
+            let deleted = try c.query("DELETE FROM subscriptions WHERE external_id = $1", [externalID]).affectedRows > 0
+            if !held.isEmpty { _ = try FanOutJobs.finishIfDone(c, messages: held) }
+            return deleted
         }
     }
 
@@ -117,6 +183,6 @@ public struct SubscriptionRepository: Sendable {
                                   protocol: try row.requireString(5), endpointKey: row.int64(6), endpointExternalID: row.uuid(7),
                                   endpointPlatform: row.string(8), endpointApplicationName: row.string(9), target: row.string(10),
                                   filterPolicy: row.string(11), attributes: RepositoryJSON.decode(row.string(12)),
-                                  createdAt: try row.requireDate(13))
+                                  createdAt: try row.requireDate(13), pendingConfirmation: row.bool(14) ?? false)
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+
+/// The JSON document SNS POSTs to an HTTP/S subscription, and the string its signature covers
+/// (docs/providers.md C.11.2, C.11.3). Pure: the caller signs `stringToSign` and sets
+/// `signature`.
+///
+/// The string to sign is `name\nvalue\n` for each signed field in byte order of the names (SNS's documented
+/// order): a Notification signs Message, MessageId, Subject (only when present), Timestamp, TopicArn, Type; a
+/// SubscriptionConfirmation signs Message, MessageId, SubscribeURL, Timestamp, Token, TopicArn, Type.
+public struct SNSHTTPDocument: Sendable, Equatable {
+    public enum MessageType: String, Sendable {
+        case notification = "Notification"
+        case subscriptionConfirmation = "SubscriptionConfirmation"
+    }
+
+    public var type: MessageType
+    public var messageID: String
+    public var topicARN: String
+    public var subject: String?
+    public var message: String
+    /// SNS's format: `2012-04-26T20:45:04.751Z`.
+    public var timestamp: String
+    /// "1" (SHA1withRSA) or "2" (SHA256withRSA).
+    public var signatureVersion: String
+    public var signature = ""
+    public var signingCertURL: String
+    /// Notification only.
+    public var unsubscribeURL: String?
+    /// Notification only: `{"name": {"Type": ..., "Value": ...}}`, omitted when empty.
+    public var messageAttributes: [(name: String, type: String, value: String)] = []
+    /// SubscriptionConfirmation only.
+    public var token: String?
+    public var subscribeURL: String?
+
+    public init(type: MessageType, messageID: String, topicARN: String, subject: String?, message: String,
+                timestamp: String, signatureVersion: String, signingCertURL: String) {
+        self.type = type
+        self.messageID = messageID
+        self.topicARN = topicARN
+        self.subject = subject
+        self.message = message
+        self.timestamp = timestamp
+        self.signatureVersion = signatureVersion
+        self.signingCertURL = signingCertURL
+    }
+
+    public static func == (a: SNSHTTPDocument, b: SNSHTTPDocument) -> Bool { a.jsonText == b.jsonText }
+
+    /// The bytes the signature covers.
+    public var stringToSign: String {
+        var fields: [(String, String)] = [("Message", message), ("MessageId", messageID)]
+        switch type {
+        case .notification:
+            if let subject { fields.append(("Subject", subject)) }
+            fields += [("Timestamp", timestamp), ("TopicArn", topicARN), ("Type", type.rawValue)]
+        case .subscriptionConfirmation:
+            fields += [("SubscribeURL", subscribeURL ?? ""), ("Timestamp", timestamp), ("Token", token ?? ""),
+                       ("TopicArn", topicARN), ("Type", type.rawValue)]
+        }
+        return fields.map { "\($0.0)\n\($0.1)\n" }.joined()
+    }
+
+    /// The body, members in the order SNS writes them.
+    public var jsonText: String {
+        var object = JSONObject([("Type", .string(type.rawValue)), ("MessageId", .string(messageID))])
+        switch type {
+        case .notification:
+            object["TopicArn"] = .string(topicARN)
+            if let subject { object["Subject"] = .string(subject) }
+            object["Message"] = .string(message)
+            object["Timestamp"] = .string(timestamp)
+            object["SignatureVersion"] = .string(signatureVersion)
+            object["Signature"] = .string(signature)
+            object["SigningCertURL"] = .string(signingCertURL)
+            object["UnsubscribeURL"] = .string(unsubscribeURL ?? "")
+            if !messageAttributes.isEmpty {
+                var attributes = JSONObject()
+                for attribute in messageAttributes {
+                    attributes[attribute.name] = .object(JSONObject([("Type", .string(attribute.type)),
+                                                                     ("Value", .string(attribute.value))]))
+                }
+                object["MessageAttributes"] = .object(attributes)
+            }
+        case .subscriptionConfirmation:
+            object["Token"] = .string(token ?? "")
+            object["TopicArn"] = .string(topicARN)
+            object["Message"] = .string(message)
+            object["SubscribeURL"] = .string(subscribeURL ?? "")
+            object["Timestamp"] = .string(timestamp)
+            object["SignatureVersion"] = .string(signatureVersion)
+            object["Signature"] = .string(signature)
+            object["SigningCertURL"] = .string(signingCertURL)
+        }
+        return object.jsonText
+    }
+
+    /// SNS's timestamp: UTC, milliseconds, `Z`.
+    public static func timestamp(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = milliseconds / 1000
+        let days = seconds / 86_400
+        let rest = seconds % 86_400
+        let (y, m, d) = civil(fromDays: days)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, Int(rest / 3600), Int(rest % 3600 / 60),
+                      Int(rest % 60), Int(milliseconds % 1000))
+    }
+
+    /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `civil_from_days`).
+    static func civil(fromDays z0: Int64) -> (Int, Int, Int) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        return (Int(y), Int(m), Int(d))
+    }
+}
