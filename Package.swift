@@ -73,7 +73,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
-    "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
+    "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 // Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).
