@@ -188,26 +188,7 @@ public struct Log: Sendable {
 
     /// RFC 3339 in UTC with milliseconds: `2026-12-02T20:44:09.123Z`.
     public static func appendTimestamp(_ time: (seconds: Int, milliseconds: Int), to out: inout [UInt8]) {
-        let (days, secondOfDay64) = UTCTime.split(Int64(time.seconds))
-        let (year64, month64, day64) = UTCTime.civil(days: days)
-        let (year, month, day, secondOfDay) = (Int(year64), Int(month64), Int(day64), Int(secondOfDay64))
-        func digits(_ value: Int, _ count: Int) {
-            var divisor = 1
-            for _ in 1..<count { divisor *= 10 }
-            var v = value
-            while divisor > 0 {
-                out.append(UInt8(ascii: "0") + UInt8(v / divisor % 10))
-                v %= divisor
-                divisor /= 10
-            }
-        }
-        digits(year, 4); out.append(UInt8(ascii: "-"))
-        digits(month, 2); out.append(UInt8(ascii: "-"))
-        digits(day, 2); out.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2); out.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2); out.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2); out.append(UInt8(ascii: "."))
-        digits(time.milliseconds, 3); out.append(UInt8(ascii: "Z"))
+        UTCTime.appendRFC3339Milliseconds(Int64(time.seconds), milliseconds: time.milliseconds, to: &out)
     }
 
     /// Whole lines only: a line written by two threads at once never interleaves.

@@ -97,25 +97,10 @@ public struct SNSHTTPDocument: Sendable, Equatable {
     /// SNS's timestamp: UTC, milliseconds, `Z`.
     public static func timestamp(_ date: Date) -> String {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let seconds = milliseconds / 1000
-        let days = seconds / 86_400
-        let rest = seconds % 86_400
-        let (y, m, d) = civil(fromDays: days)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, Int(rest / 3600), Int(rest % 3600 / 60),
-                      Int(rest % 60), Int(milliseconds % 1000))
-    }
-
-    /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `civil_from_days`).
-    static func civil(fromDays z0: Int64) -> (Int, Int, Int) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        return (Int(y), Int(m), Int(d))
+        let (seconds, fraction) = (milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000,
+                                   ((milliseconds % 1000) + 1000) % 1000)
+        var out: [UInt8] = []
+        UTCTime.appendRFC3339Milliseconds(seconds, milliseconds: Int(fraction), to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }

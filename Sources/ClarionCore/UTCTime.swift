@@ -55,4 +55,25 @@ public enum UTCTime {
         }
         return seconds(year: year, month: monthIndex + 1, day: day, hour: hour, minute: minute, second: second)
     }
+
+    /// RFC 3339 in UTC with milliseconds (`2026-12-02T20:44:09.123Z`): the log's timestamps and SNS's `Timestamp`.
+    public static func appendRFC3339Milliseconds(_ seconds: Int64, milliseconds: Int, to out: inout [UInt8]) {
+        let (days, secondOfDay) = split(seconds)
+        let (year, month, day) = civil(days: days)
+        func digits(_ value: Int64, _ count: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4); out.append(UInt8(ascii: "-"))
+        digits(month, 2); out.append(UInt8(ascii: "-"))
+        digits(day, 2); out.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2); out.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2); out.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2); out.append(UInt8(ascii: "."))
+        digits(Int64(milliseconds), 3); out.append(UInt8(ascii: "Z"))
+    }
 }
