@@ -168,13 +168,14 @@ public enum CLI {
         let (configuration, rest) = try loadConfiguration(arguments, environment)
         try rejectExtra(rest)
         let node = ClarionNode(configuration: configuration)
+        let signals = ClarionNode.TerminationSignals()
         try node.start()
         say("clarion \(version) ready on http://\(configuration.listenHost):\(node.apiPort) (role \(configuration.role.rawValue))")
         if let emulator = node.emulatorURL {
             let demo = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("demo").path
             say("provider emulator on \(emulator) (h2c); demo credentials in \(demo)")
         }
-        let signalNumber = ClarionNode.waitForTerminationSignal()
+        let signalNumber = signals.wait()
         Log("clarion.node").info("stopping", ["signal": String(signalNumber)])
         node.stop()
         return 0
@@ -499,12 +500,13 @@ public enum CLI {
                 throw NodeError(.internalError, "demo credentials: \(error)")
             }
         }
+        let signals = ClarionNode.TerminationSignals()
         let handle: EmulatorHandle
         do { handle = try runEmulator(configuration: configuration) } catch {
             throw NodeError(.unavailable, "emulator: \(error)")
         }
         say("clarion emulator listening on \(handle.baseURL)")
-        _ = ClarionNode.waitForTerminationSignal()
+        _ = signals.wait()
         handle.shutdownAndWait()
         return 0
     }

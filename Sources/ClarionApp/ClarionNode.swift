@@ -503,24 +503,41 @@ public final class ClarionNode: @unchecked Sendable {
         }
     }
 
-    /// Blocks until SIGINT or SIGTERM.
-    public static func waitForTerminationSignal() -> Int32 {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let received = Atomic<Int32>(0)
-        let done = DispatchSemaphore(value: 0)
-        let queue = DispatchQueue(label: "clarion.signals")
-        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                received.store(number, ordering: .relaxed)
-                done.signal()
-            }
-            source.resume()
-            return source
+    /// SIGINT and SIGTERM, caught from the moment this is made. Make it before the node starts: a node answers
+    /// `/ready` before `start()` returns, and a signal sent as soon as it did (a supervisor, a test) would otherwise
+    /// meet the default action (the process killed, nothing stopped cleanly) or, once the default was ignored, a
+    /// signal source not yet made (the signal lost: a node that never stops). Making the sources also needs file
+    /// descriptors, which a node at its open-file limit may no longer have.
+    public final class TerminationSignals {
+        private final class Received: Sendable {
+            let number = Atomic<Int32>(0)
+            let done = DispatchSemaphore(value: 0)
         }
-        done.wait()
-        sources.forEach { $0.cancel() }
-        return received.load(ordering: .relaxed)
+
+        private let received = Received()
+        private let sources: [any DispatchSourceSignal]
+
+        public init() {
+            signal(SIGINT, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            let queue = DispatchQueue(label: "clarion.signals")
+            let received = self.received
+            sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler {
+                    received.number.store(number, ordering: .relaxed)
+                    received.done.signal()
+                }
+                source.resume()
+                return source
+            }
+        }
+
+        /// Blocks until SIGINT or SIGTERM arrived (at once if one came already); returns its number.
+        public func wait() -> Int32 {
+            received.done.wait()
+            sources.forEach { $0.cancel() }
+            return received.number.load(ordering: .relaxed)
+        }
     }
 }
