@@ -162,7 +162,9 @@ public enum BulkEndpointImport {
         NativeImportRoutes.log.info("endpoints imported", ["application": application.name, "platform": application.platform,
                                                            "lines": "\(source.lines)", "created": "\(answer.created)",
                                                            "unchanged": "\(answer.unchanged)", "updated": "\(answer.updated)",
-                                                           "refused": "\(answer.refused)"])
+                                                           "refused": "\(answer.refused)",
+                                                           "staging_ms": "\(Int(answer.stagingDuration / .milliseconds(1)))",
+                                                           "merge_ms": "\(Int(answer.mergeDuration / .milliseconds(1)))"])
         return (answer, source.lines)
     }
 
