@@ -89,9 +89,10 @@ public final class ClarionNode: @unchecked Sendable {
             try bootstrapAccount()
             if configuration.withEmulator { try startEmulator() }
             if configuration.role.dispatches { try startDispatcher() }
-            if configuration.role.servesAPI { try startAPI() }
             // Any role: a dispatcher-only node has no API listener, and its delivery metrics are the ones that matter.
+            // Bound before the API, so that once /ready answers every listener of the node answers.
             try startMetricsListener()
+            if configuration.role.servesAPI { try startAPI() }
         } catch {
             stop()
             throw error
