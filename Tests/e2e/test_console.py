@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 import boto3
@@ -138,6 +139,11 @@ def test_console_in_a_real_browser(stack):
                     {"token": token, **({"user_id": "alice-console"} if i == 0 else {})}, bearer)
         assert s == 201, e
         endpoints.append(e["id"])
+    # Markup in API data (a user id is free text) must show as text, never run (docs/security.md, "The web console").
+    markup = '<img src="x" onerror="window.pwned=1"><b>bold</b>'
+    s, e = call(node.url + f"/v1/applications/GCM:other-{name}/endpoints", "POST",
+                {"token": "console-markup-token-" + "z" * 40, "user_id": markup}, bearer)
+    assert s == 201, e
     topic = "console-news"
     assert call(node.url + "/v1/topics", "POST", {"name": topic}, bearer)[0] == 201
     for e in endpoints:
@@ -242,6 +248,12 @@ def test_console_in_a_real_browser(stack):
     browser.get(node.url + "/console#/endpoints?token_prefix=invalid-console")
     cards = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#lookup-results div[data-endpoint]"))
     assert [c.get_attribute("data-endpoint") for c in cards] == [endpoints[3]] and "disabled" in cards[0].text
+
+    browser.get(node.url + "/console#/endpoints?user_id=" + urllib.parse.quote(markup, safe=""))
+    cards = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#lookup-results div[data-endpoint]"))
+    assert len(cards) == 1 and markup in cards[0].text   # shown as the characters it is
+    assert not browser.find_elements(By.CSS_SELECTOR, "#lookup-results img, #lookup-results b")
+    assert browser.execute_script("return window.pwned") is None
 
     # --- Campaign report with its charts ----------------------------------------------------------------------------
     browser.get(node.url + f"/console#/campaigns/{campaign}")
