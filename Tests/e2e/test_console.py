@@ -256,7 +256,8 @@ def test_console_in_a_real_browser(stack):
     assert browser.execute_script("return window.pwned") is None
 
     # --- Campaign report with its charts ----------------------------------------------------------------------------
-    browser.get(node.url + f"/console#/campaigns/{campaign}")
+    browser.find_element(By.ID, "nav-campaigns").click()
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, f'#campaigns-table a[href="#/campaigns/{campaign}"]'))[0].click()
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#opens-per-hour rect.bar"))
     bars = browser.find_elements(By.CSS_SELECTOR, "#opens-per-hour rect.bar")
     assert [b.get_attribute("data-opens") for b in bars] == ["1", "0", "1", "0", "1"]

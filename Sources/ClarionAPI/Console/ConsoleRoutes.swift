@@ -115,6 +115,23 @@ public enum ConsoleRoutes {
             }
         })
 
+        router.add(.get, "/v1/campaigns", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
+            let caller = try await c.caller(request)
+            let limit = try limitParameter(request, default: 20)
+            do throws(StoreError) {
+                let campaigns = try await console.recentCampaigns(accountKey: caller.accountKey, limit: limit)
+                return NativeResponse.json(["items": .array(campaigns.map { campaign in
+                    [
+                        "id": .string(campaign.externalID), "name": .string(campaign.name),
+                        "namespace": .string(campaign.namespace), "created_at": NativeResponse.time(campaign.createdAt),
+                        "messages": number(campaign.messages),
+                    ]
+                })])
+            } catch {
+                throw JSONAPIError.store(error)
+            }
+        })
+
         router.add(.get, "/v1/endpoints", maxBodyBytes: 0, errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let query = try queryParameters(request)

@@ -147,11 +147,39 @@ public struct ConsoleRepository: Sendable {
         }
     }
 
+    /// The account's latest `limit` campaigns, newest first, with how many messages each has
+    /// (`messages_campaign_idx`).
+    public func recentCampaigns(accountKey: Int64, limit: Int) async throws(StoreError) -> [CampaignSummary] {
+        try await pool.withConnection { (c) throws(StoreError) -> [CampaignSummary] in
+            let result = try c.query("""
+                SELECT c.external_id, c.name, c.namespace, c.created_at,
+                    (SELECT count(*) FROM messages m WHERE m.campaign = c.id)
+                FROM campaigns c WHERE c.account = $1
+                ORDER BY c.id DESC LIMIT $2
+                """, [accountKey, limit])
+            var out: [CampaignSummary] = []
+            for row in result.rows {
+                out.append(CampaignSummary(externalID: try row.requireString(0), name: row.string(1) ?? "",
+                                           namespace: row.string(2) ?? "", createdAt: try row.requireDate(3),
+                                           messages: row.int64(4) ?? 0))
+            }
+            return out
+        }
+    }
+
     static func logRow(_ row: PGRow) throws(StoreError) -> DeliveryLogRow {
         DeliveryLogRow(loggedAt: try row.requireDate(0), message: row.uuid(1), endpoint: row.uuid(2),
                        tokenPrefix: row.string(3), status: row.string(4) ?? "", providerStatus: row.int(5),
                        providerResponse: row.string(6), attempts: row.int(7) ?? 1, dwellMilliseconds: row.int(8))
     }
+}
+
+public struct CampaignSummary: Sendable, Equatable {
+    public var externalID: String
+    public var name: String
+    public var namespace: String
+    public var createdAt: Date
+    public var messages: Int64
 }
 
 public struct EndpointCounts: Sendable, Equatable {

@@ -38,7 +38,7 @@ import Testing
     func keys() async throws {
         try await F.with { f in
             _ = try await f.json("POST", "/v1/applications", #"{"name":"chat","platform":"GCM","credential":"c"}"#, expect: 201)
-            for path in ["/v1/applications/GCM:chat/summary", "/v1/topics/news/summary", "/v1/endpoints?user_id=a",
+            for path in ["/v1/applications/GCM:chat/summary", "/v1/topics/news/summary", "/v1/endpoints?user_id=a", "/v1/campaigns",
                          "/v1/messages/0190a5d6-2f8e-7c3a-9b1d-2f8e7c3a9b1d/deliveries",
                          "/v1/endpoints/0190a5d6-2f8e-7c3a-9b1d-2f8e7c3a9b1d/deliveries"] {
                 #expect(try await f.error("GET", path, key: "").status == 401, "\(path)")
@@ -154,6 +154,30 @@ import Testing
             #expect(recent.first?["state"] as? String == "Enqueued" && recent.first?["targeted"] as? Int == 0)
             #expect(try await f.error("GET", "/v1/topics/news/summary?limit=0").field == "limit")
             #expect(try await f.error("GET", "/v1/topics/news/summary", key: f.otherKey).status == 404)
+        }
+    }
+
+    @Test("campaign list: the account's campaigns, newest first, with their message counts")
+    func campaigns() async throws {
+        try await F.with { f in
+            _ = try await f.json("POST", "/v1/applications", #"{"name":"chat","platform":"GCM","credential":"c"}"#, expect: 201)
+            let e = try await f.json("POST", "/v1/applications/GCM:chat/endpoints", #"{"token":"campaign-token-1"}"#, expect: 201)
+            let id = try #require(e["id"] as? String)
+            for (campaign, copies) in [("spring", 2), ("summer", 1)] {
+                for _ in 0..<copies {
+                    _ = try await f.json("POST", "/v1/publish", #"""
+                        {"targets":[{"endpoint":"\#(id)"}],"message":"hi","campaign":{"id":"\#(campaign)","name":"Sale","namespace":"acme"}}
+                        """#, expect: 202)
+                }
+            }
+            let list = try await f.json("GET", "/v1/campaigns", expect: 200)
+            let items = try #require(list["items"] as? [[String: Any]])
+            #expect(items.map { $0["id"] as? String } == ["summer", "spring"])
+            #expect(items.map { $0["messages"] as? Int } == [1, 2])
+            #expect(items.first?["namespace"] as? String == "acme" && items.first?["name"] as? String == "Sale")
+            #expect(((try await f.json("GET", "/v1/campaigns?limit=1", expect: 200))["items"] as? [Any])?.count == 1)
+            #expect(((try await f.json("GET", "/v1/campaigns", expect: 200, key: f.otherKey))["items"] as? [Any])?.isEmpty == true)
+            #expect(try await f.error("GET", "/v1/campaigns?cursor=x").field == "cursor")
         }
     }
 }

@@ -303,7 +303,12 @@
     const form = idForm("Campaign id", "campaign-id", id, (v) => { location.hash = "#/campaigns/" + enc(v); });
     view().replaceChildren(el("h2", { text: "Campaigns" }), form);
     if (!id) {
-      view().append(el("p", { class: "muted", text: "Enter a campaign id (the one POST /v1/publish returned) to see its engagement report." }));
+      const recent = await api("/v1/campaigns?limit=50");
+      view().append(el("h3", { text: "Recent campaigns" }), recent.items.length
+        ? table(["Campaign", "Name", "Namespace", "Created", { label: "Messages", num: true }], recent.items.map((c) => [
+          el("a", { href: `#/campaigns/${enc(c.id)}`, text: c.id }), c.name, c.namespace, when(c.created_at), String(c.messages)]),
+        "campaigns-table")
+        : el("p", { class: "muted", text: "No campaigns yet (POST /v1/publish with \"campaign\")." }));
       return;
     }
     const r = await api(`/v1/campaigns/${enc(id)}/report`);
