@@ -62,30 +62,32 @@ def stack():
     database = fresh_database()
     node = Node(["--database-url", database, "--data-dir", data, "--with-emulator"],
                 env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET, **MASTER_KEY})
-    node.wait_ready()
-    output = node.output().replace("\\/", "/")
-    match = re.search(r'"msg":"provider emulator running \(h2c\)".*?"url":"([^"]+)"', output) \
-        or re.search(r'"url":"(http:[^"]+)"[^\n]*provider emulator running', output)
-    assert match, output
-    made = subprocess.run([CLARION, "accounts", "create-api-key", "--database-url", database],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, **MASTER_KEY})
-    assert made.returncode == 0, made.stderr
-    api_key = made.stdout.split("key: ")[1].strip()
-    used_secret(api_key)
-    sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
-                       aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,1100", "--disable-extensions", "--no-first-run"):
-        options.add_argument(argument)
-    # Service(path) with an explicit driver: Selenium Manager (a download) is never consulted.
-    browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    browser.set_page_load_timeout(30)
-    try:
+    browser = None
+    try:  # the node (and the browser) stop whatever fails, setup included
+        node.wait_ready()
+        output = node.output().replace("\\/", "/")
+        match = re.search(r'"msg":"provider emulator running \(h2c\)".*?"url":"([^"]+)"', output) \
+            or re.search(r'"url":"(http:[^"]+)"[^\n]*provider emulator running', output)
+        assert match, output
+        made = subprocess.run([CLARION, "accounts", "create-api-key", "--database-url", database],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, **MASTER_KEY})
+        assert made.returncode == 0, made.stderr
+        api_key = made.stdout.split("key: ")[1].strip()
+        used_secret(api_key)
+        sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
+                           aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                         "--window-size=1280,1100", "--disable-extensions", "--no-first-run"):
+            options.add_argument(argument)
+        # Service(path) with an explicit driver: Selenium Manager (a download) is never consulted.
+        browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        browser.set_page_load_timeout(30)
         yield node, sns, match.group(1), data + "/demo", database, api_key, browser
     finally:
-        browser.quit()
+        if browser is not None:
+            browser.quit()
         assert node.stop() == 0
         shutil.rmtree(data, ignore_errors=True)
 
