@@ -47,8 +47,9 @@ let modules: [Target] = [
     .target(name: "ClarionHTTP1", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport"], swiftSettings: swiftSettings),
     // SNS Query API, native JSON API, registration, events, beacons.
     .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch"],
-            // The OpenAPI document, compiled into the binary (no resource bundle to ship beside it).
-            resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
+            // The OpenAPI document and the web console's files, compiled into the binary (no resource bundle to ship
+            // beside it).
+            resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/console")], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.

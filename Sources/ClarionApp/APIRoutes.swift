@@ -4,7 +4,7 @@ import ClarionStore
 import ClarionHTTP1
 
 /// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
-/// the HTTP/S subscribers' confirm, unsubscribe and signing-certificate routes, campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
+/// the web console at `/console` with its read-only summaries, the HTTP/S subscribers' confirm, unsubscribe and signing-certificate routes, campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
 /// `RouteTableTests` checks this table against the OpenAPI document in both directions.
 enum APIRoutes {
     /// - Parameters:
@@ -25,7 +25,9 @@ enum APIRoutes {
         SNSQueryService(region: region, actions: makeSNSActionTable(context: sns),
                         authentication: .sigV4(SigV4Verifier(region: region, resolver: keys)))
             .register(on: &router)
-        registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
+        let native = NativeAPIContext(sharing: sns)
+        registerNativeAPI(on: &router, context: native)
+        ConsoleRoutes.register(on: &router, context: native, staleAfterDays: configuration.staleAfterDays)
         HTTPSubscriptionRoutes.register(on: &router, subscriptions: sns.subscriptions, region: region,
                                         certificatePEM: signingCertificatePEM)
         let beaconLimiter = configuration.beaconLimitBurst > 0 ? BeaconLimiter(settings: .init(
