@@ -13,7 +13,9 @@ enum SubscriptionActions {
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
         table.register("Subscribe") { request throws(SNSError) in
-            let (topic, _) = try await TopicActions.topic(request, context)
+            let (topic, topicARN) = try await TopicActions.topic(request, context, action: "Subscribe")
+            // The subscription belongs to the topic's account (another account's, when its policy allowed Subscribe).
+            let owner = SNSARN.parse(topicARN)?.account ?? request.caller.accountID
             let proto = try request.parameters.required("Protocol")
             guard proto == "application" || proto == "http" || proto == "https" else {
                 throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints (application) and HTTP/S URLs (http, https)")
@@ -40,7 +42,7 @@ enum SubscriptionActions {
                 }
                 // SNS answers "pending confirmation" until the endpoint confirms, unless the caller asks for the ARN.
                 let returnARN = request.parameters["ReturnSubscriptionArn"]?.lowercased() == "true"
-                let arn = subscription.pendingConfirmation && !returnARN ? "pending confirmation" : subscriptionARN(request, subscription)
+                let arn = subscription.pendingConfirmation && !returnARN ? "pending confirmation" : subscriptionARN(request, subscription, account: owner)
                 return XMLResponse { $0.element("SubscriptionArn", arn) }
             }
             let endpoint = try await EndpointActions.endpoint(request, context, parameter: "Endpoint", value: target)
@@ -48,7 +50,7 @@ enum SubscriptionActions {
                 try await context.subscriptions.subscribe(topicKey: topic.key, endpointKey: endpoint.key, externalID: id,
                                                           filterPolicy: policy, attributes: stored)
             }
-            let arn = subscriptionARN(request, subscription)
+            let arn = subscriptionARN(request, subscription, account: owner)
             return XMLResponse { $0.element("SubscriptionArn", arn) }
         }
 
@@ -151,8 +153,8 @@ enum SubscriptionActions {
         }
     }
 
-    static func subscriptionARN(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
-        SNSARN.subscription(request.region, request.caller.accountID, topic: record.topicName, id: record.externalID)
+    static func subscriptionARN(_ request: SNSRequest, _ record: SubscriptionRecord, account: String? = nil) -> String {
+        SNSARN.subscription(request.region, account ?? request.caller.accountID, topic: record.topicName, id: record.externalID)
     }
 
     static func endpointText(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
