@@ -6,6 +6,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import string
 import subprocess
@@ -37,10 +38,11 @@ def sns_client(url, key, secret):
                         aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
 
 
-def dev_node(extra=(), env=None):
+def dev_node(extra=(), env=None, embedded=False):
+    """A `serve --dev` node; `embedded`: as a developer runs it, on the embedded PostgreSQL under the data directory."""
     data = tempfile.mkdtemp(prefix="clarion-e2e-dev-")
-    node = Node(["--dev", "--database-url", fresh_database(), "--dev-allow-shared-database", "--data-dir", data] + list(extra),
-                env={**MASTER_KEY, **(env or {})})
+    database = [] if embedded else ["--database-url", fresh_database(), "--dev-allow-shared-database"]
+    node = Node(["--dev", "--data-dir", data] + database + list(extra), env=None if embedded else {**MASTER_KEY, **(env or {})})
     node.data_dir = data
     node.wait_ready()
     return node
@@ -101,6 +103,7 @@ def test_any_access_key_acts_for_the_default_account_and_reset_empties_everythin
         assert "resources reset" in node.output()
     finally:
         assert node.stop() == 0
+        shutil.rmtree(node.data_dir, ignore_errors=True)
 
 
 def test_without_dev_an_unknown_key_is_refused_and_reset_is_not_served():
@@ -122,7 +125,7 @@ def test_without_dev_an_unknown_key_is_refused_and_reset_is_not_served():
 
 
 def test_applications_without_an_endpoint_of_their_own_send_to_the_emulator():
-    node = dev_node()
+    node = dev_node(embedded=True)
     try:
         emulator = emulator_url(node)
         demo = os.path.join(node.data_dir, "demo")
@@ -161,6 +164,7 @@ def test_applications_without_an_endpoint_of_their_own_send_to_the_emulator():
         assert token not in h2_get(emulator + "/_emulator/records")
     finally:
         assert node.stop() == 0
+        shutil.rmtree(node.data_dir, ignore_errors=True)
 
 
 def test_dev_mode_binds_to_loopback_unless_listen_says_otherwise():
@@ -195,6 +199,7 @@ def test_dev_mode_binds_to_loopback_unless_listen_says_otherwise():
         assert http_get(f"http://{address}:{node.port}/ready")[0] == 200
     finally:
         assert node.stop() == 0
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def _answers(host, port):
