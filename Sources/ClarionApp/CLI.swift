@@ -179,6 +179,10 @@ public enum CLI {
             let demo = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("demo").path
             say("provider emulator on \(emulator) (h2c); demo credentials in \(demo)")
         }
+        if configuration.devMode {
+            say("DEVELOPMENT MODE (--dev): any access key acts for account \(configuration.accountID), "
+                + "POST /_clarion/reset empties everything; for test suites only, never production")
+        }
         let signalNumber = signals.wait()
         Log("clarion.node").info("stopping", ["signal": String(signalNumber)])
         node.stop()

@@ -71,6 +71,9 @@ def test_any_access_key_acts_for_the_default_account_and_reset_empties_everythin
     node = dev_node()
     try:
         assert "DEVELOPMENT MODE" in node.output(), node.output()
+        # And on standard output after the ready line (which follows /ready by a moment).
+        wait_for(lambda: "DEVELOPMENT MODE (--dev): any access key acts for account 123456789012" in node.output(),
+                 timeout=15, what="the dev mode line on standard output")
         first = sns_client(node.url, *random_key())
         second = sns_client(node.url, *random_key())
         topic = first.create_topic(Name="dev-orders")["TopicArn"]
