@@ -100,6 +100,31 @@ def test_add_permission_allows_exactly_the_named_accounts_and_actions_until_remo
     refused(lambda: other.get_topic_attributes(TopicArn=topic))
 
 
+def test_a_cross_account_subscription_is_the_topics_and_its_endpoint_owner_manages_it(accounts):
+    node, owner, other, third = accounts
+    topic = owner.create_topic(Name="fan-in")["TopicArn"]
+    owner.add_permission(TopicArn=topic, Label="other-subscribes", AWSAccountId=[OTHER], ActionName=["Subscribe"])
+    app = other.create_platform_application(Name="other-android", Platform="GCM", Attributes={
+        "PlatformCredential": json.dumps({"type": "service_account", "project_id": "p", "private_key": "x",
+                                          "client_email": "a@p.iam.gserviceaccount.com"})})["PlatformApplicationArn"]
+    endpoint = other.create_platform_endpoint(PlatformApplicationArn=app, Token="other-device-" + "z" * 40)["EndpointArn"]
+    assert f":{OTHER}:endpoint/" in endpoint
+    subscription = other.subscribe(TopicArn=topic, Protocol="application", Endpoint=endpoint)["SubscriptionArn"]
+    assert subscription.startswith(f"arn:aws:sns:us-east-1:{OWNER}:fan-in:")
+    # SNS: the subscription's Owner is the subscriber; its endpoint ARN stays in the subscriber's account.
+    listed = owner.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+    assert listed == [{"SubscriptionArn": subscription, "Owner": OTHER, "Protocol": "application", "Endpoint": endpoint,
+                       "TopicArn": topic}]
+    attributes = other.get_subscription_attributes(SubscriptionArn=subscription)["Attributes"]
+    assert attributes["Owner"] == OTHER and attributes["TopicArn"] == topic and attributes["Endpoint"] == endpoint
+    other.set_subscription_attributes(SubscriptionArn=subscription, AttributeName="RawMessageDelivery", AttributeValue="false")
+    refused(lambda: third.get_subscription_attributes(SubscriptionArn=subscription))
+    refused(lambda: third.unsubscribe(SubscriptionArn=subscription))
+    assert len(owner.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]) == 1
+    other.unsubscribe(SubscriptionArn=subscription)
+    assert owner.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"] == []
+
+
 def test_concurrent_add_permissions_all_land(accounts):
     """"Nothing accepted is lost": AddPermission reads and writes the policy under the topic's row lock."""
     from concurrent.futures import ThreadPoolExecutor
