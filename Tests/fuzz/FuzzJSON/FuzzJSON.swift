@@ -8,7 +8,7 @@ import FuzzSupport
 /// input; what the writer produces is valid UTF-8 with every control character escaped, parses back (even with
 /// `.reject`) to the same value, and writes the same bytes again; objects never hold a key twice. The sorted-keys
 /// writer's text parses back to the same members in key order and is a fixed point; `JSONText` quotes every string
-/// exactly as the writer does.
+/// exactly as the writer does. Topic access policies (`TopicPolicy`) are read from the same documents.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = bytes(data, size)
@@ -43,8 +43,30 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     checkSortedWriter(lenient)
     if let text = String(validating: input, as: UTF8.self) {
         require((try? JSONValue.parse(text)) == lenient, "parse(String) and parse(bytes:) disagree")
+        checkTopicPolicy(text, written: String(decoding: encoded, as: UTF8.self))
     }
     return 0
+}
+
+/// `TopicPolicy` (a topic's `Policy` attribute, untrusted input of SetTopicAttributes and CreateTopic) on the same
+/// documents: it refuses or accepts without crashing; what it accepts it accepts again once written by the JSON
+/// writer, and holds only account ids or "*" as principals; AddPermission's result parses again and grants what it
+/// was asked to.
+private func checkTopicPolicy(_ text: String, written: String) {
+    let arn = "arn:aws:sns:us-east-1:111111111111:fuzz"
+    guard let policy = try? TopicPolicy.parse(text, topicARN: arn) else { return }
+    require((try? TopicPolicy.parse(written, topicARN: arn)) == policy, "a policy parses differently once rewritten")
+    for statement in policy.statements {
+        require(statement.principals.allSatisfy { $0 == "*" || TopicPolicy.isAccountID($0) }, "a principal that is not an account")
+    }
+    guard let added = try? TopicPolicy.adding(to: text, topicARN: arn, label: "fuzz-label-0", accounts: ["222222222222"],
+                                              actions: ["Publish"]) else { return }
+    guard let again = try? TopicPolicy.parse(added, topicARN: arn) else { fatalError("fuzz invariant: AddPermission's policy does not parse") }
+    require(again.statements.count == policy.statements.count + 1, "AddPermission did not add one statement")
+    if !policy.statements.contains(where: { $0.effect == .deny }) {
+        require(again.allows(account: "222222222222", action: "Publish"), "AddPermission's statement does not grant")
+    }
+    require(TopicPolicy.removing(from: added, label: "fuzz-label-0") != nil, "RemovePermission does not find the label")
 }
 
 private func checkSortedWriter(_ value: JSONValue) {
