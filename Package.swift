@@ -29,7 +29,7 @@ let modules: [Target] = [
     // Counters, gauges and histograms updated with atomics; the Prometheus text exposition. No dependency.
     .target(name: "ClarionMetrics", swiftSettings: swiftSettings),
     // OpenSSL at the edge: hashes, HMAC, AES-256-GCM, randomness, JWT signing and verification.
-    .target(name: "ClarionCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+    .target(name: "ClarionCrypto", dependencies: ["COpenSSL", "ClarionCore"], swiftSettings: swiftSettings),
     // libpq: connection pool, migrations, repositories, job queue.
     .target(name: "ClarionStore", dependencies: ["CPQ", "ClarionCore", "ClarionCrypto"],
             // The migrations, numbered .sql files compiled into the binary.
@@ -47,10 +47,11 @@ let modules: [Target] = [
     .target(name: "ClarionHTTP1", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport"], swiftSettings: swiftSettings),
     // SNS Query API, native JSON API, registration, events, beacons.
     .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch"],
-            // The OpenAPI document, compiled into the binary (no resource bundle to ship beside it).
-            resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
+            // The OpenAPI document and the web console's files, compiled into the binary (no resource bundle to ship
+            // beside it).
+            resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/console")], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
-    .target(name: "ClarionEmulator", dependencies: ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
+    .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
     .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
@@ -62,7 +63,7 @@ let modules: [Target] = [
 
 let testDependencies: [String: [Target.Dependency]] = [
     "ClarionCoreTests": ["ClarionCore"],
-    "ClarionCryptoTests": ["ClarionCrypto"],
+    "ClarionCryptoTests": ["ClarionCore", "ClarionCrypto"],
     "ClarionMetricsTests": ["ClarionMetrics"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
     "ClarionTransportTests": ["ClarionTransport"],
@@ -72,7 +73,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionHTTP1Tests": ["ClarionTransport", "ClarionHTTP1"],
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
                          "ClarionTestSupport"],
-    "ClarionEmulatorTests": ["ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
+    "ClarionEmulatorTests": ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
     "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
@@ -111,7 +112,7 @@ let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
     "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI"],
-    "FuzzJSON": ["ClarionCore", "ClarionCrypto"],
+    "FuzzJSON": ["ClarionCore"],
     "FuzzRender": ["ClarionCore"],
     "FuzzNativeAPI": ["ClarionHTTP1", "ClarionAPI", "ClarionCore", "ClarionCrypto"],
     "FuzzCredentials": ["ClarionCrypto", "ClarionProviders", "ClarionCore"],

@@ -1296,6 +1296,13 @@ CREATE INDEX messages_scheduled_idx ON public.messages USING btree (send_at) WHE
 
 
 --
+-- Name: messages_topic_recent_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_topic_recent_idx ON public.messages USING btree (target_id, id) WHERE (target_kind = 'topic'::text);
+
+
+--
 -- Name: messages_unplanned_idx; Type: INDEX; Schema: public; Owner: -
 --
 

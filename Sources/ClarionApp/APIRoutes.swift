@@ -1,10 +1,11 @@
 import ClarionAPI
+import ClarionCore
 import ClarionCrypto
 import ClarionStore
 import ClarionHTTP1
 
 /// Every route a node's API serves, in one place: the SNS Query API at `/`, the native JSON API under `/v1`,
-/// the HTTP/S subscribers' confirm, unsubscribe and signing-certificate routes, campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
+/// the web console at `/console` with its read-only summaries, the HTTP/S subscribers' confirm, unsubscribe and signing-certificate routes, campaigns and beacons, the device registration API and event collector, `/metrics`, `/health` and `/ready`.
 /// `RouteTableTests` checks this table against the OpenAPI document in both directions.
 enum APIRoutes {
     /// - Parameters:
@@ -14,6 +15,7 @@ enum APIRoutes {
     ///     or id (docs/security.md).
     static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
                        registration: RegistrationContext, signingCertificatePEM: String, metrics: RouteHandler?,
+                       emulatorReset: (@Sendable () -> Void)? = nil,
                        readiness: @escaping @Sendable () async -> Readiness) -> Router {
         var router = Router.api()
         let region = configuration.region
@@ -23,9 +25,12 @@ enum APIRoutes {
         let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: accounts),
                                                                listensOnLoopbackOnly: listensOnLoopbackOnly))
         SNSQueryService(region: region, actions: makeSNSActionTable(context: sns),
-                        authentication: .sigV4(SigV4Verifier(region: region, resolver: keys)))
+                        authentication: .sigV4(SigV4Verifier(region: region, resolver: keys,
+                                                             unknownKeyAccount: configuration.devMode ? configuration.accountID : nil)))
             .register(on: &router)
-        registerNativeAPI(on: &router, context: NativeAPIContext(sharing: sns))
+        let native = NativeAPIContext(sharing: sns)
+        registerNativeAPI(on: &router, context: native)
+        ConsoleRoutes.register(on: &router, context: native, staleAfterDays: configuration.staleAfterDays)
         HTTPSubscriptionRoutes.register(on: &router, subscriptions: sns.subscriptions, region: region,
                                         certificatePEM: signingCertificatePEM)
         let beaconLimiter = configuration.beaconLimitBurst > 0 ? BeaconLimiter(settings: .init(
@@ -35,7 +40,34 @@ enum APIRoutes {
             trustedProxies: TrustedProxies(list: configuration.trustedProxies) ?? TrustedProxies()))
         registerDeviceRegistrationAPI(on: &router, context: registration)
         if let metrics { router.add(.get, "/metrics", errorFormat: .json, metrics) }
+        // Served in dev mode only: anywhere else the path is unknown (404), like any other.
+        if configuration.devMode { router.add(.post, resetPath, errorFormat: .json, reset(pool: pool, emulatorReset: emulatorReset)) }
         HealthRoutes.addMissing(to: &router, readiness: readiness)
         return router
+    }
+
+    static let resetPath = "/_clarion/reset"
+
+    /// `POST /_clarion/reset` (`serve --dev`): empties every resource (`ResourceReset`) and the emulator's records.
+    /// No authentication, like the rest of dev mode's trust: the node listens on loopback unless told otherwise.
+    static func reset(pool: PGPool, emulatorReset: (@Sendable () -> Void)?) -> RouteHandler {
+        let log = Log("clarion.dev")
+        return .task { _ in
+            do throws(StoreError) {
+                let emptied = try await ResourceReset(pool: pool).reset()
+                emulatorReset?()
+                log.info("resources reset", ["tables": String(emptied.count)])
+                var body = #"{"reset":true,"tables_emptied":"#.utf8.map { $0 }
+                body.append(contentsOf: String(emptied.count).utf8)
+                body.append(UInt8(ascii: "}"))
+                return .json(body)
+            } catch {
+                log.error("reset failed", ["cause": error.logText, "code": error.code.rawValue])
+                var answer = error.isTransient ? JSONAPIError.serviceUnavailable("The database is unavailable; nothing was reset.")
+                                               : JSONAPIError.internalError
+                answer.cause = error.logText
+                return answer.response()
+            }
+        }
     }
 }

@@ -21,9 +21,13 @@ public enum CLI {
     static let commands: [Command] = [
         Command(name: "serve", summary: "run the gateway (API and dispatcher)",
                 usage: "clarion serve [--config FILE] [--listen HOST:PORT] [--database-url URL] [--data-dir DIR]\n"
-                    + "              [--role all|api|dispatcher] [--with-emulator] [other settings, see `clarion config print --help`]\n\n"
+                    + "              [--role all|api|dispatcher] [--with-emulator] [--dev [--dev-allow-shared-database]]\n"
+                    + "              [other settings, see `clarion config print --help`]\n\n"
                     + "Without a database URL, Clarion runs a private PostgreSQL cluster under the data directory\n"
-                    + "(initdb on first run) and stops it on exit. SIGINT/SIGTERM stop the node gracefully.",
+                    + "(initdb on first run) and stops it on exit. SIGINT/SIGTERM stop the node gracefully.\n"
+                    + "--dev: for your own test suites, never production: any SigV4 access key acts for the default\n"
+                    + "account, POST /_clarion/reset empties every resource, the emulator runs beside the node and\n"
+                    + "applications without a ProviderEndpoint send to it; loopback only unless --listen says otherwise.",
                 run: serve),
         Command(name: "migrate", summary: "apply database migrations and exit",
                 usage: "clarion migrate [--database-url URL | --data-dir DIR]\n\n"
@@ -185,6 +189,10 @@ public enum CLI {
         if let emulator = node.emulatorURL {
             let demo = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("demo").path
             say("provider emulator on \(emulator) (h2c); demo credentials in \(demo)")
+        }
+        if configuration.devMode {
+            say("DEVELOPMENT MODE (--dev): any access key acts for account \(configuration.accountID), "
+                + "POST /_clarion/reset empties everything; for test suites only, never production")
         }
         let signalNumber = signals.wait()
         Log("clarion.node").info("stopping", ["signal": String(signalNumber)])

@@ -87,11 +87,13 @@ public final class ClarionNode: @unchecked Sendable {
             try migrate()
             try loadMasterKey()
             try bootstrapAccount()
+            if configuration.devMode { warnDevMode() }
             if configuration.withEmulator { try startEmulator() }
             if configuration.role.dispatches { try startDispatcher() }
-            if configuration.role.servesAPI { try startAPI() }
             // Any role: a dispatcher-only node has no API listener, and its delivery metrics are the ones that matter.
+            // Bound before the API, so that once /ready answers every listener of the node answers.
             try startMetricsListener()
+            if configuration.role.servesAPI { try startAPI() }
         } catch {
             stop()
             throw error
@@ -192,6 +194,29 @@ public final class ClarionNode: @unchecked Sendable {
         }
     }
 
+    /// `serve --dev`, said loudly at start (and again for a listen address it moved to loopback): a node that takes any
+    /// access key and empties itself on request must never be mistaken for a production one.
+    func warnDevMode() {
+        log.warning("DEVELOPMENT MODE: any SigV4 access key acts for the default account without its signature checked, POST /_clarion/reset empties every resource, and platform applications without a ProviderEndpoint send to the built-in emulator. Never expose this node or use it for real devices.",
+                    ["account_id": configuration.accountID, "listen": configuration.listenHost,
+                     "database": configuration.databaseURL == nil ? "embedded" : "shared (--dev-allow-shared-database)"])
+        if let replaced = configuration.devReplacedListenHost {
+            log.warning("development mode listens on loopback only: the listen host from the environment or configuration file was replaced; pass --listen to choose another",
+                        ["configured_host": replaced, "listen": configuration.listenHost])
+        }
+    }
+
+    /// `serve --dev`: where an application that names no `ProviderEndpoint` sends (the emulator serves every provider's
+    /// send and token paths on one port). Web Push has none: each subscription names its own push service.
+    static func emulatorEndpoints(_ emulatorURL: String, platform: Platform) -> [String: String] {
+        switch platform.provider {
+        case .apns: [ProviderAttribute.providerEndpoint: emulatorURL]
+        case .fcm: [ProviderAttribute.providerEndpoint: emulatorURL, ProviderAttribute.providerAuthEndpoint: emulatorURL + "/token"]
+        case .adm: [ProviderAttribute.providerEndpoint: emulatorURL, ProviderAttribute.providerAuthEndpoint: emulatorURL + "/auth/o2/token"]
+        case .webPush: [:]
+        }
+    }
+
     /// Where provider endpoints may connect: public addresses, `CLARION_PROVIDER_ALLOW_HOSTS`, and loopback when this
     /// node runs the emulator (its demo credentials point there).
     var providerAddressPolicy: OutboundAddressPolicy {
@@ -235,9 +260,12 @@ public final class ClarionNode: @unchecked Sendable {
         let registration = RegistrationContext(pool: pool, masterKey: masterKey)
         registrationContext = registration
         let signing = try messageSigningIdentity(pool: pool, masterKey: masterKey)
+        var emulatorReset: (@Sendable () -> Void)?
+        if let emulator { emulatorReset = { emulator.emulator.reset() } }
         let router = APIRoutes.router(pool: pool, masterKey: masterKey, batcher: batcher, configuration: configuration,
                                       registration: registration, signingCertificatePEM: signing.certificatePEM,
                                       metrics: configuration.metricsListen == nil ? metrics?.route() : nil,
+                                      emulatorReset: emulatorReset,
                                       readiness: { [weak self] in await self?.readiness() ?? .notReady(reason: "shutting down") })
         startRegistrationProcessor(pool: pool, masterKey: masterKey)
         let budget = FileDescriptorBudget(configuration: configuration,
@@ -326,10 +354,13 @@ public final class ClarionNode: @unchecked Sendable {
         }
         providers = registry
         let applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
-        let directory = ProviderRegistryDirectory(
+        var directory = ProviderRegistryDirectory(
             registry: registry,
             credentials: { key in try await applications.credentials(applicationKey: key) },
             serverTrustedCAPEM: caPEM)
+        if configuration.devMode, let emulatorURL = emulator?.baseURL {
+            directory.endpointDefaults = { platform in Self.emulatorEndpoints(emulatorURL, platform: platform) }
+        }
         providerDirectory = directory
         // Delivery ids (campaign pushes, open beacons) carry an HMAC under a secret derived from the master key,
         // so every node signs and verifies alike without another setting.

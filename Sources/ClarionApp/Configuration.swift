@@ -68,6 +68,16 @@ public struct Configuration: Sendable, Equatable {
     public var metricsEnabled = true
     /// Where `/metrics` is served instead of the API listener (host, port); nil serves it on the API listener.
     public var metricsListen: ListenAddress?
+    /// `serve --dev`: a node for the test suites of applications that use Clarion, as people use LocalStack. Any
+    /// SigV4 access key acts for `accountID` (the signature is parsed, not verified), `POST /_clarion/reset` empties
+    /// every resource, the emulator runs beside the node and every platform application without its own
+    /// `ProviderEndpoint` sends to it, and the API binds only to loopback unless `--listen` says otherwise.
+    public var devMode = false
+    /// Let `--dev` run on `--database-url` (a database others may share: reset empties it).
+    public var devAllowSharedDatabase = false
+    /// Set when `--dev` moved a non-loopback `CLARION_LISTEN` (from the environment or a file) to loopback: the host
+    /// it replaced, for the node's warning.
+    public var devReplacedListenHost: String?
     /// The lowest level the node's log writes.
     public var logLevel = Log.Level.info
     /// JSON lines or text lines; nil: text when standard error is a terminal, JSON otherwise.
@@ -251,6 +261,15 @@ public struct Configuration: Sendable, Equatable {
                         c.metricsListen = ListenAddress(host: host, port: port)
                     }
                 }, read: { $0.metricsListen.map { "\($0.host):\($0.port)" } }),
+        Setting(key: "CLARION_DEV", flag: "--dev", secret: false,
+                help: "development mode for test suites: any access key, POST /_clarion/reset, emulator, loopback only (true/false, default false)",
+                apply: { (c, v) throws(ConfigurationError) in c.devMode = try parseBool(v, key: "CLARION_DEV") },
+                read: { String($0.devMode) }),
+        Setting(key: "CLARION_DEV_ALLOW_SHARED_DATABASE", flag: "--dev-allow-shared-database", secret: false,
+                help: "let --dev use --database-url, which /_clarion/reset empties (true/false, default false)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    c.devAllowSharedDatabase = try parseBool(v, key: "CLARION_DEV_ALLOW_SHARED_DATABASE")
+                }, read: { String($0.devAllowSharedDatabase) }),
         Setting(key: "CLARION_LOG_LEVEL", flag: "--log-level", secret: false,
                 help: "lowest level logged: debug, info, warning, error (default info)",
                 apply: { (c, v) throws(ConfigurationError) in
@@ -271,6 +290,9 @@ public struct Configuration: Sendable, Equatable {
                     }
                 }, read: { $0.logFormat?.rawValue ?? "auto" }),
     ]
+
+    /// Flags that are true when given without a value (`--dev`, not `--dev true`).
+    static let switchFlags: Set<String> = ["--with-emulator", "--dev", "--dev-allow-shared-database"]
 
     /// Builds the configuration from a file (`--config` or `CLARION_CONFIG`), the environment and flags.
     /// Returns the arguments that were not configuration flags.
@@ -297,7 +319,7 @@ public struct Configuration: Sendable, Equatable {
                 continue
             }
             if let setting = settings.first(where: { $0.flag == name }) {
-                if name == "--with-emulator", inlineValue == nil {
+                if switchFlags.contains(name), inlineValue == nil {
                     flagValues.append((setting, "true"))
                     index += 1
                     continue
@@ -328,7 +350,26 @@ public struct Configuration: Sendable, Equatable {
         if let id = configuration.accessKeyID, !(16...128).contains(id.count) {
             throw ConfigurationError(key: "CLARION_ACCESS_KEY_ID", message: "must be 16 to 128 characters")
         }
+        if configuration.devMode {
+            try configuration.applyDevMode(listenFlagGiven: flagValues.contains { $0.0.flag == "--listen" })
+        }
         return (configuration, rest)
+    }
+
+    /// What `--dev` implies and refuses. A database URL is refused unless `--dev-allow-shared-database`: reset
+    /// empties every resource, and a URL may name a database other nodes or people use. Only the `--listen` flag moves
+    /// the API off loopback: a `CLARION_LISTEN` from the environment or a file (a deployment's `clarion.env`) may say
+    /// 0.0.0.0 for production and must not expose a node that takes any access key.
+    mutating func applyDevMode(listenFlagGiven: Bool) throws(ConfigurationError) {
+        if databaseURL != nil && !devAllowSharedDatabase {
+            throw ConfigurationError(key: "CLARION_DEV",
+                                     message: "--dev is refused with --database-url: POST /_clarion/reset empties every resource of that database; give --dev-allow-shared-database if it is yours alone")
+        }
+        withEmulator = true
+        if !listenFlagGiven && !ClarionNode.isLoopback(listenHost) {
+            devReplacedListenHost = listenHost
+            listenHost = "127.0.0.1"
+        }
     }
 
     /// `KEY=value` lines; blank lines and `#` comments ignored; optional surrounding quotes removed.

@@ -132,7 +132,7 @@ final class NodeMetrics: Sendable {
                                      [([], Double(server.connectionsRefusedAtLimit))]))
         }
 
-        // Token reassignments by the mobile event collector (issue 22).
+        // Token reassignments by the mobile event collector: a token that moved to another installation.
         if let events = node.registrationForMetrics?.eventCounters {
             families.append(.counter("clarion_mobile_token_reassignments_total",
                                      help: "Device tokens the mobile event collector moved from one user_id to another (allowed) or refused to move (refused).",

@@ -79,7 +79,7 @@ indirect enum JSONTemplateNode {
         mutating func write(_ node: JSONTemplateNode) {
             switch node {
             case .value(let v):
-                JSONWriter.write(v, to: &current)
+                JSONWriter.write(v, sortingKeys: false, to: &current)
             case .slot(let slot):
                 current.append(UInt8(ascii: "\""))
                 literals.append(current)

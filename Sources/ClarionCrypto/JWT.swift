@@ -1,3 +1,5 @@
+import ClarionCore
+
 /// JSON Web Tokens in the compact JWS form `header.payload.signature` (RFC 7515/7519), base64url
 /// without padding, signed ES256 or RS256.
 ///
@@ -6,10 +8,10 @@
 public enum JWT {
     /// Signs a token with `key`. `alg` is set from the key; every other header member (APNs needs
     /// `kid`, Google wants `typ: JWT`) comes from `header`. Object keys are serialised sorted.
-    public static func sign(header: [String: JWTValue] = [:], claims: [String: JWTValue], key: SigningKey) throws(CryptoError) -> String {
+    public static func sign(header: JSONObject = [:], claims: JSONObject, key: SigningKey) throws(CryptoError) -> String {
         var fullHeader = header
         fullHeader["alg"] = .string(key.algorithm.rawValue)
-        return try sign(headerJSON: JWTValue.object(fullHeader).jsonBytes, claimsJSON: JWTValue.object(claims).jsonBytes, key: key)
+        return try sign(headerJSON: fullHeader.encodedSortingKeys(), claimsJSON: claims.encodedSortingKeys(), key: key)
     }
 
     /// Signs already-serialised header and claims JSON as given. The caller is responsible for the
@@ -40,8 +42,8 @@ public enum JWT {
 
 /// A decoded compact JWS: header and claims as JSON objects, and what the signature covers.
 public struct DecodedJWT: Sendable {
-    public let header: [String: JWTValue]
-    public let claims: [String: JWTValue]
+    public let header: JSONObject
+    public let claims: JSONObject
     /// The `alg` header member, parsed; nil when absent or not ES256/RS256.
     public let algorithm: SigningAlgorithm?
     /// `base64url(header) "." base64url(claims)`, the bytes the signature is over.
@@ -63,10 +65,10 @@ public struct DecodedJWT: Sendable {
         else {
             throw CryptoError(.malformedToken, "a part is not unpadded base64url")
         }
-        guard case .object(let header)? = JWTValue(jsonBytes: headerJSON) else {
+        guard case .object(let header)? = try? JSONValue.parse(bytes: headerJSON, duplicateKeys: .reject) else {
             throw CryptoError(.malformedToken, "the header is not a JSON object")
         }
-        guard case .object(let claims)? = JWTValue(jsonBytes: claimsJSON) else {
+        guard case .object(let claims)? = try? JSONValue.parse(bytes: claimsJSON, duplicateKeys: .reject) else {
             throw CryptoError(.malformedToken, "the claims set is not a JSON object")
         }
         self.header = header
@@ -98,5 +100,5 @@ public struct DecodedJWT: Sendable {
     public func claimString(_ name: String) -> String? { claims[name]?.stringValue }
 
     /// An integral numeric claim (`iat`, `exp`, `nbf`).
-    public func claimInt64(_ name: String) -> Int64? { claims[name]?.int64Value }
+    public func claimInt64(_ name: String) -> Int64? { claims[name]?.numberValue?.int64Value }
 }

@@ -1,3 +1,4 @@
+import ClarionCore
 import Synchronization
 
 /// VAPID (RFC 8292): the application server identifies itself to a push service with an ES256 JWT about the
@@ -64,7 +65,7 @@ public final class VAPIDSigner: Sendable {
             }
             let expires = now + lifetime
             let jwt = try JWT.sign(header: ["typ": .string("JWT")],
-                                   claims: ["aud": .string(origin), "exp": .number(Double(expires)), "sub": .string(subject)],
+                                   claims: ["aud": .string(origin), "exp": .number(JSONNumber(expires)), "sub": .string(subject)],
                                    key: key)
             let token = Token(authorization: "vapid t=\(jwt), k=\(publicKey)", expires: expires)
             if state.tokens[origin] == nil, state.tokens.count >= maximumOrigins {

@@ -53,6 +53,9 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
     public let serverTrustedCAPEM: String?
     /// Payload key for delivery ids (`RenderSettings.deliveryIDKey`); nil puts none in payloads.
     public let deliveryIDKey: String?
+    /// `serve --dev`: connection attributes (`ProviderEndpoint`, `ProviderAuthEndpoint`) for an application that
+    /// names no `ProviderEndpoint` of its own, by platform: the node's emulator. Nil: the providers' own hosts.
+    public var endpointDefaults: (@Sendable (Platform) -> [String: String])?
 
     public init(registry: ProviderRegistry, credentials: @escaping @Sendable (Int64) async throws -> PlatformCredentials,
                 serverTrustedCAPEM: String? = nil, deliveryIDKey: String? = nil) {
@@ -99,6 +102,9 @@ public struct ProviderRegistryDirectory: PushTransportDirectory {
         var attributes = application.attributes
         if let credential = opened.credential { attributes[ProviderAttribute.platformCredential] = credential }
         if let principal = opened.principal { attributes[ProviderAttribute.platformPrincipal] = principal }
+        if let endpointDefaults, (attributes[ProviderAttribute.providerEndpoint] ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
+            for (name, value) in endpointDefaults(platform) where attributes[name] == nil { attributes[name] = value }
+        }
         do {
             let client = try registry.client(applicationID: String(application.key), platform: platform,
                                              attributes: attributes, serverTrustedCAPEM: serverTrustedCAPEM)

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 
 /// Amazon Device Messaging as docs/providers.md section D describes it: the Login with Amazon token
@@ -67,7 +68,7 @@ struct ADMEmulator: Sendable {
     func handleToken(_ request: EmulatorRequest, now: Double) -> ProviderAnswer {
         let headers = [("content-type", "application/json")]
         func oauthError(_ status: Int, _ error: String, _ description: String) -> ProviderAnswer {
-            let body = JWTValue.object(["error": .string(error), "error_description": .string(description)]).jsonBytes
+            let body = JSONValue.object(["error": .string(error), "error_description": .string(description)]).encodedSortingKeys()
             return ProviderAnswer(response: EmulatorResponse(status: status, headers: headers, body: body), reason: error)
         }
         guard request.method == "POST" else { return oauthError(405, "invalid_request", "Method not allowed; use POST.") }
@@ -88,12 +89,12 @@ struct ADMEmulator: Sendable {
         let grant = IssuedAccessToken(principal: clientID, projectID: nil, allowsMessaging: true,
                                       expiresAt: now + Double(configuration.accessTokenLifetimeSeconds))
         let token = tokens.issue(grant, now: now)
-        let body = JWTValue.object([
+        let body = JSONValue.object([
             "access_token": .string(token),
-            "expires_in": .number(Double(configuration.accessTokenLifetimeSeconds)),
+            "expires_in": .number(JSONNumber(configuration.accessTokenLifetimeSeconds)),
             "scope": "messaging:push",
             "token_type": "bearer",
-        ]).jsonBytes
+        ]).encodedSortingKeys()
         return ProviderAnswer(response: EmulatorResponse(status: 200, headers: headers, body: body))
     }
 
@@ -111,7 +112,7 @@ struct ADMEmulator: Sendable {
             let status = Self.statusForReason[reason] ?? 400
             var headers: [(String, String)] = [("content-type", "application/json"), ("x-amzn-requestid", ids.uuid())]
             if status == 429 || status == 503 { headers.append(("retry-after", String(retryAfterSeconds))) }
-            let body: [UInt8] = status >= 500 ? [] : JWTValue.object(["reason": .string(reason)]).jsonBytes
+            let body: [UInt8] = status >= 500 ? [] : JSONValue.object(["reason": .string(reason)]).encodedSortingKeys()
             return ProviderAnswer(response: EmulatorResponse(status: status, headers: headers, body: body), reason: reason, token: registrationID)
         }
         guard request.method == "POST" else { return reject("InvalidType") }
@@ -134,11 +135,11 @@ struct ADMEmulator: Sendable {
               mediaType(request.header("content-type")) == "application/json"
         else { return reject("InvalidType") }
         guard request.body.count <= configuration.maximumPayloadBytes else { return reject("MessageTooLarge") }
-        guard let parsed = JWTValue(jsonBytes: request.body), case .object(let message) = parsed else { return reject("InvalidData") }
+        guard let parsed = (try? JSONValue.parse(bytes: request.body)), case .object(let message) = parsed else { return reject("InvalidData") }
 
         let data = message["data"]
         if let data {
-            guard case .object(let map) = data, map.values.allSatisfy({ $0.stringValue != nil }) else { return reject("InvalidData") }
+            guard case .object(let map) = data, map.allSatisfy({ $0.value.stringValue != nil }) else { return reject("InvalidData") }
         }
         let notification = message["notification"]
         if let notification {
@@ -147,7 +148,7 @@ struct ADMEmulator: Sendable {
         guard data != nil || notification != nil else { return reject("InvalidData") }
         if let key = message["consolidationKey"], key.stringValue == nil { return reject("InvalidConsolidationKey") }
         if let expires = message["expiresAfter"] {
-            guard let seconds = expires.int64Value, seconds >= 1, seconds <= configuration.maximumExpiresAfterSeconds else {
+            guard let seconds = expires.numberValue?.int64Value, seconds >= 1, seconds <= configuration.maximumExpiresAfterSeconds else {
                 return reject("InvalidExpiration")
             }
         }
@@ -164,7 +165,7 @@ struct ADMEmulator: Sendable {
             }
         }
         var body: [UInt8] = Array(#"{"registrationID":"#.utf8)
-        JWTValue.writeString(canonical, into: &body)
+        JSONText.appendQuoted(canonical, to: &body)
         body.append(UInt8(ascii: "}"))
         let headers: [(String, String)] = [("content-type", "application/json"), ("x-amzn-requestid", ids.uuid())]
         return ProviderAnswer(response: EmulatorResponse(status: 200, headers: headers, body: body),
@@ -181,7 +182,7 @@ struct ADMEmulator: Sendable {
         let status = Self.statusForReason[reason]!
         var headers: [(String, String)] = [("content-type", "application/json"), ("x-amzn-requestid", ids.uuid())]
         if status == 429 || status == 503 { headers.append(("retry-after", String(retryAfterSeconds))) }
-        let body: [UInt8] = status >= 500 ? [] : JWTValue.object(["reason": .string(reason)]).jsonBytes
+        let body: [UInt8] = status >= 500 ? [] : JSONValue.object(["reason": .string(reason)]).encodedSortingKeys()
         return (EmulatorResponse(status: status, headers: headers, body: body), reason)
     }
 

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionHTTP2
 import ClarionTransport
@@ -146,7 +147,7 @@ final class APNsEmulator: Sendable {
         }
         var bodies: [String: [UInt8]] = [:]
         for reason in Self.statusForReason.keys {
-            bodies[reason] = JWTValue.object(["reason": .string(reason)]).jsonBytes
+            bodies[reason] = JSONValue.object(["reason": .string(reason)]).encodedSortingKeys()
         }
         self.reasonBodies = bodies
     }
@@ -316,7 +317,7 @@ final class APNsEmulator: Sendable {
 
     /// 410 with `{"reason": ..., "timestamp": <ms>}` (A.6: milliseconds since the epoch).
     private func gone(_ reason: String, timestamp: Int64, token: Substring, id: String, maxStreams: UInt32?) -> ProviderAnswer {
-        let body = JWTValue.object(["reason": .string(reason), "timestamp": .number(Double(timestamp))]).jsonBytes
+        let body = JSONValue.object(["reason": .string(reason), "timestamp": .number(JSONNumber(timestamp))]).encodedSortingKeys()
         return ProviderAnswer(response: EmulatorResponse(status: 410, headers: [("apns-id", id)], body: body),
                               reason: reason, token: token, maxConcurrentStreams: maxStreams)
     }

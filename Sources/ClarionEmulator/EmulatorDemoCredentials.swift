@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionTransport
 import Foundation
@@ -68,7 +69,7 @@ public struct EmulatorDemoCredentials: Sendable {
         let clientEmail = "clarion-emulator@\(projectID).iam.gserviceaccount.com"
         let privateKeyID = SecureRandom.bytes(20).hexString
         let clientNumber = String(SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 1_000_000_000_000_000_000)
-        let serviceAccount: JWTValue = .object([
+        let serviceAccount: JSONValue = .object([
             "type": "service_account",
             "project_id": .string(projectID),
             "private_key_id": .string(privateKeyID),
@@ -99,7 +100,7 @@ public struct EmulatorDemoCredentials: Sendable {
                        publicKeyPEM: apnsKey.verifyingKey.pem),
             apnsCertificate: apnsCertificate,
             fcm: FCM(projectID: projectID, clientEmail: clientEmail, privateKeyID: privateKeyID, tokenURI: tokenURI,
-                     serviceAccountJSON: serviceAccount.jsonString, publicKeyPEM: rsaKey.verifyingKey.pem),
+                     serviceAccountJSON: serviceAccount.jsonText, publicKeyPEM: rsaKey.verifyingKey.pem),
             adm: ADM(clientID: "amzn1.application-oa2-client.\(SecureRandom.bytes(16).hexString)",
                      clientSecret: SecureRandom.bytes(32).hexString))
     }
@@ -163,21 +164,21 @@ public struct EmulatorDemoCredentials: Sendable {
         }
         let keyFile = FileName.apnsKey(keyID: apns.keyID)
         try put(keyFile, apns.privateKeyPEM, secret: true)
-        let apnsInfo: JWTValue = [
+        let apnsInfo: JSONValue = [
             "keyID": .string(apns.keyID), "teamID": .string(apns.teamID), "bundleID": .string(apns.bundleID), "keyFile": .string(keyFile),
         ]
-        try put(FileName.apns, apnsInfo.jsonString + "\n", secret: false)
+        try put(FileName.apns, apnsInfo.jsonText + "\n", secret: false)
         try put(FileName.apnsClientCertificate, apnsCertificate.certificatePEM, secret: false)
         try put(FileName.apnsClientKey, apnsCertificate.privateKeyPEM, secret: true)
         try put(FileName.apnsClientCA, apnsCertificate.caCertificatePEM, secret: false)
-        let certificateInfo: JWTValue = [
+        let certificateInfo: JSONValue = [
             "bundleID": .string(apnsCertificate.bundleID), "certificateFile": .string(FileName.apnsClientCertificate),
             "keyFile": .string(FileName.apnsClientKey), "caFile": .string(FileName.apnsClientCA),
         ]
-        try put(FileName.apnsCertificateInfo, certificateInfo.jsonString + "\n", secret: false)
+        try put(FileName.apnsCertificateInfo, certificateInfo.jsonText + "\n", secret: false)
         try put(FileName.fcmServiceAccount, fcm.serviceAccountJSON + "\n", secret: true)
-        let admInfo: JWTValue = ["clientID": .string(adm.clientID), "clientSecret": .string(adm.clientSecret)]
-        try put(FileName.adm, admInfo.jsonString + "\n", secret: true)
+        let admInfo: JSONValue = ["clientID": .string(adm.clientID), "clientSecret": .string(adm.clientSecret)]
+        try put(FileName.adm, admInfo.jsonText + "\n", secret: true)
         let data: Data
         do {
             data = try configuration(base: base).jsonData()

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 import Synchronization
@@ -217,42 +218,42 @@ final class EmulatorRecorder: Sendable {
     }
 
     static func jsonLine(_ record: EmulatorRecord) -> [UInt8] {
-        var object: [String: JWTValue] = [
-            "time": .number(record.time),
+        var object: JSONObject = [
+            "time": .double(record.time),
             "endpoint": .string(record.endpoint),
-            "connection": .number(Double(record.connection)),
+            "connection": .number(JSONNumber(record.connection)),
             "method": .string(record.method),
             "path": .string(record.path),
-            "status": .number(Double(record.status)),
-            "headers": .object(record.headers.mapValues { .string($0) }),
+            "status": .number(JSONNumber(record.status)),
+            "headers": .object(JSONObject(record.headers.map { ($0.key, .string($0.value)) })),
             "payload": .string(record.payload),
         ]
         if let token = record.token { object["token"] = .string(token) }
         if let reason = record.reason { object["reason"] = .string(reason) }
         if let fault = record.fault { object["fault"] = .string(fault) }
-        if let held = record.heldSeconds { object["heldSeconds"] = .number(held) }
+        if let held = record.heldSeconds { object["heldSeconds"] = .double(held) }
         if let body = record.body { object["body"] = .string(body) }
         if let vapid = record.vapidToken { object["vapidToken"] = .string(vapid) }
-        var line = JWTValue.object(object).jsonBytes
+        var line = JSONValue.object(object).encodedSortingKeys()
         line.append(0x0a)
         return line
     }
 
     static func statsJSON(_ stats: EmulatorStats) -> [UInt8] {
-        func counts(_ table: [String: Int]) -> JWTValue { .object(table.mapValues { .number(Double($0)) }) }
-        let endpoints = stats.endpoints.mapValues { endpoint -> JWTValue in
-            .object([
-                "requests": .number(Double(endpoint.requests)),
+        func counts(_ table: [String: Int]) -> JSONValue { .object(JSONObject(table.map { ($0.key, .number(JSONNumber($0.value))) })) }
+        let endpoints = JSONObject(stats.endpoints.map { name, endpoint -> (String, JSONValue) in
+            (name, .object([
+                "requests": .number(JSONNumber(endpoint.requests)),
                 "statuses": counts(endpoint.statuses),
                 "reasons": counts(endpoint.reasons),
                 "faults": counts(endpoint.faults),
-            ])
-        }
-        return JWTValue.object([
-            "totalRequests": .number(Double(stats.totalRequests)),
-            "recordsDropped": .number(Double(stats.recordsDropped)),
-            "heldByStallWindow": .number(Double(stats.heldByStallWindow)),
+            ]))
+        })
+        return JSONValue.object([
+            "totalRequests": .number(JSONNumber(stats.totalRequests)),
+            "recordsDropped": .number(JSONNumber(stats.recordsDropped)),
+            "heldByStallWindow": .number(JSONNumber(stats.heldByStallWindow)),
             "endpoints": .object(endpoints),
-        ]).jsonBytes
+        ]).encodedSortingKeys()
     }
 }

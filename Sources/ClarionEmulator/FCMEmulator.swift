@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 
@@ -114,7 +115,7 @@ struct FCMEmulator: Sendable {
 
     func handleToken(_ request: EmulatorRequest, now: Double) -> ProviderAnswer {
         func oauthError(_ status: Int, _ error: String, _ description: String) -> ProviderAnswer {
-            let body = JWTValue.object(["error": .string(error), "error_description": .string(description)]).jsonBytes
+            let body = JSONValue.object(["error": .string(error), "error_description": .string(description)]).encodedSortingKeys()
             return ProviderAnswer(response: EmulatorResponse(status: status, headers: jsonHeaders, body: body), reason: error)
         }
         guard request.method == "POST" else { return oauthError(405, "invalid_request", "Method not allowed; use POST.") }
@@ -158,11 +159,11 @@ struct FCMEmulator: Sendable {
                                             allowsMessaging: scopes.contains(where: Self.messagingScopes.contains),
                                             expiresAt: now + Double(configuration.accessTokenLifetimeSeconds))
         let token = tokens.issue(grantRecord, now: now)
-        let body = JWTValue.object([
+        let body = JSONValue.object([
             "access_token": .string(token),
-            "expires_in": .number(Double(configuration.accessTokenLifetimeSeconds)),
+            "expires_in": .number(JSONNumber(configuration.accessTokenLifetimeSeconds)),
             "token_type": "Bearer",
-        ]).jsonBytes
+        ]).encodedSortingKeys()
         return ProviderAnswer(response: EmulatorResponse(status: 200, headers: jsonHeaders, body: body))
     }
 
@@ -232,7 +233,7 @@ struct FCMEmulator: Sendable {
         }
         let messageID = checked.validateOnly ? "fake_message_id" : "0:\(ids.next())%emulator"
         var body: [UInt8] = Array(#"{"name":"#.utf8)
-        JWTValue.writeString("projects/\(project)/messages/\(messageID)", into: &body)
+        JSONText.appendQuoted("projects/\(project)/messages/\(messageID)", to: &body)
         body.append(UInt8(ascii: "}"))
         return ProviderAnswer(response: EmulatorResponse(status: 200, headers: jsonHeaders, body: body), token: target.value)
     }
@@ -254,29 +255,29 @@ struct FCMEmulator: Sendable {
 
     /// Google's envelope without an FCM detail (authentication, permission, JSON-level problems).
     func googleError(_ status: Int, _ canonical: String, _ message: String, fieldViolation: String? = nil, token: String? = nil) -> ProviderAnswer {
-        var error: [String: JWTValue] = ["code": .number(Double(status)), "message": .string(message), "status": .string(canonical)]
+        var error: JSONObject = ["code": .number(JSONNumber(status)), "message": .string(message), "status": .string(canonical)]
         if let fieldViolation {
             error["details"] = [[
                 "@type": "type.googleapis.com/google.rpc.BadRequest",
                 "fieldViolations": [["field": .string(fieldViolation), "description": .string(message)]],
             ]]
         }
-        let body = JWTValue.object(["error": .object(error)]).jsonBytes
+        let body = JSONValue.object(["error": .object(error)]).encodedSortingKeys()
         return ProviderAnswer(response: EmulatorResponse(status: status, headers: jsonHeaders, body: body), reason: canonical, token: token)
     }
 
     /// Google's envelope with a `google.firebase.fcm.v1.FcmError` detail carrying `code`.
     func fcmError(_ code: String, message: String? = nil, token: String?) -> ProviderAnswer {
         let entry = Self.errorCodes[code] ?? Self.errorCodes["UNSPECIFIED_ERROR"]!
-        let error: [String: JWTValue] = [
-            "code": .number(Double(entry.status)),
+        let error: JSONObject = [
+            "code": .number(JSONNumber(entry.status)),
             "message": .string(message ?? entry.message),
             "status": .string(entry.canonical),
             "details": [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": .string(code)]],
         ]
         var headers = jsonHeaders
         if code == "QUOTA_EXCEEDED" || code == "UNAVAILABLE" { headers.append(("retry-after", String(retryAfterSeconds))) }
-        let body = JWTValue.object(["error": .object(error)]).jsonBytes
+        let body = JSONValue.object(["error": .object(error)]).encodedSortingKeys()
         return ProviderAnswer(response: EmulatorResponse(status: entry.status, headers: headers, body: body), reason: code, token: token)
     }
 
@@ -320,7 +321,7 @@ struct ServiceAccountFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw EmulatorConfigurationError("cannot read \(path)")
         }
-        guard let json = JWTValue(jsonBytes: [UInt8](data)),
+        guard let json = (try? JSONValue.parse(bytes: [UInt8](data))),
               let email = json["client_email"]?.stringValue, let project = json["project_id"]?.stringValue,
               let pem = json["private_key"]?.stringValue
         else {

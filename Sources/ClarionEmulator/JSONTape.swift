@@ -3,7 +3,7 @@
 /// is made only for the few values a check needs (the target) and for error messages.
 ///
 /// Validates the full RFC 8259 grammar, UTF-8 in strings and escape syntax; nesting is limited to 64.
-/// Why not `JWTValue` (ClarionCrypto's tree): building dictionaries and strings for every member costs more
+/// Why not `JSONValue` (ClarionCore's tree): building dictionaries and strings for every member costs more
 /// than the rest of the request.
 package struct JSONTape {
     package enum Kind: UInt8 {

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionTransport
 import Foundation
@@ -284,7 +285,7 @@ public final class ProviderEmulator: Sendable {
         switch fault {
         case .goAway:
             connection.goingAway = true
-            let debug = endpoint.provider == .apns ? JWTValue.object(["reason": .string(faults.goAwayReason)]).jsonBytes : []
+            let debug = endpoint.provider == .apns ? JSONValue.object(["reason": .string(faults.goAwayReason)]).encodedSortingKeys() : []
             action = .goAway(errorCode: 0, debugData: debug)
         case .dropConnection:
             action = .dropConnection

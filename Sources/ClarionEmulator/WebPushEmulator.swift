@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 import Synchronization
@@ -46,15 +47,15 @@ final class WebPushEmulator: Sendable {
         let id = UUID().uuidString.lowercased()
         let pkcs8 = SigningKey.generateP256().pkcs8DER
         var subscription = Subscription(key: try! P256KeyAgreementKey(pkcs8DER: pkcs8), auth: SecureRandom.bytes(16))
-        if case .object(let options)? = JWTValue(jsonBytes: body) { subscription.applicationServerKey = options["applicationServerKey"]?.stringValue }
+        if case .object(let options)? = (try? JSONValue.parse(bytes: body)) { subscription.applicationServerKey = options["applicationServerKey"]?.stringValue }
         subscriptions.withLock { $0[id] = subscription }
-        let json: JWTValue = .object([
+        let json: JSONValue = .object([
             "endpoint": .string("https://\(authority)\(Self.pushPrefix)\(id)"),
             "expirationTime": .null,
             "keys": .object(["p256dh": .string(Base64URL.encode(subscription.key.publicKey)), "auth": .string(Base64URL.encode(subscription.auth))]),
             "browserPrivateKey": .string(Base64URL.encode(pkcs8)),
         ])
-        return json.jsonBytes
+        return json.encodedSortingKeys()
     }
 
     /// True when the subscription existed.
@@ -75,7 +76,7 @@ final class WebPushEmulator: Sendable {
 
     func handlePush(_ request: EmulatorRequest, id: String, now: Double) -> Outcome {
         func refuse(_ status: Int, _ reason: String) -> Outcome {
-            let body = JWTValue.object(["code": .number(Double(status)), "reason": .string(reason)]).jsonBytes
+            let body = JSONValue.object(["code": .number(JSONNumber(status)), "reason": .string(reason)]).encodedSortingKeys()
             return Outcome(answer: ProviderAnswer(response: EmulatorResponse(status: status, headers: [("content-type", "application/json")], body: body),
                                                   reason: reason))
         }

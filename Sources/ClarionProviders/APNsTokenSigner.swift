@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 import Synchronization
@@ -95,7 +96,7 @@ public final class APNsTokenSigner: Sendable {
     private func mint(issuedAt: Int64) throws(ProviderError) -> Current {
         do {
             let jwt = try JWT.sign(header: ["kid": .string(keyID)],
-                                   claims: ["iss": .string(teamID), "iat": .number(Double(issuedAt))], key: key)
+                                   claims: ["iss": .string(teamID), "iat": .number(JSONNumber(issuedAt))], key: key)
             return Current(authorization: "bearer " + jwt, issuedAt: issuedAt)
         } catch {
             throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential,

@@ -202,11 +202,11 @@ public final class AccessTokenSource: Sendable {
         switch grant {
         case .jwtBearer(let account):
             let now = Int64(clock().timeIntervalSince1970.rounded(.down))
-            var header: [String: JWTValue] = ["typ": "JWT"]
+            var header: JSONObject = ["typ": "JWT"]
             if let kid = account.privateKeyID { header["kid"] = .string(kid) }
-            let claims: [String: JWTValue] = [
+            let claims: JSONObject = [
                 "iss": .string(account.clientEmail), "scope": .string(Self.fcmScope), "aud": .string(tokenURL),
-                "iat": .number(Double(now)), "exp": .number(Double(now + 3600)),
+                "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + 3600)),
             ]
             guard let assertion = try? JWT.sign(header: header, claims: claims, key: account.signingKey) else {
                 return .failure(AccessTokenFailure(outcome: .credentialsInvalid(reason: "cannot sign the service-account assertion")))

@@ -45,5 +45,7 @@ public enum Schema {
                   sql: PackageResources.V016__scheduled_and_cancelled_messages_sql),
         Migration(version: 17, name: "HTTP/HTTPS subscriptions (confirmation, delivery queue, signing key); endpoint lifecycle events",
                   sql: PackageResources.V017__http_subscriptions_sql),
+        Migration(version: 18, name: "a topic's recent messages, for the web console",
+                  sql: PackageResources.V018__topic_recent_messages_index_sql),
     ]
 }

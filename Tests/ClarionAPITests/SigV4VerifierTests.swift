@@ -71,9 +71,10 @@ print(json.dumps(out))
     }
 
     static func verifier(offsetSeconds: Int = 0, region: String = "us-east-1", service: String = "sns",
-                         resolver: any AccessKeyResolver = StaticAccessKeyResolver([credentials])) -> SigV4Verifier {
+                         resolver: any AccessKeyResolver = StaticAccessKeyResolver([credentials]),
+                         unknownKeyAccount: String? = nil) -> SigV4Verifier {
         let base = Double(AWSTimestamp.parseBasic(signedAt)!)
-        return SigV4Verifier(region: region, service: service, resolver: resolver,
+        return SigV4Verifier(region: region, service: service, resolver: resolver, unknownKeyAccount: unknownKeyAccount,
                              clock: { Date(timeIntervalSince1970: base + Double(offsetSeconds)) })
     }
 
@@ -177,6 +178,35 @@ print(json.dumps(out))
         var stripped = request
         stripped.rawQuery = request.rawQuery.replacingOccurrences(of: "X-Amz-Signature=", with: "X-Amz-Signaturf=")
         await expectFailure(Self.verifier(), stripped, .incompleteSignature)
+    }
+
+    @Test("serve --dev: an unknown key acts for the default account unverified; scope, time window and payload hash still hold")
+    func unknownKeyInDevMode() async throws {
+        let signed = try await Self.botocoreRequests()
+        let request = try #require(signed.first { $0.name == "post-form" }).request
+        let dev = Self.verifier(resolver: StaticAccessKeyResolver([]), unknownKeyAccount: "000000000000")
+        let caller = try await dev.verify(request)
+        #expect(caller == SigV4Caller(accessKeyID: "AKIDEXAMPLE", accountID: "000000000000"))
+        // The signature is not checked (there is no secret to check it with)...
+        var forged = request
+        let authorization = try #require(forged.headers["Authorization"])
+        forged.headers.set("Authorization", String(authorization.dropLast(4)) + "0000")
+        #expect(try await dev.verify(forged).accountID == "000000000000")
+        // ...but everything else is: the region in the scope, the 15-minute window, the payload hash, the header form.
+        await expectFailure(Self.verifier(region: "eu-west-1", resolver: StaticAccessKeyResolver([]), unknownKeyAccount: "000000000000"),
+                            request, .signatureMismatch)
+        await expectFailure(Self.verifier(offsetSeconds: 16 * 60, resolver: StaticAccessKeyResolver([]), unknownKeyAccount: "000000000000"),
+                            request, .signatureMismatch)
+        var badHash = try #require(signed.first { $0.name == "content-sha" }).request
+        badHash.headers.set("X-Amz-Content-SHA256", "UNSIGNED-PAYLOAD")
+        await expectFailure(dev, badHash, .signatureMismatch)
+        var malformed = request
+        malformed.headers.set("Authorization", "AWS AKIDEXAMPLE:abc")
+        await expectFailure(dev, malformed, .incompleteSignature)
+        // A key the store knows is still verified and acts for its own account.
+        let known = Self.verifier(unknownKeyAccount: "000000000000")
+        #expect(try await known.verify(request).accountID == "123456789012")
+        await expectFailure(known, forged, .signatureMismatch)
     }
 
     @Test("scope checks: region, service; unknown key; missing and malformed authorization")

@@ -62,6 +62,51 @@ import Testing
         }
     }
 
+    @Test("--dev (issue 16): off by default; a switch; it runs the emulator")
+    func devMode() throws {
+        #expect(!Configuration().devMode, "off by default")
+        let (configuration, rest) = try Configuration.load(arguments: ["--dev", "extra"], environment: [:])
+        #expect(configuration.devMode && configuration.withEmulator, "--dev takes no value and starts the emulator beside the node")
+        #expect(rest == ["extra"], "the argument after --dev is not its value")
+        #expect(try Configuration.load(arguments: [], environment: ["CLARION_DEV": "true"]).0.devMode)
+        #expect(try !Configuration.load(arguments: ["--dev=false"], environment: [:]).0.withEmulator)
+    }
+
+    @Test("--dev is refused with --database-url unless --dev-allow-shared-database (issue 16)")
+    func devModeRefusesASharedDatabase() throws {
+        let url = "postgresql://clarion@db.example/clarion"
+        for (arguments, environment) in [(["--dev", "--database-url", url], [String: String]()),
+                                         (["--dev"], ["CLARION_DATABASE_URL": url])] {
+            #expect {
+                _ = try Configuration.load(arguments: arguments, environment: environment)
+            } throws: { error in
+                let error = error as? ConfigurationError
+                return error?.key == "CLARION_DEV" && error?.message.contains("--dev-allow-shared-database") == true
+            }
+        }
+        let allowed = try Configuration.load(arguments: ["--dev", "--database-url", url, "--dev-allow-shared-database"], environment: [:]).0
+        #expect(allowed.devMode && allowed.databaseURL == url)
+        #expect(try Configuration.load(arguments: ["--database-url", url], environment: [:]).0.databaseURL == url,
+                "without --dev a database URL is what it always was")
+    }
+
+    @Test("--dev binds to loopback unless the --listen flag says otherwise (issue 16)")
+    func devModeListensOnLoopback() throws {
+        let fromEnvironment = try Configuration.load(arguments: ["--dev"], environment: ["CLARION_LISTEN": "0.0.0.0:9300"]).0
+        #expect(fromEnvironment.listenHost == "127.0.0.1" && fromEnvironment.listenPort == 9300)
+        #expect(fromEnvironment.devReplacedListenHost == "0.0.0.0", "the node warns about the host it replaced")
+        let path = try Self.file("CLARION_LISTEN=10.1.2.3:9301\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try Configuration.load(arguments: ["--dev", "--config", path], environment: [:]).0
+        #expect(fromFile.listenHost == "127.0.0.1" && fromFile.listenPort == 9301)
+        let flag = try Configuration.load(arguments: ["--dev", "--listen", "0.0.0.0:9302"], environment: [:]).0
+        #expect(flag.listenHost == "0.0.0.0" && flag.devReplacedListenHost == nil, "--listen is the user's explicit choice")
+        let loopback = try Configuration.load(arguments: ["--dev"], environment: ["CLARION_LISTEN": "[::1]:9303"]).0
+        #expect(loopback.listenHost == "::1" && loopback.devReplacedListenHost == nil)
+        let production = try Configuration.load(arguments: [], environment: ["CLARION_LISTEN": "0.0.0.0:9304"]).0
+        #expect(production.listenHost == "0.0.0.0", "without --dev nothing moves")
+    }
+
     @Test("A file with a setting Clarion does not know is refused, naming it")
     func unknownFileSetting() throws {
         let path = try Self.file("CLARION_LISTEN=127.0.0.1:9001\nCLARION_LISTNE=127.0.0.1:9002\n")

@@ -10,16 +10,42 @@ import Testing
 /// documentation, or documentation left behind when a route goes, fails here.
 @Suite struct RouteTableTests {
     /// The registered routes as "METHOD /path/{param}", from the node's own table on a pool that never connects.
-    static func registeredRoutes() -> Set<String> {
+    /// - Parameter dev: as `serve --dev` serves it (with `POST /_clarion/reset`).
+    static func registeredRoutes(dev: Bool = false) -> Set<String> {
         let pool = PGPool(conninfo: "postgresql://127.0.0.1:1/none", size: 1)
         defer { pool.shutdown() }
         // As a node with the default settings serves it: /metrics on the API port.
+        var configuration = Configuration()
+        configuration.devMode = dev
         let router = APIRoutes.router(pool: pool, masterKey: AESGCMKey.generate(), batcher: PublishBatcher(pool: pool),
-                                      configuration: Configuration(),
+                                      configuration: configuration,
                                       registration: RegistrationContext(pool: pool, masterKey: AESGCMKey.generate()),
                                       signingCertificatePEM: "",
                                       metrics: .synchronous { _ in HTTPResponse(status: 200) }, readiness: { .ready })
         return Set(router.routes.map { "\($0.method.rawValue) \($0.pattern.description)" })
+    }
+
+    /// Routes whose operation says `x-clarion-dev-only: true`.
+    static func documentedRoutes(devOnly: Bool) throws -> Set<String> {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.bytes)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        var documented = Set<String>()
+        for (path, item) in paths {
+            for (key, operation) in item {
+                guard let operation = operation as? [String: Any] else { continue }
+                if (operation["x-clarion-dev-only"] as? Bool ?? false) == devOnly { documented.insert("\(key.uppercased()) \(path)") }
+            }
+        }
+        return documented
+    }
+
+    @Test("serve --dev adds exactly the routes documented as dev-only (POST /_clarion/reset); without it they are not served")
+    func devOnlyRoutes() throws {
+        let production = Self.registeredRoutes()
+        let dev = Self.registeredRoutes(dev: true)
+        #expect(production.isSubset(of: dev))
+        #expect(dev.subtracting(production) == (try Self.documentedRoutes(devOnly: true)))
+        #expect(dev.subtracting(production) == ["POST /_clarion/reset"])
     }
 
     static func documentedRoutes() throws -> Set<String> {
@@ -34,7 +60,7 @@ import Testing
     }
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
-        let registered = Self.registeredRoutes()
+        let registered = Self.registeredRoutes(dev: true)
         let documented = try Self.documentedRoutes()
         // The table has every family: the Query API, /v1, beacons, registration, events, health.
         for route in ["POST /", "GET /v1/topics", "POST /v1/beacons/open", "POST /meiro_mobile", "GET /health",

@@ -101,4 +101,33 @@ struct JSONValueTests {
         o["b"] = nil
         #expect(o.jsonText == #"{"a":"x","c":true}"#)
     }
+
+    @Test("encodedSortingKeys orders members by their keys' UTF-8 bytes at every depth; encoded keeps built order")
+    func sortedWriter() {
+        let value: JSONValue = ["b": 1, "B": [["y": true, "x": nil]], "a": ["é": 1, "z": 2]]
+        #expect(String(decoding: value.encodedSortingKeys(), as: UTF8.self) == #"{"B":[{"x":null,"y":true}],"a":{"z":2,"é":1},"b":1}"#)
+        #expect(value.jsonText == #"{"b":1,"B":[{"y":true,"x":null}],"a":{"é":1,"z":2}}"#)
+    }
+
+    @Test("one escaper: quotes, backslashes, controls, and U+2028/U+2029 (line ends in JavaScript) are escaped; other text is not")
+    func oneEscaper() throws {
+        let text = "a\"b\\c\u{01}\u{08}\n\u{2028}d\u{2029}é—"
+        let expected = #""a\"b\\c\u0001\b\n\u2028d\u2029é—""#
+        #expect(JSONValue.string(text).jsonText == expected)
+        #expect(JSONText.quote(text) == expected)
+        var appended: [UInt8] = []
+        JSONText.appendQuoted(text, to: &appended)
+        #expect(String(decoding: appended, as: UTF8.self) == expected)
+        #expect(try JSONValue.parse(expected) == .string(text))
+    }
+
+    @Test("numbers from doubles: integral values as integers, fractions in shortest form, no NaN or infinity")
+    func doubles() {
+        #expect(JSONNumber(1_700_000_000.0)?.literal == "1700000000")
+        #expect(JSONNumber(-2.5)?.literal == "-2.5")
+        #expect(JSONNumber(Double.nan) == nil)
+        #expect(JSONValue.double(.infinity) == .null)
+        #expect(JSONNumber(literal: "1.7e9")?.int64Value == 1_700_000_000)
+        #expect(JSONNumber(literal: "2.5")?.int64Value == nil)
+    }
 }

@@ -15,7 +15,7 @@ import Testing
             #expect(decision.status == 200)
             #expect(decision.json?["scope"] == "messaging:push")
             #expect(decision.json?["token_type"] == "bearer")
-            #expect(decision.json?["expires_in"]?.int64Value == 3600)
+            #expect(decision.json?["expires_in"]?.numberValue?.int64Value == 3600)
             #expect(decision.json?["access_token"]?.stringValue?.isEmpty == false)
         }
     }

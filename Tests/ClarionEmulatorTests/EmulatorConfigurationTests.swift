@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionTransport
 import Foundation
@@ -95,20 +96,20 @@ import Testing
 
         // APNs with the .p8 exactly as written.
         let p8 = try SigningKey(pem: demo.apns.privateKeyPEM)
-        let jwt = try JWT.sign(header: ["kid": .string(demo.apns.keyID)], claims: ["iss": .string(demo.apns.teamID), "iat": .number(clock.now)], key: p8)
+        let jwt = try JWT.sign(header: ["kid": .string(demo.apns.keyID)], claims: ["iss": .string(demo.apns.teamID), "iat": .double(clock.now)], key: p8)
         let push = EmulatorRequest(method: "POST", path: "/3/device/\(String(repeating: "0f", count: 32))",
                                    headers: [("authorization", "bearer \(jwt)"), ("apns-topic", demo.apns.bundleID)], body: Array("{}".utf8))
         #expect(emulator.handle(push, connection: connection).status == 200)
 
         // FCM: read the service-account JSON like a client would.
-        let account = try #require(JWTValue(json: demo.fcm.serviceAccountJSON))
+        let account = try #require((try? JSONValue.parse(demo.fcm.serviceAccountJSON)))
         #expect(account["type"] == "service_account")
         #expect(account["token_uri"] == "http://127.0.0.1:8443/token")
         let key = try SigningKey(pem: try #require(account["private_key"]?.stringValue))
         let assertion = try JWT.sign(
             header: ["typ": "JWT", "kid": try #require(account["private_key_id"])],
             claims: ["iss": try #require(account["client_email"]), "aud": try #require(account["token_uri"]),
-                     "scope": "https://www.googleapis.com/auth/firebase.messaging", "iat": .number(clock.now), "exp": .number(clock.now + 3600)],
+                     "scope": "https://www.googleapis.com/auth/firebase.messaging", "iat": .double(clock.now), "exp": .double(clock.now + 3600)],
             key: key)
         let tokenRequest = EmulatorRequest(method: "POST", path: "/token", authority: "127.0.0.1:8443", scheme: "http",
                                            headers: [("content-type", "application/x-www-form-urlencoded")],
@@ -147,7 +148,7 @@ import Testing
                                privateKeyPEM: try String(contentsOfFile: clientKeyPath, encoding: .utf8))
         try pair.validate()
         #expect(try pair.leafCertificate().subjectUserID == demo.apns.bundleID)
-        let info = try #require(JWTValue(jsonBytes: Array(try Data(contentsOf: dir.appendingPathComponent("apns-certificate.json")))))
+        let info = try #require((try? JSONValue.parse(bytes: Array(try Data(contentsOf: dir.appendingPathComponent("apns-certificate.json"))))))
         #expect(info["bundleID"]?.stringValue == demo.apns.bundleID)
         #expect(info["certificateFile"]?.stringValue == "apns-client-certificate.pem")
         let configuration = try EmulatorConfiguration.load(path: dir.appendingPathComponent("emulator.json").path)

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Testing
 @testable import ClarionEmulator
@@ -87,7 +88,7 @@ import Testing
                 return
             }
             #expect(code == 0)
-            #expect(JWTValue(jsonBytes: debug)?["reason"] == "Shutdown")
+            #expect((try? JSONValue.parse(bytes: debug))?["reason"] == "Shutdown")
         }
         #expect(f.emulator.handle(f.apnsRequest(), connection: f.connection()).status == 200)
         #expect(f.emulator.stats()["apns"].statuses["goAway"] == 2)

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 import Synchronization
@@ -80,7 +81,7 @@ final class EmulatorFixture: Sendable {
     /// `iat` on a connection would be `TooManyProviderTokenUpdates`).
     func apnsJWT(key: SigningKey = FixtureKeys.apns, keyID: String = EmulatorFixture.keyID, teamID: String = EmulatorFixture.teamID, issuedAt: Double? = nil) -> String {
         let iat = (issuedAt ?? clock.now).rounded(.down)
-        let sign = { try! JWT.sign(header: ["kid": .string(keyID)], claims: ["iss": .string(teamID), "iat": .number(iat)], key: key) }
+        let sign = { try! JWT.sign(header: ["kid": .string(keyID)], claims: ["iss": .string(teamID), "iat": .double(iat)], key: key) }
         guard key === FixtureKeys.apns, keyID == Self.keyID, teamID == Self.teamID else { return sign() }
         return defaultTokens.withLock { cache in
             if let token = cache[iat] { return token }
@@ -104,9 +105,9 @@ final class EmulatorFixture: Sendable {
                       scope: String? = "https://www.googleapis.com/auth/firebase.messaging", issuedAt: Double? = nil, lifetime: Double = 3600,
                       kid: String? = "kid-1") -> String {
         let iat = (issuedAt ?? clock.now).rounded(.down)
-        var claims: [String: JWTValue] = ["iss": .string(issuer), "aud": .string(audience), "iat": .number(iat), "exp": .number(iat + lifetime)]
+        var claims: JSONObject = ["iss": .string(issuer), "aud": .string(audience), "iat": .double(iat), "exp": .double(iat + lifetime)]
         if let scope { claims["scope"] = .string(scope) }
-        var header: [String: JWTValue] = ["typ": "JWT"]
+        var header: JSONObject = ["typ": "JWT"]
         if let kid { header["kid"] = .string(kid) }
         return try! JWT.sign(header: header, claims: claims, key: key)
     }
@@ -119,7 +120,7 @@ final class EmulatorFixture: Sendable {
     /// An access token from the emulator's token endpoint.
     func fcmAccessToken(_ assertion: String? = nil) -> String {
         let decision = emulator.handle(fcmTokenRequest(assertion: assertion ?? fcmAssertion()), connection: connection())
-        let body = JWTValue(jsonBytes: decision.response!.body)!
+        let body = (try? JSONValue.parse(bytes: decision.response!.body))!
         return body["access_token"]!.stringValue!
     }
 
@@ -138,7 +139,7 @@ final class EmulatorFixture: Sendable {
 
     func admAccessToken() -> String {
         let decision = emulator.handle(admTokenRequest(), connection: connection())
-        return JWTValue(jsonBytes: decision.response!.body)!["access_token"]!.stringValue!
+        return (try? JSONValue.parse(bytes: decision.response!.body))!["access_token"]!.stringValue!
     }
 
     func admSend(registrationID: String, body: String = #"{"data":{"k":"v"}}"#, accessToken: String,
@@ -155,8 +156,8 @@ final class EmulatorFixture: Sendable {
 extension EmulatorDecision {
     var status: Int? { response?.status }
     /// `reason` of an APNs/ADM error body.
-    var reason: String? { response.flatMap { JWTValue(jsonBytes: $0.body)?["reason"]?.stringValue } }
-    var json: JWTValue? { response.flatMap { JWTValue(jsonBytes: $0.body) } }
+    var reason: String? { response.flatMap { (try? JSONValue.parse(bytes: $0.body))?["reason"]?.stringValue } }
+    var json: JSONValue? { response.flatMap { (try? JSONValue.parse(bytes: $0.body)) } }
     /// FCM's `details[].errorCode` (FcmError).
     var fcmErrorCode: String? {
         json?["error"]?["details"]?.arrayValue?.compactMap { $0["errorCode"]?.stringValue }.first

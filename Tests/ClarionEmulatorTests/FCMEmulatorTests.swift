@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Testing
 @testable import ClarionEmulator
@@ -19,7 +20,7 @@ import Testing
         #expect(decision.status == 200)
         let json = try #require(decision.json)
         #expect(json["token_type"] == "Bearer")
-        #expect(json["expires_in"]?.int64Value == 3599)
+        #expect(json["expires_in"]?.numberValue?.int64Value == 3599)
         #expect(json["access_token"]?.stringValue?.hasPrefix("ya29.") == true)
     }
 
@@ -79,7 +80,7 @@ import Testing
         case "wrongKey": request = f.fcmTokenRequest(assertion: f.fcmAssertion(key: FixtureKeys.fcmOtherProject))
         case "es256":
             let jwt = try JWT.sign(claims: ["iss": .string(F.serviceAccount), "aud": "https://oauth2.googleapis.com/token",
-                                            "iat": .number(f.clock.now), "exp": .number(f.clock.now + 60), "scope": "x"], key: FixtureKeys.apns)
+                                            "iat": .double(f.clock.now), "exp": .double(f.clock.now + 60), "scope": "x"], key: FixtureKeys.apns)
             request = f.fcmTokenRequest(assertion: jwt)
         case "unknownIssuer": request = f.fcmTokenRequest(assertion: f.fcmAssertion(issuer: "nobody@x.iam.gserviceaccount.com"))
         case "wrongKid": request = f.fcmTokenRequest(assertion: f.fcmAssertion(kid: "kid-2"))
@@ -290,7 +291,7 @@ import Testing
         #expect(decision.status == status)
         #expect(decision.googleStatus == canonical)
         #expect(decision.fcmErrorCode == code)
-        #expect(decision.json?["error"]?["code"]?.int64Value == Int64(status))
+        #expect(decision.json?["error"]?["code"]?.numberValue?.int64Value == Int64(status))
         let retryAfter = decision.response?.header("retry-after")
         #expect((retryAfter != nil) == (code == "QUOTA_EXCEEDED" || code == "UNAVAILABLE"))
     }

@@ -50,16 +50,22 @@ public struct SigV4Verifier: Sendable {
     public let region: String
     public let service: String
     public let allowedSkew: Int64
+    /// `serve --dev`: the account an access key the resolver does not know acts for. Such a request is parsed and
+    /// held to its scope, time window and payload hash like any other, but its signature cannot be checked (there is
+    /// no secret to check it with). Nil everywhere else: an unknown key is refused.
+    public let unknownKeyAccount: String?
     private let resolver: any AccessKeyResolver
     private let now: @Sendable () -> Date
     private let signingKeys = SigningKeyCache()
 
     public init(region: String, service: String = "sns", resolver: any AccessKeyResolver,
-                allowedSkewSeconds: Int = 15 * 60, clock: @escaping @Sendable () -> Date = { Date() }) {
+                allowedSkewSeconds: Int = 15 * 60, unknownKeyAccount: String? = nil,
+                clock: @escaping @Sendable () -> Date = { Date() }) {
         self.region = region
         self.service = service
         self.resolver = resolver
         self.allowedSkew = Int64(allowedSkewSeconds)
+        self.unknownKeyAccount = unknownKeyAccount
         self.now = clock
     }
 
@@ -68,6 +74,7 @@ public struct SigV4Verifier: Sendable {
         let secret: AccessKeyCredentials
         do {
             guard let found = try await resolver.credentials(forAccessKeyID: parsed.credential.accessKeyID) else {
+                if let account = unknownKeyAccount { return try checkUnsigned(parsed, request: request, account: account) }
                 throw SigV4Error(code: .unknownAccessKey, message: "The security token included in the request is invalid.")
             }
             secret = found
@@ -166,6 +173,13 @@ public struct SigV4Verifier: Sendable {
             throw mismatch(SNSError.signatureMismatchMessage)
         }
         return SigV4Caller(accessKeyID: secret.accessKeyID, accountID: secret.accountID)
+    }
+
+    /// `unknownKeyAccount`'s check: everything `check` holds a request to but the signature itself.
+    package func checkUnsigned(_ parsed: ParsedRequest, request: HTTPRequest, account: String) throws(SigV4Error) -> SigV4Caller {
+        try checkTime(parsed.requestTime, presented: parsed.presented)
+        _ = try payloadHash(request)
+        return SigV4Caller(accessKeyID: parsed.credential.accessKeyID, accountID: account)
     }
 
     // MARK: - Pieces

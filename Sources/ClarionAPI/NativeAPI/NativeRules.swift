@@ -26,12 +26,13 @@ package enum NativeRules {
     }
 
     /// Topic attributes: SNS's settable names and value checks; FIFO topics are refused as SNS's CreateTopic does here.
-    package static func topicAttributes(_ attributes: [String: String]) throws(JSONAPIError) {
+    /// - Parameter topicARN: the topic's ARN, which a `Policy` must name as its resource.
+    package static func topicAttributes(_ attributes: [String: String], topicARN: String) throws(JSONAPIError) {
         for name in attributes.keys.sorted() where !TopicActions.settable.contains(name) {
             throw JSONAPIError.invalidField("attributes.\(name)", "Unknown topic attribute '\(name)'.")
         }
         for name in attributes.keys.sorted() {
-            try sns(field: "attributes.\(name)") { () throws(SNSError) in try TopicActions.validate([name: attributes[name]!]) }
+            try sns(field: "attributes.\(name)") { () throws(SNSError) in try TopicActions.validate([name: attributes[name]!], topicARN: topicARN) }
         }
     }
 

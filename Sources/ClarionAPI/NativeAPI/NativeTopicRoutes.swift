@@ -15,7 +15,7 @@ enum NativeTopicRoutes {
                 throw JSONAPIError.invalidField("name", "The field 'name' must be 1 to 256 of A-Z, a-z, 0-9, '_', '-'.")
             }
             let attributes = try body.stringMap("attributes")
-            try NativeRules.topicAttributes(attributes ?? [:])
+            try NativeRules.topicAttributes(attributes ?? [:], topicARN: NativeID.topicARN(name, caller))
             let (record, created): (TopicRecord, Bool)
             do throws(StoreError) {
                 (record, created) = try await c.topics.create(accountKey: caller.accountKey, name: name, attributes: attributes ?? [:])

@@ -47,7 +47,7 @@ package enum PublishActions {
         }
 
         table.register("PublishBatch") { request throws(SNSError) in
-            let (topic, arn) = try await TopicActions.topic(request, context)
+            let (topic, arn) = try await TopicActions.topic(request, context, action: "Publish")
             let entries = try request.parameters.structList("PublishBatchRequestEntries")
             guard !entries.isEmpty else { throw SNSError.emptyBatchRequest() }
             guard entries.count <= batchLimit else { throw SNSError.tooManyEntriesInBatchRequest() }
@@ -140,13 +140,17 @@ package enum PublishActions {
         case (.some, .some):
             throw SNSError.invalidParameter(message: "Invalid parameter: TopicArn or TargetArn Reason: Only one of TopicArn or TargetArn may be specified")
         case (let topic?, nil):
-            let (record, arn) = try await TopicActions.topic(request, context, parameter: "TopicArn", value: topic)
+            let (record, arn) = try await TopicActions.topic(request, context, parameter: "TopicArn", value: topic, action: "Publish")
             return .topic(record, arn: arn)
         case (nil, let target?):
-            let arn = try request.arn("TargetArn", value: target)
+            // Another account's topic may be published to when its policy allows; another account's endpoint never.
+            let arn = try request.arn("TargetArn", value: target, otherAccounts: true)
+            if arn.account != request.caller.accountID, case .endpoint = arn.resource {
+                throw SNSError.authorizationError("The caller is not authorized to access \(target)")
+            }
             switch arn.resource {
             case .topic:
-                let (record, text) = try await TopicActions.topic(request, context, parameter: "TargetArn", value: target)
+                let (record, text) = try await TopicActions.topic(request, context, parameter: "TargetArn", value: target, action: "Publish")
                 return .topic(record, arn: text)
             case .endpoint(let platform, let application, let id):
                 let account = try await context.accountKey(request.caller)

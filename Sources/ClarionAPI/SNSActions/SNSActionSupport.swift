@@ -8,7 +8,9 @@ extension SNSRequest {
         try arn(name, value: try parameters.required(name))
     }
 
-    func arn(_ name: String, value: String) throws(SNSError) -> SNSARN {
+    /// - Parameter otherAccounts: accept an ARN of another account (a topic whose policy the caller will be held to);
+    ///   otherwise such an ARN is AuthorizationError.
+    func arn(_ name: String, value: String, otherAccounts: Bool = false) throws(SNSError) -> SNSARN {
         guard let arn = SNSARN.parse(value) else {
             // A well-formed ARN of another service (`arn:aws:sqs:...:queue`) names nothing here: NotFound, as in SNS.
             if SNSRequest.isWellFormedARN(value) { throw SNSError.noSuchResource(parameter: name) }
@@ -17,7 +19,7 @@ extension SNSRequest {
         guard arn.region == region else {
             throw SNSError.invalidParameter(name, reason: "The ARN is not in region \(region)")
         }
-        guard arn.account == caller.accountID else {
+        guard arn.account == caller.accountID || otherAccounts else {
             throw SNSError.authorizationError("The caller is not authorized to access \(value)")
         }
         return arn

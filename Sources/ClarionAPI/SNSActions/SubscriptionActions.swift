@@ -13,7 +13,8 @@ enum SubscriptionActions {
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
         table.register("Subscribe") { request throws(SNSError) in
-            let (topic, _) = try await TopicActions.topic(request, context)
+            // The subscription belongs to the topic's account (another account's, when its policy allowed Subscribe).
+            let (topic, _) = try await TopicActions.topic(request, context, action: "Subscribe")
             let proto = try request.parameters.required("Protocol")
             guard proto == "application" || proto == "http" || proto == "https" else {
                 throw SNSError.invalidParameter("Protocol", reason: "Clarion delivers to platform endpoints (application) and HTTP/S URLs (http, https)")
@@ -60,12 +61,15 @@ enum SubscriptionActions {
         }
 
         table.register("Unsubscribe") { request throws(SNSError) in
-            let arn = try request.arn("SubscriptionArn")
+            // The topic's owner, or the account whose endpoint another account's topic policy let subscribe.
+            let arn = try request.arn("SubscriptionArn", value: try request.parameters.required("SubscriptionArn"), otherAccounts: true)
             guard case .subscription(_, let id) = arn.resource else {
                 throw SNSError.noSuchResource(parameter: "SubscriptionArn")
             }
-            let account = try await context.accountKey(request.caller)
-            if let record = try? await context.subscriptions.get(externalID: id), record.accountKey == account {
+            if let record = try? await context.subscriptions.get(externalID: id), record.topicAccountID == arn.account {
+                guard mayManage(record, request.caller.accountID) else {
+                    throw SNSError.authorizationError("The caller is not authorized to access \(arn.text)")
+                }
                 _ = try await store { () async throws(StoreError) in try await context.subscriptions.unsubscribe(externalID: id) }
             }
             return .empty
@@ -75,8 +79,8 @@ enum SubscriptionActions {
             let record = try await subscription(request, context)
             var attributes = record.attributes
             attributes["SubscriptionArn"] = subscriptionARN(request, record)
-            attributes["TopicArn"] = SNSARN.topic(request.region, request.caller.accountID, name: record.topicName)
-            attributes["Owner"] = request.caller.accountID
+            attributes["TopicArn"] = SNSARN.topic(request.region, record.topicAccountID, name: record.topicName)
+            attributes["Owner"] = record.endpointAccountID ?? record.topicAccountID
             attributes["Protocol"] = record.protocol
             attributes["Endpoint"] = endpointText(request, record)
             attributes["ConfirmationWasAuthenticated"] = record.protocol == "application" ? "true" : "false"
@@ -144,34 +148,43 @@ enum SubscriptionActions {
         xml.members("Subscriptions", items) { xml, record in
             // SNS lists a subscription its endpoint has not confirmed as "PendingConfirmation", not by ARN.
             xml.element("SubscriptionArn", record.pendingConfirmation ? "PendingConfirmation" : subscriptionARN(request, record))
-            xml.element("Owner", request.caller.accountID)
+            xml.element("Owner", record.endpointAccountID ?? record.topicAccountID)
             xml.element("Protocol", record.protocol)
             xml.element("Endpoint", endpointText(request, record))
-            xml.element("TopicArn", SNSARN.topic(request.region, request.caller.accountID, name: record.topicName))
+            xml.element("TopicArn", SNSARN.topic(request.region, record.topicAccountID, name: record.topicName))
         }
     }
 
+    /// The subscription's ARN names the topic's account (another account's, for a subscription its policy allowed).
     static func subscriptionARN(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
-        SNSARN.subscription(request.region, request.caller.accountID, topic: record.topicName, id: record.externalID)
+        SNSARN.subscription(request.region, record.topicAccountID, topic: record.topicName, id: record.externalID)
+    }
+
+    /// Unsubscribe, Get/SetSubscriptionAttributes: the topic's owner, or the owner of the subscribed endpoint.
+    static func mayManage(_ record: SubscriptionRecord, _ accountID: String) -> Bool {
+        record.topicAccountID == accountID || record.endpointAccountID == accountID
     }
 
     static func endpointText(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
         if let id = record.endpointExternalID, let platform = record.endpointPlatform, let app = record.endpointApplicationName {
-            return SNSARN.endpoint(request.region, request.caller.accountID, platform: platform, application: app, id: id)
+            return SNSARN.endpoint(request.region, record.endpointAccountID ?? request.caller.accountID, platform: platform,
+                                   application: app, id: id)
         }
         return record.target ?? ""
     }
 
     static func subscription(_ request: SNSRequest, _ context: SNSActionContext) async throws(SNSError) -> SubscriptionRecord {
-        let arn = try request.arn("SubscriptionArn")
+        let arn = try request.arn("SubscriptionArn", value: try request.parameters.required("SubscriptionArn"), otherAccounts: true)
         guard case .subscription(let topic, let id) = arn.resource else {
             throw SNSError.noSuchResource(parameter: "SubscriptionArn")
         }
-        let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in
             try await context.subscriptions.get(externalID: id)
         }
-        guard record.accountKey == account, record.topicName == topic else { throw notFound }
+        guard record.topicAccountID == arn.account, record.topicName == topic else { throw notFound }
+        guard mayManage(record, request.caller.accountID) else {
+            throw SNSError.authorizationError("The caller is not authorized to access \(arn.text)")
+        }
         return record
     }
 

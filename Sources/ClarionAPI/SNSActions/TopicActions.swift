@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionStore
 import Foundation
 
@@ -27,7 +28,8 @@ enum TopicActions {
             var stored = attributes
             stored["FifoTopic"] = nil
             try SNSAttributes.requireKnown(stored, settable)
-            try validate(stored)
+            let arn = SNSARN.topic(request.region, request.caller.accountID, name: name)
+            try validate(stored, topicARN: arn)
             try TagActions.validate(tags)
             let account = try await context.accountKey(request.caller)
             let (topic, created) = try await store { () async throws(StoreError) in
@@ -37,7 +39,6 @@ enum TopicActions {
             if !created, stored.contains(where: { topic.attributes[$0.key] != $0.value }) {
                 throw SNSError.invalidParameter("Attributes", reason: "Topic already exists with different attributes")
             }
-            let arn = SNSARN.topic(request.region, request.caller.accountID, name: name)
             if !tags.isEmpty {
                 try await TagActions.apply(tags, arn: arn, account: account, context: context)
             }
@@ -45,13 +46,14 @@ enum TopicActions {
         }
 
         table.register("GetTopicAttributes") { request throws(SNSError) in
-            let (topic, arn) = try await self.topic(request, context)
+            let (topic, arn) = try await self.topic(request, context, action: "GetTopicAttributes")
+            let owner = SNSARN.parse(arn)?.account ?? request.caller.accountID
             let count = try await store { () async throws(StoreError) in try await context.topics.subscriptionCount(topicKey: topic.key) }
             var attributes = topic.attributes
             attributes["TopicArn"] = arn
-            attributes["Owner"] = request.caller.accountID
+            attributes["Owner"] = owner
             attributes["DisplayName"] = topic.attributes["DisplayName"] ?? ""
-            attributes["Policy"] = topic.attributes["Policy"] ?? defaultPolicy(arn: arn, account: request.caller.accountID)
+            attributes["Policy"] = topic.attributes["Policy"] ?? TopicPolicy.defaultPolicy(topicARN: arn, owner: owner)
             attributes["SubscriptionsConfirmed"] = String(count)
             attributes["SubscriptionsPending"] = "0"
             attributes["SubscriptionsDeleted"] = "0"
@@ -60,16 +62,66 @@ enum TopicActions {
         }
 
         table.register("SetTopicAttributes") { request throws(SNSError) in
-            let (topic, _) = try await self.topic(request, context)
+            let (topic, arn) = try await self.topic(request, context)
             let name = try request.parameters.required("AttributeName")
             guard settable.contains(name) else {
                 throw SNSError.invalidParameter("AttributeName", reason: "Unknown attribute name: \(name)")
             }
             let value = request.parameters["AttributeValue"].flatMap { $0.isEmpty ? nil : $0 }
-            if let value { try validate([name: value]) }
+            if let value { try validate([name: value], topicARN: arn) }
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.topics.setAttributes(topicKey: topic.key, [name: value])
             }
+            return .empty
+        }
+
+        // AddPermission and RemovePermission (SNS API reference): TopicArn, Label, AWSAccountId.member.N and
+        // ActionName.member.N are required; the statement SNS writes allows arn:aws:iam::<id>:root the SNS:<action>s.
+        table.register("AddPermission") { request throws(SNSError) in
+            let (topic, arn) = try await self.topic(request, context)
+            let label = try request.parameters.required("Label")
+            guard isLabel(label) else {
+                throw SNSError.invalidParameter("Label", reason: "must be 1 to 80 characters of A-Z, a-z, 0-9, - and _")
+            }
+            let accounts = try request.parameters.stringList("AWSAccountId")
+            guard !accounts.isEmpty else { throw SNSError.missingParameter("AWSAccountId") }
+            for account in accounts where !TopicPolicy.isAccountID(account) {
+                throw SNSError.invalidParameter("AWSAccountId", reason: "\(account) is not a 12-digit account id")
+            }
+            let actions = try request.parameters.stringList("ActionName")
+            guard !actions.isEmpty else { throw SNSError.missingParameter("ActionName") }
+            for action in actions where !TopicPolicy.topicActions.contains(action) {
+                throw SNSError.invalidParameter("ActionName", reason: "\(action) is not a topic action (\(TopicPolicy.topicActions.joined(separator: ", ")))")
+            }
+            let owner = request.caller.accountID
+            // Read and written under the topic's row lock: two AddPermissions at once both land.
+            let refusal: SNSError? = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await context.topics.updateAttribute(topicKey: topic.key, name: "Policy") {
+                    (stored: String?) -> (newValue: String?, outcome: SNSError?) in
+                    let current = stored ?? TopicPolicy.defaultPolicy(topicARN: arn, owner: owner)
+                    do throws(TopicPolicyError) {
+                        return (try TopicPolicy.adding(to: current, topicARN: arn, label: label, accounts: accounts, actions: actions), nil)
+                    } catch {
+                        return (nil, SNSError.invalidParameter("Label", reason: error.message))
+                    }
+                }
+            }
+            if let refusal { throw refusal }
+            return .empty
+        }
+
+        table.register("RemovePermission") { request throws(SNSError) in
+            let (topic, arn) = try await self.topic(request, context)
+            let label = try request.parameters.required("Label")
+            let owner = request.caller.accountID
+            let removed = try await store(notFound: notFound) { () async throws(StoreError) in
+                try await context.topics.updateAttribute(topicKey: topic.key, name: "Policy") {
+                    (stored: String?) -> (newValue: String?, outcome: Bool) in
+                    let updated = TopicPolicy.removing(from: stored ?? TopicPolicy.defaultPolicy(topicARN: arn, owner: owner), label: label)
+                    return (updated, updated != nil)
+                }
+            }
+            guard removed else { throw SNSError.invalidParameter("Label", reason: "no statement with the label \(label)") }
             return .empty
         }
 
@@ -101,12 +153,19 @@ enum TopicActions {
     }
 
     /// The topic named by `TopicArn` (or `parameter`), or NotFound.
+    /// - Parameter action: for the actions another account may be allowed by the topic's policy (`Publish`,
+    ///   `Subscribe`, `GetTopicAttributes`): a topic of another account is then found and the policy asked. Nil:
+    ///   another account's topic is AuthorizationError.
     static func topic(_ request: SNSRequest, _ context: SNSActionContext, parameter: String = "TopicArn",
-                      value: String? = nil) async throws(SNSError) -> (TopicRecord, String) {
-        let arn: SNSARN
-        if let value { arn = try request.arn(parameter, value: value) } else { arn = try request.arn(parameter) }
+                      value: String? = nil, action: String? = nil) async throws(SNSError) -> (TopicRecord, String) {
+        let text: String
+        if let value { text = value } else { text = try request.parameters.required(parameter) }
+        let arn = try request.arn(parameter, value: text, otherAccounts: action != nil)
         guard case .topic(let name) = arn.resource else {
             throw SNSError.noSuchResource(parameter: parameter)
+        }
+        if let action, arn.account != request.caller.accountID {
+            return (try await otherAccountsTopic(request, context, arn: arn, name: name, action: action), arn.text)
         }
         let account = try await context.accountKey(request.caller)
         let topic = try await store(notFound: notFound) { () async throws(StoreError) in
@@ -115,10 +174,43 @@ enum TopicActions {
         return (topic, arn.text)
     }
 
-    static func validate(_ attributes: [String: String]) throws(SNSError) {
+    /// A topic of another account, when its policy allows the caller `action`. A topic or owner that does not exist
+    /// is the same AuthorizationError as a refusal, as in SNS: another account learns nothing about what exists.
+    static func otherAccountsTopic(_ request: SNSRequest, _ context: SNSActionContext, arn: SNSARN, name: String,
+                                   action: String) async throws(SNSError) -> TopicRecord {
+        let caller = request.caller.accountID
+        let denied = SNSError.authorizationError(
+            "User: arn:aws:iam::\(caller):root is not authorized to perform: SNS:\(action) on resource: \(arn.text)")
+        let owner = try await store(notFound: denied) { () async throws(StoreError) in
+            try await context.accounts.account(accountID: arn.account)
+        }
+        let topic = try await store(notFound: denied) { () async throws(StoreError) in
+            try await context.topics.get(accountKey: owner.key, name: name)
+        }
+        let text = topic.attributes["Policy"] ?? TopicPolicy.defaultPolicy(topicARN: arn.text, owner: arn.account)
+        // Policies are checked when set; one stored before the check existed and outside the subset grants nothing.
+        guard let policy = try? TopicPolicy.parse(text, topicARN: arn.text), policy.allows(account: caller, action: action) else {
+            throw denied
+        }
+        return topic
+    }
+
+    /// AddPermission's Label (Clarion's rule; it becomes the statement's Sid).
+    static func isLabel(_ text: String) -> Bool {
+        (1...80).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+    }
+
+    static func validate(_ attributes: [String: String], topicARN: String) throws(SNSError) {
         for (name, value) in attributes {
             switch name {
-            case "Policy", "DeliveryPolicy", "DataProtectionPolicy", "ArchivePolicy":
+            case "Policy":
+                do throws(TopicPolicyError) { _ = try TopicPolicy.parse(value, topicARN: topicARN) } catch {
+                    throw SNSError.invalidParameter("Policy", reason: error.message)
+                }
+            case "DeliveryPolicy", "DataProtectionPolicy", "ArchivePolicy":
                 guard SNSAttributes.isJSONObject(value) else {
                     throw SNSError.invalidParameter("Attributes", reason: "\(name): failed to parse JSON")
                 }
@@ -139,10 +231,6 @@ enum TopicActions {
                 break
             }
         }
-    }
-
-    static func defaultPolicy(arn: String, account: String) -> String {
-        #"{"Version":"2008-10-17","Id":"__default_policy_ID","Statement":[{"Sid":"__default_statement_ID","Effect":"Allow","Principal":{"AWS":"*"},"Action":["SNS:GetTopicAttributes","SNS:SetTopicAttributes","SNS:AddPermission","SNS:RemovePermission","SNS:DeleteTopic","SNS:Subscribe","SNS:ListSubscriptionsByTopic","SNS:Publish"],"Resource":"\#(arn)","Condition":{"StringEquals":{"AWS:SourceOwner":"\#(account)"}}}]}"#
     }
 
     static let defaultDeliveryPolicy = #"{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":20,"maxDelayTarget":20,"numRetries":3,"numMaxDelayRetries":0,"numNoDelayRetries":0,"numMinDelayRetries":0,"backoffFunction":"linear"},"disableSubscriptionOverrides":false,"defaultRequestPolicy":{"headerContentType":"text/plain; charset=UTF-8"}}}"#

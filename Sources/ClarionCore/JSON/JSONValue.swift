@@ -42,6 +42,9 @@ public enum JSONValue: Sendable, Hashable {
 
     /// Member lookup when the value is an object.
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
+
+    /// A number from a double (see `JSONNumber.init(_: Double)`); null for NaN and infinities.
+    public static func double(_ value: Double) -> JSONValue { JSONNumber(value).map(JSONValue.number) ?? .null }
 }
 
 /// A JSON number kept as its literal text.
@@ -50,6 +53,17 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     public let literal: String
 
     public init(_ value: Int) { literal = String(value) }
+
+    public init(_ value: Int64) { literal = String(value) }
+
+    public init(_ value: UInt64) { literal = String(value) }
+
+    /// A finite double: integral values under 10^15 as integers (`1700000000`, not `1.7e9`), others in Swift's
+    /// shortest round-trip form. Nil for NaN and infinities, which JSON cannot carry.
+    public init?(_ value: Double) {
+        guard value.isFinite else { return nil }
+        literal = value.rounded(.towardZero) == value && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    }
 
     /// Accepts only RFC 8259 number syntax.
     public init?(literal: String) {
@@ -66,6 +80,14 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// The value when the literal is an integer that fits in `Int`.
     public var intValue: Int? { isInteger ? Int(literal) : nil }
+
+    /// The value when it is integral and fits in `Int64`, written as an integer or not (`1.7e9`, `3.0`): JWT
+    /// NumericDate claims may be written either way.
+    public var int64Value: Int64? {
+        if isInteger { return Int64(literal) }
+        guard let value = doubleValue, value.rounded(.towardZero) == value, abs(value) < 9.2e18 else { return nil }
+        return Int64(value)
+    }
 
     public var doubleValue: Double? { Double(literal) }
 
@@ -193,6 +215,11 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         for (i, member) in members.enumerated() { positions[member.key] = i }
         index = positions
     }
+}
+
+extension JSONObject: ExpressibleByDictionaryLiteral {
+    /// Keeps the literal's key order.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self.init(elements) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,

@@ -3,7 +3,15 @@ extension JSONValue {
     /// non-ASCII written as UTF-8 and only `"`, `\` and control characters escaped.
     public func encoded() -> [UInt8] {
         var out: [UInt8] = []
-        JSONWriter.write(self, to: &out)
+        JSONWriter.write(self, sortingKeys: false, to: &out)
+        return out
+    }
+
+    /// Compact JSON with every object's members ordered by their keys' UTF-8 bytes: one text for one value
+    /// whatever order it was built in (JWT headers and claims, documents compared byte for byte).
+    public func encodedSortingKeys() -> [UInt8] {
+        var out: [UInt8] = []
+        JSONWriter.write(self, sortingKeys: true, to: &out)
         return out
     }
 
@@ -13,11 +21,12 @@ extension JSONValue {
 
 extension JSONObject {
     public func encoded() -> [UInt8] { JSONValue.object(self).encoded() }
+    public func encodedSortingKeys() -> [UInt8] { JSONValue.object(self).encodedSortingKeys() }
     public var jsonText: String { JSONValue.object(self).jsonText }
 }
 
 enum JSONWriter {
-    static func write(_ value: JSONValue, to out: inout [UInt8]) {
+    static func write(_ value: JSONValue, sortingKeys: Bool, to out: inout [UInt8]) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -27,16 +36,18 @@ enum JSONWriter {
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(item, to: &out)
+                write(item, sortingKeys: sortingKeys, to: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            for (i, member) in object.members.enumerated() {
+            let members = sortingKeys
+                ? object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : object.members
+            for (i, member) in members.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(member.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                write(member.value, to: &out)
+                write(member.value, sortingKeys: sortingKeys, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -48,14 +59,19 @@ enum JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// The characters of a JSON string without the quotes.
+    /// The characters of a JSON string without the quotes: `"`, `\\` and control characters escaped as RFC 8259
+    /// requires, and U+2028 / U+2029 as `\u2028` / `\u2029` (legal in JSON, line ends in JavaScript), so a
+    /// document can be placed in a script or a log line as is. Every JSON writer in the package escapes here.
     static func writeEscapedContents(_ s: String, to out: inout [UInt8]) {
         if needsNoEscaping(s) {
             out.append(contentsOf: s.utf8)
             return
         }
         let hex: StaticString = "0123456789abcdef"
-        for b in s.utf8 {
+        let bytes = Array(s.utf8)
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
             switch b {
             case UInt8(ascii: "\""): out.append(0x5C); out.append(0x22)
             case UInt8(ascii: "\\"): out.append(0x5C); out.append(0x5C)
@@ -68,13 +84,17 @@ enum JSONWriter {
                 out.append(contentsOf: "\\u00".utf8)
                 out.append(hex.utf8Start[Int(b >> 4)])
                 out.append(hex.utf8Start[Int(b & 0x0F)])
+            case 0xE2 where i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
+                out.append(contentsOf: (bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029").utf8)
+                i += 2
             default: out.append(b)
             }
+            i += 1
         }
     }
 
     /// True when `s` can be copied into a JSON string without escaping (the common case for tokens and ids).
     static func needsNoEscaping(_ s: String) -> Bool {
-        !s.utf8Contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+        !s.utf8Contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }
     }
 }

@@ -20,6 +20,10 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public let createdAt: Date
     /// An http/https subscription its endpoint has not confirmed yet (always false for `application`).
     public var pendingConfirmation: Bool = false
+    /// The 12-digit ids of the topic's account (the subscription's, in its ARN) and of the subscribed endpoint's
+    /// account (nil for http/https): they differ for a subscription another account's topic policy allowed.
+    public var topicAccountID: String = ""
+    public var endpointAccountID: String?
 }
 
 /// Subscriptions. One per (topic, endpoint): constraint `subscriptions_topic_endpoint_key`.
@@ -30,9 +34,11 @@ public struct SubscriptionRepository: Sendable {
 
     static let select = """
         SELECT s.id, s.external_id, s.topic, t.name, t.account, s.protocol, s.endpoint, e.external_id, a.platform, a.name,
-               s.target, s.filter_policy::text, s.attributes::text, s.created_at, s.pending_confirmation
-        FROM subscriptions s JOIN topics t ON t.id = s.topic
+               s.target, s.filter_policy::text, s.attributes::text, s.created_at, s.pending_confirmation,
+               ta.account_id, ea.account_id
+        FROM subscriptions s JOIN topics t ON t.id = s.topic JOIN accounts ta ON ta.id = t.account
         LEFT JOIN endpoints e ON e.id = s.endpoint LEFT JOIN platform_applications a ON a.id = e.application
+        LEFT JOIN accounts ea ON ea.id = a.account
         """
 
     /// Subscribes an endpoint (protocol `application`). Subscribing again returns the existing subscription
@@ -183,6 +189,7 @@ public struct SubscriptionRepository: Sendable {
                                   protocol: try row.requireString(5), endpointKey: row.int64(6), endpointExternalID: row.uuid(7),
                                   endpointPlatform: row.string(8), endpointApplicationName: row.string(9), target: row.string(10),
                                   filterPolicy: row.string(11), attributes: RepositoryJSON.decode(row.string(12)),
-                                  createdAt: try row.requireDate(13), pendingConfirmation: row.bool(14) ?? false)
+                                  createdAt: try row.requireDate(13), pendingConfirmation: row.bool(14) ?? false,
+                                  topicAccountID: try row.requireString(15), endpointAccountID: row.string(16))
     }
 }

@@ -59,6 +59,25 @@ public struct TopicRepository: Sendable {
         }
     }
 
+    /// Reads attribute `name` under the row's lock and writes what `change` makes of it, in one transaction, so two
+    /// read-modify-writes at once (AddPermission twice) cannot lose one. `change` returns nil as the new value to
+    /// leave the row as it is, and an outcome for the caller. `.notFound` when the topic is missing.
+    public func updateAttribute<Outcome: Sendable>(
+        topicKey: Int64, name: String, _ change: @escaping @Sendable (String?) -> (newValue: String?, outcome: Outcome)
+    ) async throws(StoreError) -> Outcome {
+        try await pool.transaction { (c) throws(StoreError) -> Outcome in
+            guard let row = try c.query("SELECT attributes ->> $2 FROM topics WHERE id = $1 FOR UPDATE", [topicKey, name]).first else {
+                throw StoreError(.notFound, "no topic \(topicKey)")
+            }
+            let (value, outcome) = change(row.string(0))
+            if let value {
+                _ = try c.query("UPDATE topics SET attributes = attributes || jsonb_build_object($2::text, $3::text) WHERE id = $1",
+                                [topicKey, name, value])
+            }
+            return outcome
+        }
+    }
+
     /// Confirmed subscriptions of the topic (all subscriptions here are confirmed: application endpoints).
     public func subscriptionCount(topicKey: Int64) async throws(StoreError) -> Int {
         try await pool.withConnection { (c) throws(StoreError) -> Int in

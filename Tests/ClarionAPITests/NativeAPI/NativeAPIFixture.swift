@@ -6,7 +6,7 @@ import Foundation
 import Testing
 @testable import ClarionAPI
 
-/// A real HTTPServer on an ephemeral port with the native API over a freshly migrated database, and an API key
+/// A real HTTPServer on an ephemeral port with the native API (and the console's routes) over a freshly migrated database, and an API key
 /// for each of two accounts (the second one checks that accounts do not see each other's resources).
 struct NativeAPIFixture {
     static let accountID = "123456789012"
@@ -30,6 +30,7 @@ struct NativeAPIFixture {
         let otherKey = try await context.accounts.createAPIKey(accountID: otherAccountID).key
         var router = Router.api()
         registerNativeAPI(on: &router, context: context)
+        ConsoleRoutes.register(on: &router, context: context, staleAfterDays: 270)
         defer {
             batcher.shutdown()
             pool.shutdown()

@@ -58,10 +58,10 @@ private let fixture: Emulator = {
     configuration.adm.clients = [.init(clientID: admClientID, clientSecret: admSecret)]
     let emulator = try! ProviderEmulator(configuration: configuration, clock: { now })
 
-    let apnsJWT = try! JWT.sign(header: ["kid": .string(keyID)], claims: ["iss": .string(teamID), "iat": .number(now)], key: apnsKey)
+    let apnsJWT = try! JWT.sign(header: ["kid": .string(keyID)], claims: ["iss": .string(teamID), "iat": .double(now)], key: apnsKey)
     let assertion = try! JWT.sign(claims: [
         "iss": .string(clientEmail), "scope": "https://www.googleapis.com/auth/firebase.messaging",
-        "aud": "https://oauth2.googleapis.com/token", "iat": .number(now), "exp": .number(now + 3600),
+        "aud": "https://oauth2.googleapis.com/token", "iat": .double(now), "exp": .double(now + 3600),
     ], key: rsaKey)
     func token(_ path: String, _ form: String) -> String {
         let request = EmulatorRequest(method: "POST", path: path, headers: [("content-type", "application/x-www-form-urlencoded")],

@@ -163,7 +163,7 @@ private func application(_ body: [UInt8], _ extra: String) {
 private func topic(_ body: [UInt8], _ extra: String) {
     guard let fields = try? NativeFields.body(request(body, extra)) else { return }
     if let name = try? fields.string("name") { _ = NativeID.topic(name, caller) }
-    if let attributes = try? fields.stringMap("attributes") { _ = try? NativeRules.topicAttributes(attributes) }
+    if let attributes = try? fields.stringMap("attributes") { _ = try? NativeRules.topicAttributes(attributes, topicARN: "arn:aws:sns:us-east-1:123456789012:fuzz") }
 }
 
 private func registrationItem(_ value: JSONValue, path: String, extra: String) {
