@@ -491,6 +491,7 @@ CREATE TABLE public.fanout_shards (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     planned_targets bigint DEFAULT 0 NOT NULL,
     filtered bigint DEFAULT 0 NOT NULL,
+    held_out bigint DEFAULT 0 NOT NULL,
     CONSTRAINT fanout_shards_check CHECK (((lo <= checkpoint) AND (checkpoint <= hi))),
     CONSTRAINT fanout_shards_state_check CHECK ((state = ANY (ARRAY['ready'::text, 'leased'::text, 'done'::text])))
 );

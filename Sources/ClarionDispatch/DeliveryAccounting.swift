@@ -50,6 +50,12 @@ struct DeliveryAccounting {
         effects.counters.filtered += 1
     }
 
+    /// An endpoint of a campaign variant's holdout (`VariantSplit`): a target, counted `held_out`, never sent.
+    mutating func recordHeldOut() {
+        effects.counters.targeted += 1
+        effects.counters.heldOut += 1
+    }
+
     mutating func recordSkipped(targeted: Bool) {
         if targeted { effects.counters.targeted += 1 }
         effects.counters.skipped += 1

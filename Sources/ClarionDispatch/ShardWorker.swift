@@ -23,6 +23,10 @@ final class ShardWorker {
         var skipped: Bool
         /// The subscription's filter policy did not match the message: not sent, counted `filtered`.
         var filtered = false
+        /// A campaign variant's message: the endpoint's variant is another one (that message counts it).
+        var otherVariant = false
+        /// A campaign variant's message: the endpoint is in the holdout, counted `held_out`, not sent.
+        var heldOut = false
     }
 
     let claim: ShardClaim
@@ -54,6 +58,8 @@ final class ShardWorker {
     private var rateWait: Double?
     /// Compiled filter policies of this shard's subscriptions (set once the message is read).
     private var filters: SubscriptionFilters?
+    /// A campaign variant's message (`Clarion.Variant`): which endpoints it sends to.
+    private var split: VariantSplit?
     /// A paced message (`"pace"`): sends are taken from the budget all nodes share (`FanOutJobs.takePaceBudget`);
     /// `paceTokens` were granted and not used yet, and the next ask is not before `nextPaceAsk`.
     private var paced = false
@@ -101,6 +107,7 @@ final class ShardWorker {
         let job = try await context.jobs.message(claim.message)
         let content = MessageContent(job)
         filters = SubscriptionFilters(job: job)
+        split = VariantSplit.parse(MessageContent.attributes(json: job.attributesJSON)[VariantSplit.attributeName])
         paced = job.paced
         let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
         var page: [ShardTarget] = []
@@ -249,6 +256,21 @@ final class ShardWorker {
     // MARK: Stream -> window
 
     private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
+        // A campaign variant's message decides first: an endpoint of another variant is that message's target, not
+        // this one's (uncounted here); one in the holdout is counted `held_out` by its variant's message.
+        if let split {
+            let choice = split.choose(endpointKey: target.endpoint)
+            if choice.variant != split.index {
+                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, otherVariant: true))
+                window.complete(sequence, .expired, sent: false)
+                return
+            }
+            if case .heldOut = choice {
+                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, heldOut: true))
+                window.complete(sequence, .expired, sent: false)
+                return
+            }
+        }
         // A subscriber whose filter policy does not match is decided first: it is not a target of this message,
         // whatever the state of its endpoint (counted `filtered`, in `popCompleted`).
         if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false {
@@ -396,6 +418,10 @@ final class ShardWorker {
         window.popCompleted { entry, outcome, sent, status in
             if case .rejected(let reason) = outcome, reason == "ClarionCancelledUncounted" {
                 // `uncounted`: a cancelled delivery, not a target any more.
+            } else if entry.otherVariant {
+                // Another variant's message counts this endpoint.
+            } else if entry.heldOut {
+                accounting.recordHeldOut()
             } else if entry.filtered {
                 accounting.recordFiltered()
             } else if entry.skipped {

@@ -47,5 +47,7 @@ public enum Schema {
                   sql: PackageResources.V017__http_subscriptions_sql),
         Migration(version: 18, name: "a topic's recent messages, for the web console",
                   sql: PackageResources.V018__topic_recent_messages_index_sql),
+        Migration(version: 19, name: "campaign variants: endpoints held out are counted per shard",
+                  sql: PackageResources.V019__campaign_variant_holdout_sql),
     ]
 }

@@ -265,6 +265,24 @@ def test_console_in_a_real_browser(stack):
     assert text(browser, "campaign-opens") == "3" and text(browser, "campaign-accepted") == "3"
     shot(browser, "campaign")
 
+    # --- A/B variants: the per-variant table, names (publisher text) as text ---------------------------------------
+    ab = "console-ab-" + str(time.time_ns())
+    s, accepted = call(node.url + "/v1/publish", "POST", {
+        "targets": [{"topic": topic}], "campaign": {"id": ab, "name": "AB", "namespace": "acme"}, "holdout": 20,
+        "variants": [{"name": markup, "weight": 1, "message": "Copy one"}, {"name": "B", "weight": 1, "message": "Copy two"}]},
+        bearer)
+    assert s == 202, accepted
+    report = wait_for(lambda: (lambda r: r if sum(v["targeted"] for v in r["variants"]) == len(endpoints) else None)(
+        call(node.url + f"/v1/campaigns/{ab}/report", "GET", None, bearer)[1]), timeout=30, what="the A/B campaign counted")
+    browser.get(node.url + f"/console#/campaigns/{ab}")
+    rows = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#campaign-variants tbody tr"))
+    cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    assert [c[:6] for c in cells] == [[v["name"], str(v["weight"]), str(v["sent"]), str(v["accepted"]), str(v["held_out"]),
+                                       str(v["opens"])] for v in report["variants"]], (cells, report["variants"])
+    assert cells[0][0] == markup and not browser.find_elements(By.CSS_SELECTOR, "#campaign-variants img, #campaign-variants b")
+    assert text(browser, "campaign-held-out") == str(report["deliveries"]["held_out"])
+    assert browser.execute_script("return window.pwned") is None
+
     # --- Signing out forgets the key -------------------------------------------------------------------------------
     browser.find_element(By.ID, "signout").click()
     assert browser.execute_script("return sessionStorage.getItem('clarion.apiKey')") is None

@@ -127,6 +127,10 @@ public enum PublishNamespaceRequest: Sendable, Hashable {
     public static func parse(_ body: JSONObject, attributes: [String: MessageAttributeValue] = [:])
         throws(JSONAPIError) -> PublishNamespaceRequest?
     {
+        if attributes[VariantSplit.attributeName] != nil {
+            let field = "attributes.\(VariantSplit.attributeName)"
+            throw JSONAPIError.invalidField(field, "The attribute '\(VariantSplit.attributeName)' is reserved; use 'variants' and 'holdout'.")
+        }
         if attributes[PayloadNamespace.attributeName] != nil {
             let field = "attributes.\(PayloadNamespace.attributeName)"
             throw JSONAPIError.invalidField(field, "The attribute '\(PayloadNamespace.attributeName)' is reserved; use 'campaign' or 'namespace'.")
@@ -172,11 +176,18 @@ public enum ResolvedNamespace: Sendable, Hashable {
         return nil
     }
 
-    /// The `Clarion.Namespace` attribute of the message with this external id.
-    public func attribute(messageID: UUID) -> MessageAttributeValue {
+    /// The `Clarion.Namespace` attribute of the message with this external id; a campaign variant's message also
+    /// carries its variant's name (the data key `variant`), so the app can tell which it got.
+    public func attribute(messageID: UUID, variant: String? = nil) -> MessageAttributeValue {
         switch self {
-        case .campaign(let prepared): prepared.attribute(messageID: messageID)
-        case .message(let key): PayloadNamespace.message(key: key, messageID: messageID).attributeValue()
+        case .campaign(let prepared):
+            guard let variant else { return prepared.attribute(messageID: messageID) }
+            var namespace = prepared.namespace(messageID: messageID)
+            namespace.fields.removeAll { $0.key == "variant" }
+            namespace.fields.append(PayloadNamespace.Field(key: "variant", value: variant))
+            return namespace.attributeValue()
+        case .message(let key):
+            return PayloadNamespace.message(key: key, messageID: messageID).attributeValue()
         }
     }
 }

@@ -23,6 +23,8 @@ package enum NativePublishRoutes {
         let topicName: String?
         /// The request field that named this message's target, for errors found when it is stored.
         let field: String
+        /// The campaign variant this message sends (`"variants"`), by name.
+        var variant: String? = nil
     }
 
     static func register(on routes: inout Router, context c: NativeAPIContext) {
@@ -110,13 +112,27 @@ package enum NativePublishRoutes {
         package var scheduleRequested = false
         /// `pace` (topic targets only).
         package var pace: MessagePace? = nil
+        /// `variants` and `holdout` of a campaign publish: one message per variant and topic.
+        package var variants: CampaignVariants? = nil
 
         package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> PublishBody {
             let body = try NativeFields.body(request)
-            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at", "pace"])
-            guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
-            let (text, structure) = try messageText(message)
-            try NativeFields.checkStorable("message", text)
+            try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at", "pace",
+                                "variants", "holdout"])
+            let hasCampaign = body.object["campaign"].map { $0 != .null } ?? false
+            let variants = try CampaignVariants.parse(body.object, hasCampaign: hasCampaign) { (value, field) throws(JSONAPIError) in
+                let (text, structure) = try messageText(value, field: field)
+                try NativeFields.checkStorable(field, text)
+                return (text, structure)
+            }
+            let text: String, structure: MessageStructure?
+            if let first = variants?.variants.first {
+                (text, structure) = (first.text, first.structure)
+            } else {
+                guard let message = body.object["message"], message != .null else { throw JSONAPIError.missingField("message") }
+                (text, structure) = try messageText(message)
+                try NativeFields.checkStorable("message", text)
+            }
             var attributes = try messageAttributes(body)
             let ttl = try body.int("ttl", in: 0...TimeToLive.snsDefaultSeconds)
             if let ttl {
@@ -138,6 +154,11 @@ package enum NativePublishRoutes {
             parsed.sendAt = try ScheduledSend.parse(body.object["send_at"])
             parsed.scheduleRequested = parsed.sendAt != nil
             parsed.pace = try PublishPace.parse(body.object["pace"])
+            parsed.variants = variants
+            if variants != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
+                // The split is made per endpoint in the topic's fan-out; a direct publish has no audience to split.
+                throw JSONAPIError.invalidField(direct.path, "'variants' and 'holdout' split a topic's audience: every target must be a topic.")
+            }
             if parsed.pace != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
                 // An endpoint or user target is one message per device: there is no fan-out to spread.
                 throw JSONAPIError.invalidField(direct.path, "'pace' spreads a topic's fan-out: every target must be a topic.")
@@ -167,19 +188,34 @@ package enum NativePublishRoutes {
             do throws(MessageValidationError) {
                 parsed = try SNSMessage.parse(message: text, structure: structure, requireDefault: requireDefault)
             } catch {
-                throw messageError(error)
+                throw messageError(error, prefix: body.variants == nil ? "message" : "variants[0].message")
             }
-            func new(_ target: MessageTarget) -> NewMessage {
+            for (number, variant) in (body.variants?.variants ?? []).enumerated().dropFirst() {
+                do throws(MessageValidationError) {
+                    _ = try SNSMessage.parse(message: variant.text, structure: variant.structure, requireDefault: requireDefault)
+                } catch {
+                    throw messageError(error, prefix: "variants[\(number)].message")
+                }
+            }
+            func new(_ target: MessageTarget, variant: Int? = nil) -> NewMessage {
                 let id = c.makeID()
                 var stored = attributesJSON
+                var (messageText, messageStructure) = (text, structure)
                 if let namespace {
                     // Each message carries its own id in the namespace (stable across retries).
                     var marked = attributes
-                    marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id)
+                    if let variant, let variants = body.variants, let campaign = namespace.campaignID {
+                        let chosen = variants.variants[variant]
+                        (messageText, messageStructure) = (chosen.text, chosen.structure)
+                        marked[VariantSplit.attributeName] = variants.split(index: variant, campaign: campaign).attributeValue()
+                        marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id, variant: chosen.name)
+                    } else {
+                        marked[PayloadNamespace.attributeName] = namespace.attribute(messageID: id)
+                    }
                     stored = storedAttributes(marked)
                 }
-                return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: text,
-                                  structure: structure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt,
+                return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: messageText,
+                                  structure: messageStructure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt,
                                   pace: body.pace)
             }
             if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
@@ -221,8 +257,17 @@ package enum NativePublishRoutes {
                                        field: target.name("endpoint")))
             } else if let id = try target.string("topic") {
                 let topic = try await c.topic(id, caller, field: target.name("topic"))
-                planned.append(Planned(targetIndex: index, message: new(.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))),
-                                       endpointID: nil, topicName: topic.name, field: target.name("topic")))
+                let topicTarget = MessageTarget.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))
+                if let variants = body.variants {
+                    // One message per variant: each is rendered once per platform and sends only to its endpoints.
+                    for (number, variant) in variants.variants.enumerated() {
+                        planned.append(Planned(targetIndex: index, message: new(topicTarget, variant: number), endpointID: nil,
+                                               topicName: topic.name, field: target.name("topic"), variant: variant.name))
+                    }
+                } else {
+                    planned.append(Planned(targetIndex: index, message: new(topicTarget), endpointID: nil, topicName: topic.name,
+                                           field: target.name("topic")))
+                }
             } else if let user = try target.object("user") {
                 try user.allowOnly(["app", "user_id"])
                 let application = try await c.application(try user.requiredString("app"), caller, field: user.name("app"))
@@ -271,6 +316,7 @@ package enum NativePublishRoutes {
                 var item = JSONObject([("id", .string(NativeID.uuidText(id.externalID))), ("target", .number(JSONNumber(plan.targetIndex)))])
                 if let endpoint = plan.endpointID { item["endpoint"] = .string(NativeID.uuidText(endpoint)) }
                 if let topic = plan.topicName { item["topic"] = .string(topic) }
+                if let variant = plan.variant { item["variant"] = .string(variant) }
                 if prepared.scheduleRequested {
                     item["state"] = .string(prepared.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
                     item["send_at"] = NativeResponse.time(prepared.sendAt)
@@ -309,6 +355,7 @@ package enum NativePublishRoutes {
                 "targeted": number(counters.targeted), "sent": number(counters.sent), "accepted": number(counters.accepted),
                 "failed": number(counters.failed), "retried": number(counters.retried), "skipped": number(counters.skipped),
                 "expired": number(counters.expired), "filtered": number(counters.filtered),
+                "held_out": number(counters.heldOut),
             ],
             "failures_by_reason": .object(failures),
             "pending_retries": number(status.pendingRetries),
@@ -358,12 +405,12 @@ package enum NativePublishRoutes {
 
     /// The stored message text and structure: a string is SNS's plain message; an object is the message map,
     /// whose values may be strings (as in SNS) or objects (encoded to the string SNS expects).
-    static func messageText(_ message: JSONValue) throws(JSONAPIError) -> (String, MessageStructure?) {
+    static func messageText(_ message: JSONValue, field: String = "message") throws(JSONAPIError) -> (String, MessageStructure?) {
         switch message {
         case .string(let text):
-            guard !text.isEmpty else { throw JSONAPIError.invalidField("message", "The field 'message' must not be empty.") }
+            guard !text.isEmpty else { throw JSONAPIError.invalidField(field, "The field '\(field)' must not be empty.") }
             guard text.utf8.count <= publishLimit else {
-                throw JSONAPIError.invalidField("message", "The message must be at most \(publishLimit) bytes.")
+                throw JSONAPIError.invalidField(field, "The message must be at most \(publishLimit) bytes.")
             }
             return (text, nil)
         case .object(let map):
@@ -373,13 +420,13 @@ package enum NativePublishRoutes {
                 case .string: out[member.key] = member.value
                 case .object: out[member.key] = .string(member.value.jsonText)
                 default:
-                    throw JSONAPIError.invalidField("message.\(member.key)",
-                                                    "The field 'message.\(member.key)' must be a string or an object.")
+                    throw JSONAPIError.invalidField("\(field).\(member.key)",
+                                                    "The field '\(field).\(member.key)' must be a string or an object.")
                 }
             }
             return (JSONValue.object(out).jsonText, .json)
         default:
-            throw JSONAPIError.invalidField("message", "The field 'message' must be a string or an object (a message map).")
+            throw JSONAPIError.invalidField(field, "The field '\(field)' must be a string or an object (a message map).")
         }
     }
 
@@ -482,8 +529,8 @@ package enum NativePublishRoutes {
     }
 
     /// A core validation error, with the message-map key it names as the field.
-    static func messageError(_ error: MessageValidationError) -> JSONAPIError {
-        let field = error.key.map { $0 == "MessageStructure" ? "message" : "message.\($0)" } ?? "message"
+    static func messageError(_ error: MessageValidationError, prefix: String = "message") -> JSONAPIError {
+        let field = error.key.map { $0 == "MessageStructure" ? prefix : "\(prefix).\($0)" } ?? prefix
         return JSONAPIError.invalidField(field, error.message)
     }
 }

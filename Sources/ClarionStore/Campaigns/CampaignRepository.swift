@@ -162,10 +162,11 @@ public struct CampaignRepository: Sendable {
             SELECT (SELECT count(*) FROM scope), (SELECT min(published_at) FROM scope),
                 coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
                 coalesce(sum(s.failed), 0), coalesce(sum(s.skipped), 0), coalesce(sum(s.expired), 0),
-                coalesce(sum(s.planned_targets), 0) + (
+                coalesce(sum(s.planned_targets) FILTER (WHERE NOT EXISTS (
+                    SELECT 1 FROM messages vm WHERE vm.id = s.message AND vm.attributes ? 'Clarion.Variant')), 0) + (
                     SELECT count(*) FROM messages m
                     WHERE NOT m.planned AND m.target_kind = 'endpoint' AND m.id IN (SELECT id FROM scope)),
-                coalesce(sum(s.filtered), 0)
+                coalesce(sum(s.filtered), 0), coalesce(sum(s.held_out), 0)
             FROM fanout_shards s WHERE s.message IN (SELECT id FROM scope)
             """, [key])
         guard let row = totals.first else { throw StoreError(.invalidData, "report totals returned nothing") }
@@ -179,6 +180,30 @@ public struct CampaignRepository: Sendable {
         report.skipped = row.int64(6) ?? 0
         report.expired = row.int64(7) ?? 0
         report.filtered = row.int64(9) ?? 0
+        report.heldOut = row.int64(10) ?? 0
+
+        // Per variant (schema v21): a campaign variant's messages carry `Clarion.Variant`, which only Clarion writes
+        // (the publish refuses it from a publisher). Each endpoint is counted by exactly one variant's message.
+        let variants = try c.query("""
+            WITH scope AS (\(scope)),
+            v AS (SELECT m.id, (m.attributes->'Clarion.Variant'->>'StringValue')::jsonb AS spec FROM messages m
+                  WHERE m.id IN (SELECT id FROM scope) AND m.attributes ? 'Clarion.Variant'),
+            n AS (SELECT s.message, sum(s.targeted) AS targeted, sum(s.sent) AS sent, sum(s.accepted) AS accepted,
+                         sum(s.failed) AS failed, sum(s.held_out) AS held_out
+                  FROM fanout_shards s WHERE s.message IN (SELECT id FROM v) GROUP BY s.message),
+            o AS (SELECT o.message, count(*) AS opens FROM opens o WHERE o.message IN (SELECT id FROM v) GROUP BY o.message)
+            SELECT (v.spec->>'index')::int, v.spec->>'name', (v.spec->'weights'->((v.spec->>'index')::int))::text::int,
+                count(*), coalesce(sum(n.targeted), 0), coalesce(sum(n.sent), 0), coalesce(sum(n.accepted), 0),
+                coalesce(sum(n.failed), 0), coalesce(sum(n.held_out), 0), coalesce(sum(o.opens), 0)
+            FROM v LEFT JOIN n ON n.message = v.id LEFT JOIN o ON o.message = v.id
+            GROUP BY 1, 2, 3 ORDER BY 1, 2
+            """, [key])
+        report.variants = variants.rows.map { v in
+            EngagementReport.VariantRow(
+                index: v.int(0) ?? 0, name: v.string(1) ?? "", weight: v.int(2) ?? 0, messages: v.int64(3) ?? 0,
+                targeted: v.int64(4) ?? 0, sent: v.int64(5) ?? 0, accepted: v.int64(6) ?? 0, failed: v.int64(7) ?? 0,
+                heldOut: v.int64(8) ?? 0, uniqueOpens: v.int64(9) ?? 0)
+        }
 
         let failures = try c.query("""
             WITH scope AS (\(scope))

@@ -22,6 +22,24 @@ public struct EngagementReport: Sendable, Hashable {
         public let opens: Int64
     }
 
+    /// One variant of a campaign with `variants` (A/B): its messages' figures.
+    public struct VariantRow: Sendable, Hashable {
+        public let index: Int
+        public let name: String
+        public let weight: Int
+        public let messages: Int64
+        /// Endpoints whose variant this is, held-out ones included.
+        public let targeted: Int64
+        public let sent: Int64
+        public let accepted: Int64
+        public let failed: Int64
+        /// Endpoints of the holdout that would have had this variant: counted, not sent.
+        public let heldOut: Int64
+        public let uniqueOpens: Int64
+
+        public var openRate: Double? { accepted > 0 ? Double(uniqueOpens) / Double(accepted) : nil }
+    }
+
     public let subject: Subject
     public var messages: Int64 = 0
     public var firstPublishedAt: Date?
@@ -34,6 +52,10 @@ public struct EngagementReport: Sendable, Hashable {
     public var expired: Int64 = 0
     /// Subscribers whose filter policy did not match (not sent, not a failure).
     public var filtered: Int64 = 0
+    /// Endpoints of a campaign's holdout: counted, never sent (schema v21).
+    public var heldOut: Int64 = 0
+    /// Per variant, in variant order; empty for a campaign without variants.
+    public var variants: [VariantRow] = []
     public var failuresByReason: [String: Int64] = [:]
     /// (message, endpoint) pairs opened at least once.
     public var uniqueOpens: Int64 = 0
@@ -76,8 +98,16 @@ public struct EngagementReport: Sendable, Hashable {
         object["deliveries"] = .object(JSONObject([
             ("targeted", number(targeted)), ("sent", number(sent)), ("accepted", number(accepted)),
             ("failed", number(failed)), ("skipped", number(skipped)), ("expired", number(expired)),
-            ("filtered", number(filtered)),
+            ("filtered", number(filtered)), ("held_out", number(heldOut)),
         ]))
+        object["variants"] = .array(variants.map { v in
+            .object(JSONObject([
+                ("name", .string(v.name)), ("index", .number(JSONNumber(v.index))), ("weight", .number(JSONNumber(v.weight))),
+                ("messages", number(v.messages)), ("targeted", number(v.targeted)), ("sent", number(v.sent)),
+                ("accepted", number(v.accepted)), ("failed", number(v.failed)), ("held_out", number(v.heldOut)),
+                ("opens", number(v.uniqueOpens)), ("open_rate", v.openRate.map { decimal($0, places: 4) } ?? .null),
+            ]))
+        })
         object["failures_by_reason"] = .object(JSONObject(failuresByReason.keys.sorted().map { ($0, number(failuresByReason[$0]!)) }))
         object["opens"] = .object(JSONObject([
             ("unique", number(uniqueOpens)), ("beacons", number(beacons)),
@@ -112,6 +142,7 @@ public struct EngagementReport: Sendable, Hashable {
         if skipped > 0 { rows.append(("Skipped", String(skipped))) }
         if expired > 0 { rows.append(("Expired", String(expired))) }
         if filtered > 0 { rows.append(("Filtered", String(filtered))) }
+        if heldOut > 0 { rows.append(("Held out", String(heldOut))) }
         rows.append(("Unique opens", String(uniqueOpens)))
         rows.append(("Open rate", openRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-"))
         if let p = timeToOpen {
@@ -121,6 +152,14 @@ public struct EngagementReport: Sendable, Hashable {
         }
         let width = rows.map(\.0.count).max() ?? 0
         var out = rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+        if !variants.isEmpty {
+            out.append("")
+            out.append("Variant  Weight  Sent  Accepted  Held out  Opens  Open rate")
+            for v in variants {
+                let rate = v.openRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-"
+                out.append("\(v.name)  \(v.weight)  \(v.sent)  \(v.accepted)  \(v.heldOut)  \(v.uniqueOpens)  \(rate)")
+            }
+        }
         if !opensPerHour.isEmpty {
             out.append("")
             out.append("Opens per hour (UTC)")

@@ -414,7 +414,7 @@ public struct FanOutJobs: Sendable {
                         UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
                             targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
                             retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
-                            filtered = filtered + $14, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
+                            filtered = filtered + $14, held_out = held_out + $15, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
                             lease_owner = CASE WHEN state = 'done' OR $11 = 'leased' THEN lease_owner END,
                             lease_expires_at = CASE WHEN state <> 'done' AND $11 = 'leased'
                                                     THEN now() + make_interval(secs => $12) END,
@@ -422,7 +422,7 @@ public struct FanOutJobs: Sendable {
                         WHERE id = $1 AND claims = $2 AND state IN ('leased', 'done') AND lease_owner = $13
                         RETURNING state
                         """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
-                              n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered])
+                              n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered, n.heldOut])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
                     var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
                                                        effects: effects, retryShard: claim.shard)
@@ -728,7 +728,7 @@ public struct FanOutJobs: Sendable {
                 sum(s.failed), sum(s.retried), sum(s.skipped), sum(s.expired),
                 EXISTS (SELECT 1 FROM delivery_retries r WHERE r.message = s.message)
                     OR EXISTS (SELECT 1 FROM http_deliveries h WHERE h.message = s.message AND h.state = 'pending'),
-                sum(s.filtered)
+                sum(s.filtered), sum(s.held_out)
             FROM fanout_shards s WHERE s.message = ANY($1::bigint[])
             GROUP BY s.message
             """, [openIDs])
@@ -742,7 +742,8 @@ public struct FanOutJobs: Sendable {
             let counters = DeliveryCounters(
                 targeted: row.int64(2) ?? 0, sent: row.int64(3) ?? 0, accepted: row.int64(4) ?? 0,
                 failed: row.int64(5) ?? 0, retried: row.int64(6) ?? 0, skipped: row.int64(7) ?? 0,
-                expired: row.int64(8) ?? 0, filtered: row.int64(10) ?? 0) + (http[message] ?? DeliveryCounters())
+                expired: row.int64(8) ?? 0, filtered: row.int64(10) ?? 0, heldOut: row.int64(11) ?? 0)
+                + (http[message] ?? DeliveryCounters())
             let state = MessageState.final(for: counters)
             done.append(message)
             states.append(state.rawValue)
@@ -966,7 +967,7 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.expired), 0),
                 (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0),
                 m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted,
-                m.first_delivery_at
+                m.first_delivery_at, coalesce(sum(s.held_out), 0)
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
             GROUP BY m.id
@@ -990,7 +991,7 @@ public struct FanOutJobs: Sendable {
             counters: DeliveryCounters(
                 targeted: row.int64(13) ?? 0, sent: row.int64(14) ?? 0, accepted: row.int64(15) ?? 0,
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
-                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0) + http.counters,
+                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0, heldOut: row.int64(28) ?? 0) + http.counters,
             failuresByReason: byReason, pendingRetries: (row.int64(20) ?? 0) + http.pending, publishedAt: try row.requireDate(6),
             startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(27))
         status.sendAt = row.date(22)

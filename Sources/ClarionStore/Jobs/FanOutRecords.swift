@@ -14,9 +14,10 @@ import Foundation
 
 /// Per-shard delivery counters, added at each checkpoint.
 ///
-/// Invariant once a message is finished: `targeted == filtered + skipped + accepted + failed + expired`; `sent`
-/// counts provider hand-offs (retries included), `retried` the retries scheduled, `filtered` the subscribers whose
-/// filter policy did not match the message (not sent, not a failure).
+/// Invariant once a message is finished: `targeted == filtered + heldOut + skipped + accepted + failed + expired`;
+/// `sent` counts provider hand-offs (retries included), `retried` the retries scheduled, `filtered` the subscribers
+/// whose filter policy did not match the message (not sent, not a failure), `heldOut` the endpoints of a campaign
+/// variant's holdout (schema v21: counted, not sent, so the uplift of the sent ones can be measured).
 public struct DeliveryCounters: Sendable, Hashable {
     public var targeted: Int64 = 0
     public var sent: Int64 = 0
@@ -26,9 +27,11 @@ public struct DeliveryCounters: Sendable, Hashable {
     public var skipped: Int64 = 0
     public var expired: Int64 = 0
     public var filtered: Int64 = 0
+    public var heldOut: Int64 = 0
 
     public init(targeted: Int64 = 0, sent: Int64 = 0, accepted: Int64 = 0, failed: Int64 = 0, retried: Int64 = 0,
-                skipped: Int64 = 0, expired: Int64 = 0, filtered: Int64 = 0) {
+                skipped: Int64 = 0, expired: Int64 = 0, filtered: Int64 = 0, heldOut: Int64 = 0) {
+        self.heldOut = heldOut
         self.targeted = targeted
         self.sent = sent
         self.accepted = accepted
@@ -42,7 +45,7 @@ public struct DeliveryCounters: Sendable, Hashable {
     public var isZero: Bool { self == DeliveryCounters() }
 
     /// Deliveries with a final outcome (or not attempted at all).
-    public var finished: Int64 { accepted + failed + skipped + expired + filtered }
+    public var finished: Int64 { accepted + failed + skipped + expired + filtered + heldOut }
 
     public static func += (lhs: inout DeliveryCounters, rhs: DeliveryCounters) {
         lhs.targeted += rhs.targeted
@@ -53,6 +56,7 @@ public struct DeliveryCounters: Sendable, Hashable {
         lhs.skipped += rhs.skipped
         lhs.expired += rhs.expired
         lhs.filtered += rhs.filtered
+        lhs.heldOut += rhs.heldOut
     }
 }
 

@@ -132,6 +132,23 @@ private func publish(_ body: [UInt8], _ extra: String) {
     let stored = NativePublishRoutes.storedAttributes(parsed.attributes)
     require((try? JSONValue.parse(stored, duplicateKeys: .reject))?.objectValue?.count == parsed.attributes.count,
             "stored attributes are not one JSON member per attribute")
+    if let variants = parsed.variants {
+        // Campaign variants (A/B): the parser's bounds hold, and the split each stored message carries reads back
+        // the same and always chooses one of its variants.
+        require((1...VariantSplit.maximumVariants).contains(variants.variants.count), "\(variants.variants.count) variants")
+        require(VariantSplit.holdoutRange.contains(variants.holdout), "holdout \(variants.holdout)")
+        require(Set(variants.variants.map(\.name)).count == variants.variants.count, "repeated variant names")
+        require(parsed.targets.allSatisfy { $0.object["topic"] != nil }, "variants with a non-topic target")
+        for index in variants.variants.indices {
+            let variant = variants.variants[index]
+            require((1...VariantSplit.maximumWeight).contains(variant.weight), "weight \(variant.weight)")
+            require(!variant.text.isEmpty, "an empty variant message")
+            let split = variants.split(index: index, campaign: parsed.text)
+            require(VariantSplit.parse(split.attributeValue()) == split, "the variant split does not read back")
+            let choice = split.choose(endpointKey: Int64(parsed.text.utf8.count) &* 7919)
+            require(variants.variants.indices.contains(choice.variant), "chose variant \(choice.variant)")
+        }
+    }
 }
 
 private func endpoint(_ body: [UInt8], _ extra: String) {
