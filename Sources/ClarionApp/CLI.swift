@@ -317,7 +317,7 @@ public enum CLI {
         defer { node.stop() }
         try node.loadMasterKey()
         try node.bootstrapAccount()
-        let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!)
+        let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!, region: node.configuration.region)
         let accountID = configuration.accountID
         do {
             switch action {

@@ -47,5 +47,7 @@ public enum Schema {
                   sql: PackageResources.V017__http_subscriptions_sql),
         Migration(version: 18, name: "a topic's recent messages, for the web console",
                   sql: PackageResources.V018__topic_recent_messages_index_sql),
+        Migration(version: 20, name: "resources live in an SNS region",
+                  sql: PackageResources.V020__regions_sql),
     ]
 }

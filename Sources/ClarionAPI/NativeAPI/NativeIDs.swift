@@ -101,7 +101,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No platform application '\(text)'.", field: field)
         guard let (platform, name) = NativeID.application(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await applications.get(accountKey: caller.accountKey, platform: platform, name: name)
+            return try await applications.get(accountKey: caller.accountKey, region: caller.region, platform: platform, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -117,7 +117,7 @@ extension NativeAPIContext {
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
-        guard application.accountKey == caller.accountKey else { throw notFound }
+        guard application.accountKey == caller.accountKey, application.region == caller.region else { throw notFound }
         return record
     }
 
@@ -125,7 +125,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No topic '\(text)'.", field: field)
         guard let name = NativeID.topic(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await topics.get(accountKey: caller.accountKey, name: name)
+            return try await topics.get(accountKey: caller.accountKey, region: caller.region, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -140,7 +140,7 @@ extension NativeAPIContext {
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
-        guard record.accountKey == caller.accountKey else { throw notFound }
+        guard record.accountKey == caller.accountKey, record.region == caller.region else { throw notFound }
         return record
     }
 }

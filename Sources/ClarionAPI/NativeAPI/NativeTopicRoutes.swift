@@ -18,7 +18,7 @@ enum NativeTopicRoutes {
             try NativeRules.topicAttributes(attributes ?? [:], topicARN: NativeID.topicARN(name, caller))
             let (record, created): (TopicRecord, Bool)
             do throws(StoreError) {
-                (record, created) = try await c.topics.create(accountKey: caller.accountKey, name: name, attributes: attributes ?? [:])
+                (record, created) = try await c.topics.create(accountKey: caller.accountKey, region: caller.region, name: name, attributes: attributes ?? [:])
             } catch {
                 throw JSONAPIError.store(error)
             }
@@ -33,7 +33,7 @@ enum NativeTopicRoutes {
             let caller = try await c.caller(request)
             let paging = try NativePaging.parse(request)
             do throws(StoreError) {
-                let page = try await c.topics.list(accountKey: caller.accountKey, after: paging.after, limit: paging.limit)
+                let page = try await c.topics.list(accountKey: caller.accountKey, region: caller.region, after: paging.after, limit: paging.limit)
                 return NativeResponse.page(page) { render($0, caller) }
             } catch {
                 throw JSONAPIError.store(error)
