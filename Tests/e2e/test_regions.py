@@ -21,7 +21,8 @@ import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from conftest import Emulator, Node, fresh_database, wait_for
+from conftest import Emulator, Node, fresh_database, http_get, wait_for
+from test_http_subscriptions import Receiver, verify
 
 KEY = "AKIACLARIONE2EREGION"
 SECRET = "e2e-regions-secret-0123456789abcdefghijk"
@@ -60,7 +61,9 @@ ENV = {"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET, "CLARI
 @pytest.fixture(scope="module")
 def stack():
     with Emulator("regions") as emulator:
-        node = Node(["--database-url", fresh_database(), "--account-id", ACCOUNT], env=ENV)
+        # The HTTP/S receiver listens on 127.0.0.1, which the SSRF guard refuses unless allowed.
+        node = Node(["--database-url", fresh_database(), "--account-id", ACCOUNT],
+                    env={**ENV, "CLARION_SUBSCRIPTION_ALLOW_HOSTS": "127.0.0.1/32"})
         node.wait_ready()
         yield node, emulator
         assert node.stop() == 0
@@ -141,6 +144,31 @@ def test_a_publish_reaches_only_its_own_regions_subscribers(stack):
         client(node.url, region).publish(TopicArn=f"arn:aws:sns:{region}:{ACCOUNT}:fanout", Message="regional")
         wait_for(lambda: len(delivered(emulator)) >= 3, timeout=60, what=f"{region}'s deliveries")
         assert delivered(emulator) == sorted(tokens[region])
+
+
+def test_http_notifications_carry_their_topics_region(stack):
+    node, _ = stack
+    west = client(node.url, "eu-west-1")
+    topic = west.create_topic(Name="http-west")["TopicArn"]
+    assert topic == f"arn:aws:sns:eu-west-1:{ACCOUNT}:http-west"
+    receiver = Receiver()
+    try:
+        west.subscribe(TopicArn=topic, Protocol="http", Endpoint=receiver.url("/west"))
+        headers, body, _ = receiver.wait("/west", "SubscriptionConfirmation")[-1]
+        confirmation = json.loads(body)
+        assert confirmation["TopicArn"] == topic and headers["x-amz-sns-topic-arn"] == topic
+        verify(confirmation, node.url)
+        status, answer = http_get(confirmation["SubscribeURL"])
+        assert status == 200 and f"<SubscriptionArn>{topic}:" in answer, answer
+        west.publish(TopicArn=topic, Message="to the west")
+        headers, body, _ = receiver.wait("/west", "Notification")[-1]
+        notification = json.loads(body)
+        assert notification["TopicArn"] == topic and headers["x-amz-sns-topic-arn"] == topic
+        assert headers["x-amz-sns-subscription-arn"].startswith(topic + ":")
+        assert notification["UnsubscribeURL"].count("eu-west-1") >= 1
+        verify(notification, node.url)
+    finally:
+        receiver.close()
 
 
 def test_the_aws_cli_with_region(stack):
