@@ -210,7 +210,7 @@ public struct SigV4Verifier: Sendable {
     package struct Credential {
         package var accessKeyID: String
         var date: String
-        var region: String
+        package var region: String
         var service: String
         var terminator: String
     }

@@ -88,6 +88,29 @@ import Testing
         #expect(error.code == .notFound)
     }
 
+    /// V017's endpoint lifecycle events, made regional by V020: the event goes to the event topic in the application's
+    /// region (not to the same name in another region) and its document's ARNs carry that region.
+    @Test("an endpoint event is published to the event topic of the application's region, with that region's ARNs")
+    func endpointEventsAreRegional() async throws {
+        let fixture = try RepositoryFixture()
+        let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
+        let topics = TopicRepository(pool: fixture.pool)
+        let (eastTopic, _) = try await topics.create(accountKey: account.key, region: "us-east-1", name: "events", attributes: [:])
+        let (westTopic, _) = try await topics.create(accountKey: account.key, region: "eu-west-1", name: "events", attributes: [:])
+        let (app, _) = try await PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey).createOrUpdate(
+            accountKey: account.key, region: "eu-west-1", name: "chat", platform: "GCM", credentials: PlatformCredentials(credential: "k"),
+            attributes: ["EventEndpointCreated": "arn:aws:sns:eu-west-1:123456789012:events"])
+        let id = UUID()
+        _ = try await EndpointRepository(pool: fixture.pool).create(NewEndpoint(applicationKey: app.key, token: "tok"), externalID: id)
+        let rows = try PGConnection(conninfo: fixture.url).query("SELECT target_id, message FROM messages").rows
+        #expect(rows.count == 1)
+        #expect(rows.first?.int64(0) == westTopic.key && rows.first?.int64(0) != eastTopic.key)
+        let document = rows.first?.string(1) ?? ""
+        #expect(document.contains("\"EndpointArn\": \"arn:aws:sns:eu-west-1:123456789012:endpoint/GCM/chat/\(id.uuidString.lowercased())\""),
+                "\(document)")
+        #expect(document.contains("\"Resource\": \"arn:aws:sns:eu-west-1:123456789012:app/GCM/chat\""), "\(document)")
+    }
+
     @Test("V020 gives rows made before regions the migrating node's region")
     func migrationUsesTheConfiguredRegion() async throws {
         let url = try TestPostgres.freshDatabase(prefix: "region")
