@@ -21,7 +21,7 @@ import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from conftest import Emulator, Node, fresh_database, http_get, wait_for
+from conftest import CLARION, Emulator, Node, call, fresh_database, http_get, wait_for
 from test_http_subscriptions import Receiver, verify
 
 KEY = "AKIACLARIONE2EREGION"
@@ -62,9 +62,11 @@ ENV = {"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET, "CLARI
 def stack():
     with Emulator("regions") as emulator:
         # The HTTP/S receiver listens on 127.0.0.1, which the SSRF guard refuses unless allowed.
-        node = Node(["--database-url", fresh_database(), "--account-id", ACCOUNT],
+        database = fresh_database()
+        node = Node(["--database-url", database, "--account-id", ACCOUNT],
                     env={**ENV, "CLARION_SUBSCRIPTION_ALLOW_HOSTS": "127.0.0.1/32"})
         node.wait_ready()
+        node.database = database
         yield node, emulator
         assert node.stop() == 0
 
@@ -169,6 +171,37 @@ def test_http_notifications_carry_their_topics_region(stack):
         verify(notification, node.url)
     finally:
         receiver.close()
+
+
+def test_the_native_api_works_in_the_nodes_region_and_uuids_are_global(stack):
+    node, _ = stack
+    key = subprocess.run([CLARION, "accounts", "create-api-key", "--database-url", node.database], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, **ENV})
+    assert key.returncode == 0, key.stderr
+    bearer = {"Authorization": "Bearer " + key.stdout.split("key: ")[1].strip()}
+    east, west = client(node.url, "us-east-1"), client(node.url, "eu-west-1")
+    east.create_topic(Name="native-home")
+    west.create_topic(Name="native-away")
+    status, created = call(node.url + "/v1/topics", "POST", {"name": "made-natively"}, bearer)
+    assert status == 201 and created["arn"] == f"arn:aws:sns:us-east-1:{ACCOUNT}:made-natively"
+    assert f"arn:aws:sns:us-east-1:{ACCOUNT}:made-natively" in [t["TopicArn"] for t in east.list_topics()["Topics"]]
+    status, page = call(node.url + "/v1/topics?limit=100", "GET", None, bearer)
+    names = [t["name"] for t in page["items"]]
+    assert "native-home" in names and "native-away" not in names, names
+    # A name is the node's region's; an ARN of another region names nothing here.
+    assert call(node.url + "/v1/topics/native-away", "GET", None, bearer)[0] == 404
+    # An endpoint UUID is global: found in its own region, its ARN carrying that region.
+    credential = json.dumps({"type": "service_account", "project_id": "p", "private_key": "x",
+                             "client_email": "a@p.iam.gserviceaccount.com"})
+    app = west.create_platform_application(Name="native-west", Platform="GCM",
+                                           Attributes={"PlatformCredential": credential})["PlatformApplicationArn"]
+    endpoint_arn = west.create_platform_endpoint(PlatformApplicationArn=app, Token="native-west-" + "n" * 40)["EndpointArn"]
+    uuid = endpoint_arn.rsplit("/", 1)[1]
+    status, endpoint = call(node.url + f"/v1/endpoints/{uuid}", "GET", None, bearer)
+    assert status == 200 and endpoint["arn"] == endpoint_arn, endpoint
+    # ...but it cannot be subscribed to a topic of another region, as in SNS.
+    status, error = call(node.url + "/v1/topics/made-natively/subscriptions", "POST", {"endpoint": uuid}, bearer)
+    assert status == 400 and error["error"]["field"] == "endpoint", error
 
 
 def test_the_aws_cli_with_region(stack):
