@@ -1,7 +1,9 @@
 import ClarionCore
 import Foundation
 import ClarionAPI
+import ClarionCrypto
 import ClarionEmulator
+import ClarionHTTP1
 import ClarionStore
 
 /// The `clarion` command line. Exit codes scripts can rely on: 0 success, 64 usage error,
@@ -66,6 +68,15 @@ public enum CLI {
                     + "disabled, when it was disabled and why (the provider's reason or the configuration error when the\n"
                     + "dispatcher disabled it, 'set by the API', ...). --unassigned lists only the applications in no mobile app.",
                 run: apps),
+        Command(name: "endpoints", summary: "bulk import endpoints into a platform application (`endpoints import`)",
+                usage: "clarion endpoints import --app PLATFORM:NAME FILE [settings...]\n\n"
+                    + "Imports FILE (NDJSON: .ndjson, .jsonl, .json; CSV with a header line: .csv) into the platform\n"
+                    + "application PLATFORM:NAME of the configured account, as POST /v1/applications/{id}/endpoints:import\n"
+                    + "does (docs/api.md, \"Bulk import and export\"): one transaction, CreatePlatformEndpoint's rules, the\n"
+                    + "counts and the refused lines printed as the API's JSON answer. Works on the database directly (stop\n"
+                    + "`clarion serve` first for an embedded database, or give --database-url). Exit code 0 when every line\n"
+                    + "was taken, 1 when some were refused (the others are applied), 64 when nothing could be imported.",
+                run: endpoints),
         Command(name: "messages", summary: "follow or cancel a message (`messages watch <id>`, `messages cancel <id>`)",
                 usage: "clarion messages watch <message-id> [--interval SECONDS] [settings...]\n"
                     + "clarion messages cancel <message-id> [settings...]\n\n"
@@ -446,6 +457,65 @@ public enum CLI {
             printError("\(text) is \(status.state.rawValue); only a Scheduled, Enqueued or Processing message can be cancelled")
             return 1
         }
+    }
+
+    /// `clarion endpoints import --app PLATFORM:NAME FILE`: the API's import, read from a file, on the database.
+    static func endpoints(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {
+        let usage = "usage: clarion endpoints import --app PLATFORM:NAME FILE [settings...]"
+        guard arguments.first == "import" else { throw NodeError(.usage, usage) }
+        var rest = Array(arguments.dropFirst())
+        guard let i = rest.firstIndex(of: "--app"), i + 1 < rest.count else { throw NodeError(.usage, usage) }
+        let appID = rest[i + 1]
+        rest.removeSubrange(i...(i + 1))
+        guard let path = rest.first, !path.hasPrefix("--") else { throw NodeError(.usage, usage) }
+        rest.removeFirst()
+        guard let format = ImportFormat.from(path: path) else {
+            throw NodeError(.usage, "\(path): the file's extension must be .csv, .ndjson, .jsonl or .json")
+        }
+        guard let colon = appID.firstIndex(of: ":") else { throw NodeError(.usage, "--app is PLATFORM:NAME, e.g. APNS:chat") }
+        let (platform, name) = (String(appID[..<colon]), String(appID[appID.index(after: colon)...]))
+        guard let file = FileHandle(forReadingAtPath: path) else { throw NodeError(.usage, "cannot read \(path)") }
+        defer { try? file.close() }
+        let (configuration, extra) = try loadConfiguration(rest, environment)
+        try rejectExtra(extra)
+        let node = try storeNode(configuration)
+        defer { node.stop() }
+        try node.loadMasterKey()
+        try node.bootstrapAccount()
+        let pool = node.pool!
+        let masterKey = node.masterKey!
+        let accountID = configuration.accountID
+        let region = configuration.region
+        let application: PlatformApplicationRecord
+        do {
+            application = try blockingAwait { () async throws(StoreError) -> PlatformApplicationRecord in
+                let account = try await AccountRepository(pool: pool, masterKey: masterKey).account(accountID: accountID)
+                return try await PlatformApplicationRepository(pool: pool, masterKey: masterKey)
+                    .get(accountKey: account.key, region: region, platform: platform, name: name)
+            }
+        } catch {
+            if error.code == .notFound { throw NodeError(.usage, "no platform application \(appID) in account \(accountID)") }
+            throw NodeError(.unavailable, "database: \(error)")
+        }
+        let (outcome, lines): (ImportOutcome, Int)
+        do {
+            (outcome, lines) = try blockingAwait { () async throws(JSONAPIError) -> (ImportOutcome, Int) in
+                try await BulkEndpointImport.run(pool: pool, application: application, format: format,
+                                                 makeID: { UUID.timeOrdered() }) { () throws(RequestBodyStream.Failure) -> [UInt8]? in
+                    do {
+                        let data = try file.read(upToCount: 1 << 20) ?? Data()
+                        return data.isEmpty ? nil : [UInt8](data)
+                    } catch {
+                        throw RequestBodyStream.Failure(.interrupted, "\(path): \(error.localizedDescription)")
+                    }
+                }
+            }
+        } catch {
+            if error.status >= 500 { throw NodeError(.unavailable, error.message) }
+            throw NodeError(.usage, error.message)
+        }
+        say(BulkEndpointImport.summaryText(outcome, lines: lines))
+        return outcome.refused > 0 ? 1 : 0
     }
 
     static func emulator(_ arguments: [String], _ environment: [String: String]) throws(NodeError) -> Int32 {

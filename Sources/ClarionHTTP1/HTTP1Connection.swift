@@ -11,6 +11,11 @@ internal import ClarionTransport
 /// States: `idle` (between requests, or a head arriving) -> `body` (reading it) -> `awaiting` (the handler has the
 /// request) -> back to `idle` once the response is written; a response that ends the connection goes to `lingering`
 /// (output shut down, input read and dropped until the client closes or two seconds pass), then `closed`.
+/// A streaming route skips `body`: `idle` -> `streaming` (the handler runs while the body arrives into its
+/// `RequestBodyStream`) -> `awaiting` once the body is complete (or failed: the connection then closes after the
+/// answer); an answer given in `streaming` is sent at once and closes the connection. A response with a body stream
+/// goes from `awaiting` to `sendingStream` (chunks written as the producer gives them) -> `idle` once it ends, or
+/// `closed` when it fails.
 ///
 /// Under TLS (`tls`), the handshake comes first (nothing is parsed before it completes); the bytes read are
 /// ciphertext lent to the session, the plaintext it yields is the input, and the output is encrypted into the
@@ -24,6 +29,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         case idle
         case body(RequestContext)
         case awaiting(RequestContext)
+        case streaming(RequestContext, RequestBodyStream)
+        case sendingStream(RequestContext, ResponseBodyStream, chunked: Bool)
         case lingering(until: NanoTime)
         case closed
     }
@@ -55,6 +62,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// In `idle` with part of a head buffered: when the head must be complete. In `body`: when the body must be.
     /// Nil otherwise. Unlike `lastActive`, arriving bytes do not move it.
     private var requestDeadline: NanoTime?
+    /// In `streaming`: the body stream is full; the socket is not read until its reader drains it.
+    private var streamPaused = false
 
     /// Unparsed input held while a request is being answered, at most (reading pauses beyond it).
     static let maxBufferedInput = 2 << 20
@@ -133,6 +142,10 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             switch state {
             case .idle where output.isEmpty, .body:
                 close()  // nothing left to answer, or a request cut off
+            case .streaming where !streamPaused:
+                close()  // the body was cut off: its stream fails, the handler applies nothing
+            case .streaming:
+                pauseReading()  // input still buffered for the stream; `streamDrained` decides
             default:
                 // Answer what was asked, then close: no more reads (the socket stays readable at EOF for ever).
                 closeWhenWritten = true
@@ -238,6 +251,13 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                     compactInput()
                     return
                 }
+            case .streaming(let context, let stream):
+                guard !streamPaused, feedStream(context, stream) else {
+                    compactInput()
+                    return
+                }
+            case .sendingStream:
+                return
             case .awaiting(let context):
                 // Answered while the handler was being called on this thread (or its responder was dropped then).
                 guard let response = context.earlyResponse else { return }
@@ -279,6 +299,20 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             dispatch(context)
             return
         }
+        if case .matched(let route, _) = match, case .streaming = route.handler {
+            let stream = RequestBodyStream()
+            let loop = self.loop
+            stream.onDrained = { loop.execute { self.streamDrained() } }
+            context.stream = stream
+            requestDeadline = core.deadlines.bodyDeadline(headEndedAt: monotonicNow(),
+                                                          expectedBytes: head.contentLength ?? context.limit)
+            if head.expectsContinue && inputStart == input.count {
+                output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                flushOutput()
+            }
+            dispatch(context)  // -> streaming
+            return
+        }
         if let length = head.contentLength { context.body.reserveCapacity(length) }
         state = .body(context)
         requestDeadline = core.deadlines.bodyDeadline(headEndedAt: monotonicNow(),
@@ -286,6 +320,77 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         if head.expectsContinue && inputStart == input.count {
             output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
             flushOutput()
+        }
+    }
+
+    /// Moves buffered body bytes into a streaming route's body stream; true once the body is complete (or failed)
+    /// and the state moved on to `awaiting`. Stops early when the stream is full (`streamPaused`).
+    private func feedStream(_ context: RequestContext, _ stream: RequestBodyStream) -> Bool {
+        var chunk: [UInt8] = []
+        var complete = false
+        if var decoder = context.chunked {
+            let outcome = input.withUnsafeBytes { bytes in
+                decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[inputStart...]), into: &chunk,
+                               limit: context.limit - context.streamed)
+            }
+            context.chunked = decoder
+            switch outcome {
+            case .needMore(let consumed):
+                inputStart += consumed
+            case .done(let consumed):
+                inputStart += consumed
+                complete = true
+            case .tooLarge:
+                failStream(context, stream, .init(.tooLarge, "The request body is larger than \(context.limit) bytes.",
+                                                  limit: context.limit))
+                return true
+            case .invalid(let message):
+                failStream(context, stream, .init(.invalid, message))
+                return true
+            }
+        } else {
+            let length = context.contentLength ?? 0
+            let take = min(length - context.streamed, input.count - inputStart)
+            if take > 0 {
+                chunk = Array(input[inputStart..<(inputStart + take)])
+                inputStart += take
+            }
+            complete = context.streamed + take == length
+        }
+        context.streamed += chunk.count
+        if !stream.append(chunk) {
+            streamPaused = true
+            pauseReading()
+        }
+        guard complete else { return false }
+        stream.finish()
+        requestDeadline = nil
+        state = .awaiting(context)
+        return true
+    }
+
+    /// The body of a streaming request will not arrive whole: its reader is told, the rest of the input is dropped,
+    /// and the connection closes once the handler has answered.
+    private func failStream(_ context: RequestContext, _ stream: RequestBodyStream, _ failure: RequestBodyStream.Failure) {
+        stream.fail(failure)
+        requestDeadline = nil
+        state = .awaiting(context)
+        input = []
+        inputStart = 0
+        closeWhenWritten = true
+        pauseReading()
+    }
+
+    /// The reader of a streaming body drained it: read again (on the loop).
+    func streamDrained() {
+        guard fd >= 0, case .streaming = state, streamPaused else { return }
+        streamPaused = false
+        advance()
+        guard fd >= 0, case .streaming = state else { return }
+        if peerClosed && !streamPaused {
+            close()  // all that was sent is in, and the body is still not complete
+        } else if !streamPaused {
+            resumeReading()
         }
     }
 
@@ -358,6 +463,15 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             case .suspending(let handler):
                 let responder = wait(for: context, errorFormat: route.errorFormat)
                 handler(request, responder)
+            case .streaming(let handler):
+                let responder = wait(for: context, errorFormat: route.errorFormat)
+                let stream = context.stream ?? RequestBodyStream(complete: [])
+                if context.stream != nil && (context.chunked != nil || (context.contentLength ?? 0) > 0) {
+                    state = .streaming(context, stream)
+                } else {
+                    stream.finish()
+                }
+                Task { responder.respond(await handler(request, stream)) }
             case .asynchronous(let handler):
                 let responder = wait(for: context, errorFormat: route.errorFormat)
                 // The handler starts on this loop thread and runs until it first really suspends (a store call,
@@ -378,13 +492,26 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Shutdown past its grace period: a request still waiting for its handler is answered 503 now (the handler's
     /// own answer, if it ever comes, is ignored).
     func abandonWaitingRequest() {
-        guard case .awaiting = state, let slot = awaitedSlot else { return }
+        switch state {
+        case .awaiting, .streaming: break
+        default: return
+        }
+        guard let slot = awaitedSlot else { return }
         slot.complete(slot.errorFormat.response(for: .shuttingDown, requestID: slot.requestID))
     }
 
     /// A handler's answer, on the loop thread.
     func deliver(_ response: HTTPResponse, for context: RequestContext) {
-        guard case .awaiting(let current) = state, current === context else { return }  // connection gone
+        if case .streaming(let current, let stream) = state, current === context {
+            // Answered before the body ended (a refusal): the rest of the body is not read, so the connection closes.
+            stream.fail(.init(.abandoned, "The handler answered before the end of the body."))
+            state = .awaiting(context)
+            closeWhenWritten = true
+        }
+        guard case .awaiting(let current) = state, current === context else {
+            response.bodyStream?.cancel()  // connection gone: the producer stops
+            return
+        }
         if advancing {
             context.earlyResponse = response  // still inside `advance`: it sends this when the handler call returns
             return
@@ -418,6 +545,20 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         awaitedSlot = nil
         context.status = response.status
         context.cause = response.cause
+        let hasBody = !(response.status == 204 || response.status == 304 || (100..<200).contains(response.status))
+        if let stream = response.bodyStream, hasBody && !context.isHead {
+            // HTTP/1.0 has no chunked coding: the body ends where the connection does.
+            let chunked = context.minorVersion > 0
+            let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten || !chunked
+            serialize(response, for: context, closing: closing, streamed: chunked ? .chunked : .untilClose)
+            state = .sendingStream(context, stream, chunked: chunked)
+            requestDeadline = nil
+            closeWhenWritten = closing
+            lastActive = monotonicNow()
+            flushOutput()
+            return
+        }
+        response.bodyStream?.cancel()
         let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
         serialize(response, for: context, closing: closing)
         state = .idle
@@ -428,7 +569,39 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         flushOutput()
     }
 
-    private func serialize(_ response: HTTPResponse, for context: RequestContext, closing: Bool) {
+    /// In `sendingStream`, with the output written: the next chunk, the body's end, or a wait for the producer.
+    private func pullStream() {
+        guard fd >= 0, output.isEmpty, case .sendingStream(let context, let stream, let chunked) = state else { return }
+        let loop = self.loop
+        switch stream.take(wake: { loop.execute { self.pullStream() } }) {
+        case .empty:
+            return
+        case .bytes(let bytes):
+            if chunked {
+                append(String(bytes.count, radix: 16))
+                append("\r\n")
+                output.append(contentsOf: bytes)
+                append("\r\n")
+            } else {
+                output.append(contentsOf: bytes)
+            }
+            flushOutput()
+        case .finished:
+            if chunked { append("0\r\n\r\n") }
+            state = .idle
+            writing = context
+            flushOutput()
+        case .failed:
+            context.status = 0
+            context.cause = "the response body's producer failed"
+            close()  // no last chunk: the client sees the body truncated
+        }
+    }
+
+    enum StreamedFraming { case chunked, untilClose }
+
+    private func serialize(_ response: HTTPResponse, for context: RequestContext, closing: Bool,
+                           streamed: StreamedFraming? = nil) {
         let status = response.status
         let hasBody = !(status == 204 || status == 304 || (100..<200).contains(status))
         output.reserveCapacity(256 + response.body.count)
@@ -446,7 +619,9 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             append(value)
             append("\r\n")
         }
-        if hasBody {
+        if streamed == .chunked {
+            append("Transfer-Encoding: chunked\r\n")
+        } else if hasBody && streamed == nil {
             append("Content-Length: ")
             appendDecimal(response.body.count)
             append("\r\n")
@@ -463,7 +638,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             append("\r\nConnection: keep-alive")
         }
         append("\r\n\r\n")
-        if hasBody && !context.isHead { output.append(contentsOf: response.body) }
+        if hasBody && !context.isHead && streamed == nil { output.append(contentsOf: response.body) }
     }
 
     /// A literal's bytes, copied from its static storage.
@@ -529,6 +704,11 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             wantsWritable = false
             loop.setInterest(fd: fd, readable: !readPaused, writable: false)
         }
+        if case .sendingStream = state {
+            // The next chunk on a later turn of the loop: a producer faster than the socket never recurses here.
+            loop.execute { self.pullStream() }
+            return
+        }
         if let context = writing {
             writing = nil
             core.finished(context, completed: true)
@@ -573,6 +753,12 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         switch state {
         case .body(let context), .awaiting(let context):
             core.finished(context, completed: false)
+        case .streaming(let context, let stream):
+            stream.fail(.init(.interrupted, "The connection closed before the end of the request body."))
+            core.finished(context, completed: false)
+        case .sendingStream(let context, let stream, _):
+            stream.cancel()
+            core.finished(context, completed: false)
         default:
             break
         }
@@ -597,6 +783,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             } else if now &- lastActive > core.deadlines.idle {
                 if requestDeadline == nil { close() } else { timeOutRequest() }
             }
+        case .streaming(let context, let stream):
+            // A body held back by its reader (`streamPaused`) is not the client's silence.
+            let silent = !streamPaused && now &- lastActive > core.deadlines.idle
+            if let deadline = requestDeadline, now > deadline || silent {
+                failStream(context, stream, .init(.timedOut, "The request body did not arrive in time."))
+            }
+        case .sendingStream:
+            if now &- lastActive > core.deadlines.idle { close() }  // the client stopped reading
         case .lingering(let until):
             if now > until { close() }
         case .awaiting, .closed:
@@ -623,7 +817,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                 return
             }
             refuseMalformed(status: 408, message: "The request head did not arrive in time.")
-        case .awaiting, .lingering, .closed:
+        case .awaiting, .streaming, .sendingStream, .lingering, .closed:
             close()
         }
     }

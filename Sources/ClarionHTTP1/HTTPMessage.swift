@@ -124,13 +124,16 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-/// A complete response. `x-amzn-RequestId`, `x-request-id` and `Content-Length` are added by the server.
+/// A response: complete, or with a `bodyStream`. `x-amzn-RequestId`, `x-request-id` and `Content-Length` are added by the server.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
     /// Why a 5xx answer was given, for the access log only (never sent): every 500 says its cause in the log.
     public var cause: String?
+    /// A body produced while it is sent (`body` is then ignored): sent with `Transfer-Encoding: chunked` (to an
+    /// HTTP/1.0 client, delimited by closing the connection).
+    public var bodyStream: ResponseBodyStream?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

@@ -51,7 +51,10 @@ final class ResponseSlot: Sendable {
 
     /// Hands the response to the connection's loop. No-op after the first call.
     func complete(_ response: HTTPResponse) {
-        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else {
+            response.bodyStream?.cancel()  // never sent: its producer stops
+            return
+        }
         let connection = self.connection
         let context = self.context
         if connection.loop.inEventLoop {

@@ -10,12 +10,18 @@ import ClarionCore
 /// - `asynchronous`: a Swift `async` function run in a Task; the connection is suspended the same way until
 ///   it returns. The convenient form for handlers that await the store.
 ///
+/// - `streaming`: an `async` function run in a Task as soon as the request head arrived, with the body to read as
+///   it comes (`RequestBodyStream`); `request.body` is empty. For bulk uploads that must not be held whole in memory
+///   (the route's `maxBodyBytes` still bounds the total). The handler may answer before the body ends (an error):
+///   the connection then closes after the answer.
+///
 /// Handlers that parse a body use `task(_:)` (or `startTask(for:_:)` inside `suspending`): small bodies run as
 /// `asynchronous` runs, large ones on the cooperative pool.
 public enum RouteHandler: Sendable {
     case synchronous(@Sendable (HTTPRequest) -> HTTPResponse)
     case suspending(@Sendable (HTTPRequest, HTTPResponder) -> Void)
     case asynchronous(@Sendable (HTTPRequest) async -> HTTPResponse)
+    case streaming(@Sendable (HTTPRequest, RequestBodyStream) async -> HTTPResponse)
 }
 
 extension RouteHandler {

@@ -136,6 +136,9 @@ final class RequestContext {
     let contentLength: Int?
     var chunked: ChunkedDecoder?
     var body: [UInt8] = []
+    /// For a streaming route: where the body goes as it arrives, and how many bytes went there.
+    var stream: RequestBodyStream?
+    var streamed = 0
     var match: RouteMatch?
     var limit = 0
     var status = 0

@@ -92,6 +92,13 @@ def fresh_database():
     return SERVER_URL + "/" + name
 
 
+def h2_get(url, timeout=30):
+    """GET from the emulator, which speaks HTTP/2 only (h2c): curl with prior knowledge."""
+    r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", url], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def http_get(url, timeout=5):
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:

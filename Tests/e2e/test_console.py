@@ -25,7 +25,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, call, fresh_database, used_secret, wait_for
+from conftest import CLARION, Node, call, fresh_database, h2_get, used_secret, wait_for
 
 try:
     from selenium import webdriver
@@ -43,12 +43,6 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.environ.get("CLARION_CONSOLE_SCREENSHOTS", "")
 
-
-def h2_get(url):
-    """The emulator speaks HTTP/2 only (h2c); curl with prior knowledge."""
-    r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", url], capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,11 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import CLARION, Node, wait_for
+from conftest import CLARION, Node, h2_get, wait_for
 
 KEY = "AKIACLARIONE2EDELIV1"
 SECRET = "e2e-delivery-secret-0123456789abcdefghij"
 
-
-def h2_get(url):
-    """The emulator speaks HTTP/2 only (h2c here); curl talks to it with prior knowledge."""
-    r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", url], capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ public func registerNativeAPI(on router: inout Router, context: NativeAPIContext
     NativeApplicationRoutes.register(on: &router, context: context)
     NativeTopicRoutes.register(on: &router, context: context)
     NativePublishRoutes.register(on: &router, context: context)
+    NativeImportRoutes.register(on: &router, context: context)
 }
 
 /// The OpenAPI 3.1 document of every route a node serves (`Resources/openapi.json`, which `docs/openapi.json`

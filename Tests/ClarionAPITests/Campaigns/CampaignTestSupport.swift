@@ -124,6 +124,7 @@ func call(_ router: Router, _ method: HTTPMethod, _ path: String, body: String? 
     case .synchronous(let handler): return handler(request)
     case .asynchronous(let handler): return await handler(request)
     case .suspending: return HTTPResponse(status: 500)
+    case .streaming(let handler): return await handler(request, RequestBodyStream(complete: request.body))
     }
 }
 

@@ -10,13 +10,16 @@ import ClarionHTTP1
 /// beacons.
 ///
 /// Input: fields separated by 0x1E: a kind (its first letter: p publish, e endpoint, a application, t topic,
-/// r registration, b batch, s status, c cleanup, m mobile event, q paging query, i ids, d delivery id / beacon; any
+/// r registration, b batch, s status, c cleanup, m mobile event, q paging query, i ids, d delivery id / beacon,
+/// l bulk import lines; any
 /// other byte runs them all), a body, and an extra field (a Content-Type or header lines, or the client address).
 ///
 /// Invariants: a publish body that passes names 1 to 100 targets of one kind each, its message map is a JSON object
 /// of strings SNS's parser accepts, and its stored attributes are a JSON object; paging stays within its bounds and
 /// cursors round-trip; an accepted mobile event respects its documented limits; ids resolve only to valid names;
-/// delivery ids have one spelling each and round-trip.
+/// delivery ids have one spelling each and round-trip; bulk import lines cut the same whether the upload arrives whole
+/// or in pieces, an accepted endpoint line keeps CreatePlatformEndpoint's limits, CSV fields re-quoted read back the
+/// same, and attribute maps round-trip through their staging JSON.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNativeAPI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let fields = FuzzFields(data, size, limit: 3)
@@ -34,8 +37,62 @@ private let kinds: [UInt8: @Sendable ([UInt8], String) -> Void] = [
     UInt8(ascii: "p"): publish, UInt8(ascii: "e"): endpoint, UInt8(ascii: "a"): application, UInt8(ascii: "t"): topic,
     UInt8(ascii: "r"): registration, UInt8(ascii: "b"): batch, UInt8(ascii: "s"): status, UInt8(ascii: "c"): cleanup,
     UInt8(ascii: "m"): mobileEvent, UInt8(ascii: "q"): paging, UInt8(ascii: "i"): ids, UInt8(ascii: "d"): beacon,
-    UInt8(ascii: "f"): filterPolicy,
+    UInt8(ascii: "f"): filterPolicy, UInt8(ascii: "l"): importLines,
 ]
+
+/// A bulk upload (`extra` picks the format from its first byte: c CSV, p plain lines, else NDJSON), fed whole and
+/// in pieces of 1-16 bytes cut where the body's own bytes say.
+private func importLines(_ body: [UInt8], _ extra: String) {
+    let format: ImportFormat = switch extra.utf8.first {
+    case UInt8(ascii: "c"): .csv
+    case UInt8(ascii: "p"): .plainLines
+    default: .ndjson
+    }
+    func cut(_ pieces: [[UInt8]]) -> [(Int, [UInt8]?)] {
+        var splitter = ImportLineSplitter()
+        var lines: [(Int, [UInt8]?)] = []
+        for piece in pieces { splitter.feed(piece) { lines.append(($0, $1.map { Array($0) })) } }
+        splitter.finish { lines.append(($0, $1.map { Array($0) })) }
+        require(splitter.lineNumber == lines.count, "line numbers skip")
+        return lines
+    }
+    let whole = cut([body])
+    var pieces: [[UInt8]] = []
+    var i = 0
+    while i < body.count {
+        let size = 1 + Int(body[i] % 16)
+        pieces.append(Array(body[i..<min(body.count, i + size)]))
+        i += size
+    }
+    let pieced = cut(pieces)
+    require(whole.count == pieced.count && zip(whole, pieced).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 },
+            "lines differ when the upload arrives in pieces")
+    for platform in applicationPlatforms {
+        var decoder = EndpointLineDecoder(platform: platform, format: format)
+        for (_, line) in whole {
+            guard let line, let endpoint = try? decoder.decode(line[...]) else { continue }
+            require(!endpoint.token.isEmpty && !endpoint.token.utf8.contains(0), "accepted token empty or with NUL")
+            require((try? NativeRules.token(endpoint.token, platform: platform)) == endpoint.token, "token not normalised")
+            require((endpoint.customUserData?.utf8.count ?? 0) <= 2048, "custom_user_data over 2048 bytes")
+            require(endpoint.userID.map { (1...256).contains($0.utf8.count) } ?? true, "user_id out of 1-256 bytes")
+            require(endpoint.attributes.keys.allSatisfy(EndpointLineDecoder.attributeNames.contains), "unknown attribute accepted")
+            let json = EndpointLineDecoder.attributesJSON(endpoint.attributes)
+            let back = (try? JSONValue.parse(json))?.objectValue
+            require(back?.count == endpoint.attributes.count
+                    && (back.map { $0.allSatisfy { endpoint.attributes[$0.key] == $0.value.stringValue } } ?? false),
+                    "attributes do not round-trip through their staging JSON")
+        }
+    }
+    let subscriptions = SubscriptionLineDecoder(format: format, caller: caller, tokenPlatform: extra.count > 1 ? "GCM" : nil)
+    for (_, line) in whole {
+        guard let line else { continue }
+        _ = try? subscriptions.decode(line[...])
+        if let fields = try? CSVLine.fields(line[...]) {
+            let quoted = fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ",")
+            require((try? CSVLine.fields(Array(quoted.utf8)[...])) == fields, "CSV fields do not read back after quoting")
+        }
+    }
+}
 
 private let caller = NativeCaller(accountID: "123456789012", accountKey: 1, region: "us-east-1")
 private let applicationPlatforms = ["APNS", "APNS_SANDBOX", "GCM", "ADM"]
@@ -184,6 +241,16 @@ private let proxies = TrustedProxies(list: "10.0.0.0/8,::1/128")!
 
 private let codec = DeliveryIDCodec { Digest.hmacSHA256(key: Array("fuzz delivery-id secret".utf8), data: $0) }
 
+/// Whether `needle`'s UTF-8 occurs in `haystack`'s. Foundation's `String.contains` trapped here ("String index is out
+/// of bounds" in its UTF-16 index conversion) on inputs with U+0000 and U+FFFD, in the harness, not the code it checks.
+private func containsUTF8(_ haystack: String, _ needle: String) -> Bool {
+    let h = Array(haystack.utf8), n = Array(needle.utf8)
+    guard !n.isEmpty else { return true }
+    guard n.count <= h.count else { return false }
+    for i in 0...(h.count - n.count) where h[i..<(i + n.count)].elementsEqual(n) { return true }
+    return false
+}
+
 private func beacon(_ body: [UInt8], _ extra: String) {
     _ = BeaconLimiter.sourceKey(extra)
     // The beacon's client address from forwarding headers a client wrote: whatever they say, the answer is the peer
@@ -191,7 +258,8 @@ private func beacon(_ body: [UInt8], _ extra: String) {
     let headers: HTTPHeaders = ["Forwarded": extra, "X-Forwarded-For": String(decoding: body.prefix(200), as: UTF8.self)]
     let client = proxies.clientAddress(peer: "10.1.2.3", headers: headers)
     require(!client.isEmpty, "an empty client address")
-    require(client == "10.1.2.3" || extra.contains(client) || String(decoding: body.prefix(200), as: UTF8.self).contains(client),
+    require(client == "10.1.2.3" || containsUTF8(extra, client)
+            || containsUTF8(String(decoding: body.prefix(200), as: UTF8.self), client),
             "client address \(client) is neither the peer nor a forwarded hop")
     _ = try? CampaignRoutes.parseBody(body)
     let text = ((try? JSONValue.parse(bytes: body))?["delivery_id"]?.stringValue) ?? String(decoding: body, as: UTF8.self)
