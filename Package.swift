@@ -111,7 +111,7 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
 let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
     "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
-    "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI"],
+    "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzJSON": ["ClarionCore"],
     "FuzzRender": ["ClarionCore"],
     "FuzzNativeAPI": ["ClarionHTTP1", "ClarionAPI", "ClarionCore", "ClarionCrypto"],

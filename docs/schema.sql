@@ -192,11 +192,12 @@ BEGIN
                (p->>'endpoint')::uuid AS endpoint, p->'fields' AS fields
         FROM jsonb_array_elements(pending) p
     ), x AS (
-        SELECT e.*, a.account, c.account_id, a.platform, a.name, a.attributes->>e.attribute AS topic_arn
+        SELECT e.*, a.account, a.region, c.account_id, a.platform, a.name, a.attributes->>e.attribute AS topic_arn
         FROM e JOIN platform_applications a ON a.id = e.app JOIN accounts c ON c.id = a.account
     ), resolved AS (
         SELECT x.*, t.id AS topic FROM x
-        LEFT JOIN topics t ON t.account = x.account AND t.name = split_part(x.topic_arn, ':', 6)
+        LEFT JOIN topics t ON t.account = x.account AND t.region = x.region AND t.name = split_part(x.topic_arn, ':', 6)
+            AND split_part(x.topic_arn, ':', 4) = x.region
     ), published AS (
         INSERT INTO messages (external_id, account, target_kind, target_id, target, message)
         SELECT gen_random_uuid(), account, 'topic', topic, jsonb_build_object('arn', topic_arn, 'event', event),
@@ -690,8 +691,10 @@ CREATE TABLE public.platform_applications (
     disabled_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    region text NOT NULL,
     CONSTRAINT platform_applications_name_check CHECK (((name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(name) <= 256))),
-    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text, 'WEBPUSH'::text])))
+    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text, 'WEBPUSH'::text]))),
+    CONSTRAINT platform_applications_region_check CHECK ((region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$'::text))
 );
 
 
@@ -823,7 +826,9 @@ CREATE TABLE public.topics (
     name text NOT NULL,
     attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT topics_name_check CHECK (((name ~ '^[A-Za-z0-9_-]+$'::text) AND (length(name) <= 256)))
+    region text NOT NULL,
+    CONSTRAINT topics_name_check CHECK (((name ~ '^[A-Za-z0-9_-]+$'::text) AND (length(name) <= 256))),
+    CONSTRAINT topics_region_check CHECK ((region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$'::text))
 );
 
 
@@ -1071,7 +1076,7 @@ ALTER TABLE ONLY public.opens
 --
 
 ALTER TABLE ONLY public.platform_applications
-    ADD CONSTRAINT platform_applications_name_key UNIQUE (account, platform, name);
+    ADD CONSTRAINT platform_applications_name_key UNIQUE (account, region, platform, name);
 
 
 --
@@ -1151,7 +1156,7 @@ ALTER TABLE ONLY public.tags
 --
 
 ALTER TABLE ONLY public.topics
-    ADD CONSTRAINT topics_account_name_key UNIQUE (account, name);
+    ADD CONSTRAINT topics_account_name_key UNIQUE (account, region, name);
 
 
 --

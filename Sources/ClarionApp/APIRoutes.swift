@@ -25,7 +25,7 @@ enum APIRoutes {
         let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: accounts),
                                                                listensOnLoopbackOnly: listensOnLoopbackOnly))
         SNSQueryService(region: region, actions: makeSNSActionTable(context: sns),
-                        authentication: .sigV4(SigV4Verifier(region: region, resolver: keys,
+                        authentication: .sigV4(SigV4Verifier(regions: configuration.servedRegions, resolver: keys,
                                                              unknownKeyAccount: configuration.devMode ? configuration.accountID : nil)))
             .register(on: &router)
         let native = NativeAPIContext(sharing: sns)

@@ -328,7 +328,7 @@ public enum CLI {
         defer { node.stop() }
         try node.loadMasterKey()
         try node.bootstrapAccount()
-        let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!)
+        let admin = MobileAppAdmin(pool: node.pool!, masterKey: node.masterKey!, region: node.configuration.region)
         let accountID = configuration.accountID
         do {
             switch action {
@@ -485,12 +485,13 @@ public enum CLI {
         let pool = node.pool!
         let masterKey = node.masterKey!
         let accountID = configuration.accountID
+        let region = configuration.region
         let application: PlatformApplicationRecord
         do {
             application = try blockingAwait { () async throws(StoreError) -> PlatformApplicationRecord in
                 let account = try await AccountRepository(pool: pool, masterKey: masterKey).account(accountID: accountID)
                 return try await PlatformApplicationRepository(pool: pool, masterKey: masterKey)
-                    .get(accountKey: account.key, platform: platform, name: name)
+                    .get(accountKey: account.key, region: region, platform: platform, name: name)
             }
         } catch {
             if error.code == .notFound { throw NodeError(.usage, "no platform application \(appID) in account \(accountID)") }

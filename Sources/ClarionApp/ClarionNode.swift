@@ -146,8 +146,9 @@ public final class ClarionNode: @unchecked Sendable {
     /// Applies pending migrations (serialised across nodes by an advisory lock).
     func migrate() throws(NodeError) {
         guard let pool else { return }
+        let migrator = Migrator(defaultRegion: configuration.region)
         do {
-            let applied = try pool.withConnectionBlocking { (c) throws(StoreError) in try Migrator().migrate(c) }
+            let applied = try pool.withConnectionBlocking { (c) throws(StoreError) in try migrator.migrate(c) }
             if !applied.isEmpty { log.info("migrations applied", ["versions": applied.map(String.init).joined(separator: ",")]) }
             migrationsApplied.store(true, ordering: .releasing)
         } catch {
@@ -257,7 +258,7 @@ public final class ClarionNode: @unchecked Sendable {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
         let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters, onBatch: metrics?.publishBatchObserver)
         self.batcher = batcher
-        let registration = RegistrationContext(pool: pool, masterKey: masterKey)
+        let registration = RegistrationContext(pool: pool, masterKey: masterKey, region: configuration.region)
         registrationContext = registration
         let signing = try messageSigningIdentity(pool: pool, masterKey: masterKey)
         var emulatorReset: (@Sendable () -> Void)?

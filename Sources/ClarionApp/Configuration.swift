@@ -17,7 +17,10 @@ public struct Configuration: Sendable, Equatable {
     public var databaseURL: String?
     public var dataDirectory = "./var"
     public var masterKey: String?
+    /// The node's own region: the native API's resources live there, and ARNs made before regions existed carry it.
     public var region = "us-east-1"
+    /// The SNS regions served (CLARION_REGIONS); nil: any valid AWS region name a request's SigV4 scope names.
+    public var regions: [String]?
     public var accountID = "123456789012"
     public var accessKeyID: String?
     public var secretAccessKey: String?
@@ -117,11 +120,22 @@ public struct Configuration: Sendable, Equatable {
                 apply: { c, v in c.masterKey = v.isEmpty ? nil : v }, read: { $0.masterKey }),
         Setting(key: "CLARION_REGION", flag: "--region", secret: false, help: "region in ARNs and SigV4 scope (default us-east-1)",
                 apply: { (c, v) throws(ConfigurationError) in
-                    guard v.range(of: "^[a-z]{2}(-[a-z]+)+-[0-9]+$", options: .regularExpression) != nil else {
+                    guard AWSRegion.isValidName(v) else {
                         throw ConfigurationError(key: "CLARION_REGION", message: "'\(v)' is not a region name like us-east-1")
                     }
                     c.region = v
                 }, read: { $0.region }),
+        Setting(key: "CLARION_REGIONS", flag: "--regions", secret: false,
+                help: "SNS regions served, comma-separated; must include CLARION_REGION (default: any AWS region name)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    let names = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    guard !names.isEmpty else { c.regions = nil; return }
+                    for name in names where !AWSRegion.isValidName(name) {
+                        throw ConfigurationError(key: "CLARION_REGIONS", message: "'\(name)' is not a region name like us-east-1")
+                    }
+                    var seen = Set<String>()
+                    c.regions = names.filter { seen.insert($0).inserted }
+                }, read: { $0.regions?.joined(separator: ",") ?? "any" }),
         Setting(key: "CLARION_ACCOUNT_ID", flag: "--account-id", secret: false, help: "12-digit account id (default 123456789012)",
                 apply: { (c, v) throws(ConfigurationError) in
                     guard v.count == 12, v.allSatisfy({ $0.isASCII && $0.isNumber }) else {
@@ -350,11 +364,18 @@ public struct Configuration: Sendable, Equatable {
         if let id = configuration.accessKeyID, !(16...128).contains(id.count) {
             throw ConfigurationError(key: "CLARION_ACCESS_KEY_ID", message: "must be 16 to 128 characters")
         }
+        if let regions = configuration.regions, !regions.contains(configuration.region) {
+            throw ConfigurationError(key: "CLARION_REGIONS",
+                                     message: "must include CLARION_REGION (\(configuration.region)), where the native API's resources live")
+        }
         if configuration.devMode {
             try configuration.applyDevMode(listenFlagGiven: flagValues.contains { $0.0.flag == "--listen" })
         }
         return (configuration, rest)
     }
+
+    /// The regions the SNS API serves.
+    public var servedRegions: ServedRegions { regions.map { .listed(Set($0)) } ?? .any }
 
     /// What `--dev` implies and refuses. A database URL is refused unless `--dev-allow-shared-database`: reset
     /// empties every resource, and a URL may name a database other nodes or people use. Only the `--listen` flag moves

@@ -27,9 +27,13 @@ public struct Migrator: Sendable {
     static let lockKey: Int64 = 0x636c_6172_696f_6e00
 
     public let migrations: [Migration]
+    /// The node's configured region (CLARION_REGION): V020 gives it to the topics and platform applications made
+    /// before resources had a region. Set for the migrating session as `clarion.default_region`.
+    public let defaultRegion: String
 
-    public init(migrations: [Migration] = Schema.migrations) {
+    public init(migrations: [Migration] = Schema.migrations, defaultRegion: String = "us-east-1") {
         self.migrations = migrations.sorted { $0.version < $1.version }
+        self.defaultRegion = defaultRegion
     }
 
     public var latestVersion: Int { migrations.last?.version ?? 0 }
@@ -39,6 +43,7 @@ public struct Migrator: Sendable {
     public func migrate(_ connection: PGConnection) throws(StoreError) -> [Int] {
         try connection.query("SELECT pg_advisory_lock($1)", [Migrator.lockKey])
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Migrator.lockKey]) }
+        try connection.query("SELECT set_config('clarion.default_region', $1, false)", [defaultRegion])
         try connection.execute("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    integer PRIMARY KEY,

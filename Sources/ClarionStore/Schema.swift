@@ -49,5 +49,7 @@ public enum Schema {
                   sql: PackageResources.V018__topic_recent_messages_index_sql),
         Migration(version: 19, name: "campaign variants: endpoints held out are counted per shard",
                   sql: PackageResources.V019__campaign_variant_holdout_sql),
+        Migration(version: 20, name: "resources live in an SNS region",
+                  sql: PackageResources.V020__regions_sql),
     ]
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+import ClarionCore
 import ClarionHTTP1
 
 /// Requests signed by botocore itself (SigV4Auth / SigV4QueryAuth with the clock pinned), then verified here.
@@ -96,7 +97,7 @@ print(json.dumps(out))
         for item in signed {
             do {
                 let caller = try await Self.verifier().verify(item.request)
-                #expect(caller == SigV4Caller(accessKeyID: "AKIDEXAMPLE", accountID: "123456789012"), "\(item.name)")
+                #expect(caller == SigV4Caller(accessKeyID: "AKIDEXAMPLE", accountID: "123456789012", region: "us-east-1"), "\(item.name)")
             } catch {
                 Issue.record("\(item.name): \(error)")
             }
@@ -186,7 +187,7 @@ print(json.dumps(out))
         let request = try #require(signed.first { $0.name == "post-form" }).request
         let dev = Self.verifier(resolver: StaticAccessKeyResolver([]), unknownKeyAccount: "000000000000")
         let caller = try await dev.verify(request)
-        #expect(caller == SigV4Caller(accessKeyID: "AKIDEXAMPLE", accountID: "000000000000"))
+        #expect(caller == SigV4Caller(accessKeyID: "AKIDEXAMPLE", accountID: "000000000000", region: "us-east-1"))
         // The signature is not checked (there is no secret to check it with)...
         var forged = request
         let authorization = try #require(forged.headers["Authorization"])
@@ -207,6 +208,25 @@ print(json.dumps(out))
         let known = Self.verifier(unknownKeyAccount: "000000000000")
         #expect(try await known.verify(request).accountID == "123456789012")
         await expectFailure(known, forged, .signatureMismatch)
+    }
+
+    /// CLARION_REGIONS (docs/api.md, "Regions"): unset, any region name a scope names is served and becomes the
+    /// caller's region; set, a region outside the list gets AWS's answer for a scope naming a region the endpoint does
+    /// not serve, 403 SignatureDoesNotMatch "Credential should be scoped to a valid region, not '<region>'. " (the
+    /// Query services' wording: STS's in cognitect-labs/aws-api#27, SQS's in aws/aws-sdk-ruby#508).
+    @Test("served regions: any region name, or only the listed ones")
+    func servedRegions() async throws {
+        let request = try #require(try await Self.botocoreRequests().first { $0.name == "post-form" }).request
+        let base = Double(AWSTimestamp.parseBasic(Self.signedAt)!)
+        func verifier(_ regions: ServedRegions) -> SigV4Verifier {
+            SigV4Verifier(regions: regions, resolver: StaticAccessKeyResolver([Self.credentials]),
+                          clock: { Date(timeIntervalSince1970: base) })
+        }
+        #expect(try await verifier(.any).verify(request).region == "us-east-1")
+        #expect(try await verifier(.listed(["eu-west-1", "us-east-1"])).verify(request).region == "us-east-1")
+        await expectFailure(verifier(.listed(["eu-west-1", "ap-southeast-4"])), request, .signatureMismatch,
+                            message: "Credential should be scoped to a valid region, not 'us-east-1'. ")
+        #expect(SNSQueryService.snsError(for: SigV4Error(code: .signatureMismatch, message: "m")).status == 403)
     }
 
     @Test("scope checks: region, service; unknown key; missing and malformed authorization")

@@ -22,6 +22,26 @@ import Testing
         #expect(rest.isEmpty)
     }
 
+    @Test("CLARION_REGIONS: unset serves any region; a comma list is trimmed and deduplicated; a bad name or a list without CLARION_REGION is refused by name")
+    func regions() throws {
+        #expect(try Configuration.load(arguments: [], environment: [:]).0.servedRegions == .any)
+        let (listed, _) = try Configuration.load(arguments: ["--regions", "eu-west-1, us-east-1,eu-west-1"], environment: [:])
+        #expect(listed.regions == ["eu-west-1", "us-east-1"])
+        #expect(listed.servedRegions == .listed(["eu-west-1", "us-east-1"]))
+        let (other, _) = try Configuration.load(arguments: [], environment: ["CLARION_REGION": "eu-central-2", "CLARION_REGIONS": "eu-central-2"])
+        #expect(other.region == "eu-central-2" && other.regions == ["eu-central-2"])
+        for (environment, reason) in [(["CLARION_REGIONS": "us-east-1,Mars-1"], "'Mars-1' is not a region name"),
+                                      (["CLARION_REGIONS": "eu-west-1"], "must include CLARION_REGION"),
+                                      (["CLARION_REGION": "us-east-1a"], "is not a region name")] {
+            do {
+                _ = try Configuration.load(arguments: [], environment: environment)
+                Issue.record("\(environment) was accepted")
+            } catch {
+                #expect(error.key == environment.keys.sorted().last! && error.message.contains(reason), "\(error)")
+            }
+        }
+    }
+
     @Test("A file overrides the defaults, the environment the file, a flag the environment; each setting on its own")
     func precedence() throws {
         let path = try Self.file("""

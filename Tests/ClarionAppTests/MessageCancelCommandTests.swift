@@ -11,7 +11,7 @@ import Testing
         let url = try TestPostgres.migratedDatabase(prefix: "cli")
         let c = try PGConnection(conninfo: url)
         let account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
-        let topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'news') RETURNING id", [account]).first!.int64(0)!
+        let topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'news') RETURNING id", [account]).first!.int64(0)!
         func message(state: String) throws -> UUID {
             let id = UUID()
             try c.query("""

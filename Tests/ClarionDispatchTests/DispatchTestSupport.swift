@@ -135,7 +135,7 @@ struct FanOutFixture {
         pool = PGPool(conninfo: url, size: poolSize)
         let c = try PGConnection(conninfo: url)
         account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
-        topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'news') RETURNING id", [account]).first!.int64(0)!
+        topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'news') RETURNING id", [account]).first!.int64(0)!
     }
 
     func connection() throws -> PGConnection { try PGConnection(conninfo: url) }
@@ -143,7 +143,7 @@ struct FanOutFixture {
     mutating func addApplication(_ name: String, platform: String, attributes: String = "{}") throws {
         let c = try connection()
         applications[name] = try c.query("""
-            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, $2, $3, $4::jsonb) RETURNING id
+            INSERT INTO platform_applications (account, region, name, platform, attributes) VALUES ($1, 'us-east-1', $2, $3, $4::jsonb) RETURNING id
             """, [account, name, platform, attributes]).first!.int64(0)!
     }
 

@@ -131,12 +131,12 @@ func runBench(directory: String, count: Int) async {
         try c.execute("TRUNCATE accounts CASCADE")
         account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
         apnsApp = try c.query("""
-            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, 'ios', 'APNS', $2) RETURNING id
+            INSERT INTO platform_applications (account, region, name, platform, attributes) VALUES ($1, 'us-east-1', 'ios', 'APNS', $2) RETURNING id
             """, [account, apnsAttributes]).first!.int64(0)!
         fcmApp = try c.query("""
-            INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, 'android', 'GCM', $2) RETURNING id
+            INSERT INTO platform_applications (account, region, name, platform, attributes) VALUES ($1, 'us-east-1', 'android', 'GCM', $2) RETURNING id
             """, [account, PGJSON([ProviderAttribute.providerEndpoint: base])]).first!.int64(0)!
-        topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'bench') RETURNING id", [account]).first!.int64(0)!
+        topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'bench') RETURNING id", [account]).first!.int64(0)!
         var next = 0
         try c.copyIn("COPY endpoints (external_id, application, token) FROM STDIN") { () -> [UInt8]? in
             guard next < count else { return nil }
@@ -363,7 +363,7 @@ func compareFilteredFanOut(url: String, account: Int64, plainTopic: Int64, jobs:
             filterTopic = row.int64(0)!
         } else {
             try c.query("DELETE FROM topics WHERE name = 'bench-filter'")
-            filterTopic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'bench-filter') RETURNING id",
+            filterTopic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'bench-filter') RETURNING id",
                                       [account]).first!.int64(0)!
             let started = Date()
             try c.query("""

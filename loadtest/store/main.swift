@@ -27,7 +27,7 @@ do {
     try Migrator().migrate(c)
     try c.execute("TRUNCATE endpoints, platform_applications, accounts RESTART IDENTITY CASCADE")
     let account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
-    let app = try c.query("INSERT INTO platform_applications (account, name, platform) VALUES ($1, 'bench', 'GCM') RETURNING id",
+    let app = try c.query("INSERT INTO platform_applications (account, region, name, platform) VALUES ($1, 'us-east-1', 'bench', 'GCM') RETURNING id",
                           [account]).first!.int64(0)!
 
     // COPY in: external_id, application, token, user_id, language, app_version, os_type, token_refreshed_at

@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 import Synchronization
@@ -7,6 +8,8 @@ import ClarionHTTP1
 public struct SigV4Caller: Sendable, Equatable {
     public let accessKeyID: String
     public let accountID: String
+    /// The region of the credential scope: the SNS region the request acts in (its resources, its ARNs).
+    public let region: String
 }
 
 /// Why a request did not authenticate. `message` follows AWS's wording where clients or people know it.
@@ -44,10 +47,12 @@ public struct SigV4Error: Error, Sendable, Equatable, CustomStringConvertible {
 /// - payload hash: SHA-256 of the body; an `x-amz-content-sha256` header must equal it (no unsigned payloads:
 ///   for SNS the body carries the action and its parameters).
 ///
-/// The credential scope must name the request's date, the configured region and the service, and the request
-/// time must be within `allowedSkew` (AWS: 15 minutes) of the injected clock.
+/// The credential scope must name the request's date, a region the node serves and the service, and the request
+/// time must be within `allowedSkew` (AWS: 15 minutes) of the injected clock. A region the node does not serve gets
+/// AWS's own answer for a scope naming a region the endpoint does not serve: 403 `SignatureDoesNotMatch`, "Credential
+/// should be scoped to a valid region, not '<region>'. " (docs/api.md, "Regions").
 public struct SigV4Verifier: Sendable {
-    public let region: String
+    public let regions: ServedRegions
     public let service: String
     public let allowedSkew: Int64
     /// `serve --dev`: the account an access key the resolver does not know acts for. Such a request is parsed and
@@ -58,10 +63,18 @@ public struct SigV4Verifier: Sendable {
     private let now: @Sendable () -> Date
     private let signingKeys = SigningKeyCache()
 
+    /// A verifier serving exactly one region.
     public init(region: String, service: String = "sns", resolver: any AccessKeyResolver,
                 allowedSkewSeconds: Int = 15 * 60, unknownKeyAccount: String? = nil,
                 clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.region = region
+        self.init(regions: .listed([region]), service: service, resolver: resolver, allowedSkewSeconds: allowedSkewSeconds,
+                  unknownKeyAccount: unknownKeyAccount, clock: clock)
+    }
+
+    public init(regions: ServedRegions, service: String = "sns", resolver: any AccessKeyResolver,
+                allowedSkewSeconds: Int = 15 * 60, unknownKeyAccount: String? = nil,
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.regions = regions
         self.service = service
         self.resolver = resolver
         self.allowedSkew = Int64(allowedSkewSeconds)
@@ -112,13 +125,13 @@ public struct SigV4Verifier: Sendable {
         let credential = try parseCredential(presented.credential)
         let requestTime = try requestTime(presented, request: request)
 
-        // The scope must match the request's own date, our region and our service.
+        // The scope must match the request's own date, a region we serve and our service.
         let amzDate = AWSTimestamp.formatBasic(requestTime)
         let day = String(amzDate.prefix(8))
         guard credential.date == day else {
             throw mismatch("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '\(credential.date)' != '\(day)', from '\(amzDate)'.")
         }
-        guard credential.region == region else {
+        guard regions.serves(credential.region) else {
             throw mismatch("Credential should be scoped to a valid region, not '\(credential.region)'. ")
         }
         guard credential.service == service else {
@@ -172,14 +185,14 @@ public struct SigV4Verifier: Sendable {
         guard matches else {
             throw mismatch(SNSError.signatureMismatchMessage)
         }
-        return SigV4Caller(accessKeyID: secret.accessKeyID, accountID: secret.accountID)
+        return SigV4Caller(accessKeyID: secret.accessKeyID, accountID: secret.accountID, region: parsed.credential.region)
     }
 
     /// `unknownKeyAccount`'s check: everything `check` holds a request to but the signature itself.
     package func checkUnsigned(_ parsed: ParsedRequest, request: HTTPRequest, account: String) throws(SigV4Error) -> SigV4Caller {
         try checkTime(parsed.requestTime, presented: parsed.presented)
         _ = try payloadHash(request)
-        return SigV4Caller(accessKeyID: parsed.credential.accessKeyID, accountID: account)
+        return SigV4Caller(accessKeyID: parsed.credential.accessKeyID, accountID: account, region: parsed.credential.region)
     }
 
     // MARK: - Pieces
@@ -197,7 +210,7 @@ public struct SigV4Verifier: Sendable {
     package struct Credential {
         package var accessKeyID: String
         var date: String
-        var region: String
+        package var region: String
         var service: String
         var terminator: String
     }

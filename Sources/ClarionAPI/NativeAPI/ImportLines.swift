@@ -352,8 +352,9 @@ package struct SubscriptionLineDecoder {
     }
 
     private func endpoint(_ text: String) throws(ImportLineError) -> ImportedSubscriber {
-        guard let id = NativeID.endpoint(text, caller) else {
-            throw ImportLineError("'\(text.prefix(80))' is not an endpoint id or ARN of this account.")
+        // An ARN must name the node's region, the topic's (a bare UUID is checked against the topic's region by the store).
+        guard let (id, region) = NativeID.endpoint(text, caller), region == nil || region == caller.region else {
+            throw ImportLineError("'\(text.prefix(80))' is not an endpoint id or ARN of this account and region.")
         }
         return .endpoint(id)
     }

@@ -109,4 +109,6 @@ struct EndpointIdentityKey: Hashable, Sendable {
 struct EndpointIdentity: Sendable {
     let platform: String
     let applicationName: String
+    /// The application's SNS region (endpoint ids are global: the endpoint may live outside the node's region).
+    let region: String
 }

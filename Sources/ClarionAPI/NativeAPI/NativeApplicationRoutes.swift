@@ -25,7 +25,7 @@ enum NativeApplicationRoutes {
             var attributes = try NativeRules.applicationAttributes(try body.stringMap("attributes") ?? [:], caller, platform: platform,
                                                                    credential: credentials.credential, principal: credentials.principal)
             if platform == "WEBPUSH" {
-                let existing = try? await c.applications.get(accountKey: caller.accountKey, platform: platform, name: name)
+                let existing = try? await c.applications.get(accountKey: caller.accountKey, region: caller.region, platform: platform, name: name)
                 try NativeRules.webPushCredentials(&credentials, &attributes, existing: existing)
             }
             try NativeRules.requireCredentials(credentials, platform: platform)
@@ -36,7 +36,8 @@ enum NativeApplicationRoutes {
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 var (record, created) = try await c.applications.createOrUpdate(
-                    accountKey: caller.accountKey, name: name, platform: platform, credentials: credentials, attributes: attributes)
+                    accountKey: caller.accountKey, region: caller.region, name: name, platform: platform, credentials: credentials,
+                    attributes: attributes)
                 if let enabled, enabled != record.enabled {
                     record = try await c.applications.update(applicationKey: record.key, enabled: enabled,
                                                              disabledReason: enabled ? nil : disabledReason)
@@ -51,7 +52,7 @@ enum NativeApplicationRoutes {
             let caller = try await c.caller(request)
             let paging = try NativePaging.parse(request)
             do throws(StoreError) {
-                let page = try await c.applications.list(accountKey: caller.accountKey, after: paging.after, limit: paging.limit)
+                let page = try await c.applications.list(accountKey: caller.accountKey, region: caller.region, after: paging.after, limit: paging.limit)
                 return NativeResponse.page(page) { render($0, caller) }
             } catch {
                 throw JSONAPIError.store(error)

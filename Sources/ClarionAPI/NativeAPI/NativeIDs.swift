@@ -12,7 +12,9 @@ import Foundation
 /// | topic | the name | `...:<name>` |
 /// | subscription | the UUID | `...:<topic>:<uuid>` |
 ///
-/// An ARN of another account or region names nothing here: it is "not found", like an unknown id.
+/// Names (applications, topics) are the node's region's (`CLARION_REGION`); UUIDs (endpoints, subscriptions) are
+/// global: they name their resource in whichever region it lives, and its ARN carries that region. An ARN of another
+/// account, or an application or topic ARN of another region, names nothing here: it is "not found", like an unknown id.
 package enum NativeID {
     /// Platforms a platform application can have (the SNS actions' list, the store's check constraint).
     static let platforms = PlatformApplicationActions.platforms.sorted()
@@ -33,13 +35,14 @@ package enum NativeID {
         return platforms.contains(platform) && isApplicationName(name) ? (platform, name) : nil
     }
 
-    package static func endpoint(_ text: String, _ caller: NativeCaller) -> UUID? {
+    /// The endpoint's UUID, and the region its ARN names (nil for a bare UUID: any region).
+    package static func endpoint(_ text: String, _ caller: NativeCaller) -> (id: UUID, region: String?)? {
         if text.hasPrefix("arn:") {
-            guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
+            guard let arn = SNSARN.parse(text), arn.account == caller.accountID,
                   case .endpoint(_, _, let id) = arn.resource else { return nil }
-            return id
+            return (id, arn.region)
         }
-        return UUID(text: text)
+        return UUID(text: text).map { ($0, nil) }
     }
 
     package static func topic(_ text: String, _ caller: NativeCaller) -> String? {
@@ -51,13 +54,14 @@ package enum NativeID {
         return isTopicName(text) ? text : nil
     }
 
-    package static func subscription(_ text: String, _ caller: NativeCaller) -> UUID? {
+    /// The subscription's UUID, and the region its ARN names (nil for a bare UUID: any region).
+    package static func subscription(_ text: String, _ caller: NativeCaller) -> (id: UUID, region: String?)? {
         if text.hasPrefix("arn:") {
-            guard let arn = SNSARN.parse(text), arn.region == caller.region, arn.account == caller.accountID,
+            guard let arn = SNSARN.parse(text), arn.account == caller.accountID,
                   case .subscription(_, let id) = arn.resource else { return nil }
-            return id
+            return (id, arn.region)
         }
-        return UUID(text: text)
+        return UUID(text: text).map { ($0, nil) }
     }
 
     /// SNS: 1-256 of `[A-Za-z0-9_.-]`.
@@ -81,7 +85,8 @@ package enum NativeID {
     }
 
     static func arn(_ endpoint: EndpointRecord, _ caller: NativeCaller) -> String {
-        SNSARN.endpoint(caller.region, caller.accountID, platform: endpoint.platform, application: endpoint.applicationName,
+        SNSARN.endpoint(endpoint.region.isEmpty ? caller.region : endpoint.region, caller.accountID, platform: endpoint.platform,
+                        application: endpoint.applicationName,
                         id: endpoint.externalID)
     }
 
@@ -90,7 +95,8 @@ package enum NativeID {
     }
 
     static func arn(_ subscription: SubscriptionRecord, _ caller: NativeCaller) -> String {
-        SNSARN.subscription(caller.region, caller.accountID, topic: subscription.topicName, id: subscription.externalID)
+        SNSARN.subscription(subscription.region.isEmpty ? caller.region : subscription.region, caller.accountID,
+                            topic: subscription.topicName, id: subscription.externalID)
     }
 }
 
@@ -101,7 +107,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No platform application '\(text)'.", field: field)
         guard let (platform, name) = NativeID.application(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await applications.get(accountKey: caller.accountKey, platform: platform, name: name)
+            return try await applications.get(accountKey: caller.accountKey, region: caller.region, platform: platform, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -109,7 +115,7 @@ extension NativeAPIContext {
 
     func endpoint(_ text: String, _ caller: NativeCaller, field: String?) async throws(JSONAPIError) -> EndpointRecord {
         let notFound = JSONAPIError.notFound("No endpoint '\(text)'.", field: field)
-        guard let id = NativeID.endpoint(text, caller) else { throw notFound }
+        guard let (id, region) = NativeID.endpoint(text, caller) else { throw notFound }
         let record: EndpointRecord, application: PlatformApplicationRecord
         do throws(StoreError) {
             record = try await endpoints.get(externalID: id)
@@ -117,7 +123,7 @@ extension NativeAPIContext {
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
-        guard application.accountKey == caller.accountKey else { throw notFound }
+        guard application.accountKey == caller.accountKey, region == nil || region == application.region else { throw notFound }
         return record
     }
 
@@ -125,7 +131,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No topic '\(text)'.", field: field)
         guard let name = NativeID.topic(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await topics.get(accountKey: caller.accountKey, name: name)
+            return try await topics.get(accountKey: caller.accountKey, region: caller.region, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -133,14 +139,14 @@ extension NativeAPIContext {
 
     func subscription(_ text: String, _ caller: NativeCaller, field: String?) async throws(JSONAPIError) -> SubscriptionRecord {
         let notFound = JSONAPIError.notFound("No subscription '\(text)'.", field: field)
-        guard let id = NativeID.subscription(text, caller) else { throw notFound }
+        guard let (id, region) = NativeID.subscription(text, caller) else { throw notFound }
         let record: SubscriptionRecord
         do throws(StoreError) {
             record = try await subscriptions.get(externalID: id)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
-        guard record.accountKey == caller.accountKey else { throw notFound }
+        guard record.accountKey == caller.accountKey, region == nil || region == record.region else { throw notFound }
         return record
     }
 }

@@ -222,7 +222,8 @@ package enum NativePublishRoutes {
                 // An ARN names the endpoint's platform and application: no lookup before the store, whose
                 // statement checks existence, account and both enabled flags (SNS's Publish path).
                 let field = target.name("endpoint")
-                guard let arn = SNSARN.parse(id), arn.region == caller.region, arn.account == caller.accountID,
+                // Any region: the storing statement finds the endpoint only in the region the ARN names.
+                guard let arn = SNSARN.parse(id), arn.account == caller.accountID,
                       case .endpoint(let platform, let application, let uuid) = arn.resource else {
                     throw JSONAPIError.notFound("No endpoint '\(id)'.", field: field)
                 }
@@ -239,7 +240,7 @@ package enum NativePublishRoutes {
                 if let platform = Platform(rawValue: known.platform) {
                     do throws(MessageValidationError) { try parsed.requireEntry(for: platform) } catch { throw messageError(error) }
                 }
-                let arn = SNSARN.endpoint(caller.region, caller.accountID, platform: known.platform,
+                let arn = SNSARN.endpoint(known.region, caller.accountID, platform: known.platform,
                                           application: known.applicationName, id: uuid)
                 let reference = MessageTarget.endpointReference(id: uuid, platform: known.platform,
                                                                 application: known.applicationName, arn: arn)
@@ -247,7 +248,8 @@ package enum NativePublishRoutes {
             } else if let id = try target.string("endpoint") {
                 let endpoint = try await c.endpoint(id, caller, field: target.name("endpoint"))
                 c.endpointIdentities.remember(EndpointIdentityKey(accountKey: caller.accountKey, id: endpoint.externalID),
-                                              EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName))
+                                              EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName,
+                                                               region: endpoint.region))
                 try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
                 // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
                 // the endpoint exists and both it and its application are enabled (no gap between check and insert).

@@ -18,7 +18,7 @@ enum NativeTopicRoutes {
             try NativeRules.topicAttributes(attributes ?? [:], topicARN: NativeID.topicARN(name, caller))
             let (record, created): (TopicRecord, Bool)
             do throws(StoreError) {
-                (record, created) = try await c.topics.create(accountKey: caller.accountKey, name: name, attributes: attributes ?? [:])
+                (record, created) = try await c.topics.create(accountKey: caller.accountKey, region: caller.region, name: name, attributes: attributes ?? [:])
             } catch {
                 throw JSONAPIError.store(error)
             }
@@ -33,7 +33,7 @@ enum NativeTopicRoutes {
             let caller = try await c.caller(request)
             let paging = try NativePaging.parse(request)
             do throws(StoreError) {
-                let page = try await c.topics.list(accountKey: caller.accountKey, after: paging.after, limit: paging.limit)
+                let page = try await c.topics.list(accountKey: caller.accountKey, region: caller.region, after: paging.after, limit: paging.limit)
                 return NativeResponse.page(page) { render($0, caller) }
             } catch {
                 throw JSONAPIError.store(error)
@@ -69,6 +69,10 @@ enum NativeTopicRoutes {
             let body = try NativeFields.body(request)
             try body.allowOnly(["endpoint", "filter_policy", "filter_policy_scope"])
             let endpoint = try await c.endpoint(try body.requiredString("endpoint"), caller, field: "endpoint")
+            // SNS subscribes an endpoint of the topic's own region only (docs/api.md, "Regions").
+            guard endpoint.region == topic.region else {
+                throw JSONAPIError.invalidField("endpoint", "The endpoint is in \(endpoint.region), the topic in \(topic.region)")
+            }
             let policy = try body.object("filter_policy").map { JSONValue.object($0.object).jsonText }
             if let policy { try NativeFields.checkStorableJSON("filter_policy", policy) }
             var attributes: [String: String] = [:]
@@ -147,13 +151,15 @@ enum NativeTopicRoutes {
         let endpoint: JSONValue = record.endpointExternalID.map { .string(NativeID.uuidText($0)) } ?? .null
         var endpointARN: JSONValue = .null
         if let id = record.endpointExternalID, let platform = record.endpointPlatform, let app = record.endpointApplicationName {
-            endpointARN = .string(SNSARN.endpoint(caller.region, caller.accountID, platform: platform, application: app, id: id))
+            endpointARN = .string(SNSARN.endpoint(record.region.isEmpty ? caller.region : record.region, caller.accountID,
+                                                  platform: platform, application: app, id: id))
         }
         return [
             "id": .string(NativeID.uuidText(record.externalID)),
             "arn": .string(NativeID.arn(record, caller)),
             "topic": .string(record.topicName),
-            "topic_arn": .string(NativeID.topicARN(record.topicName, caller)),
+            "topic_arn": .string(SNSARN.topic(record.region.isEmpty ? caller.region : record.region, record.topicAccountID.isEmpty
+                                                  ? caller.accountID : record.topicAccountID, name: record.topicName)),
             "protocol": .string(record.protocol),
             "url": record.endpointKey == nil ? NativeResponse.text(record.target) : .null,
             "pending_confirmation": .bool(record.pendingConfirmation),

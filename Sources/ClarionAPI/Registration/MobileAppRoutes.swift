@@ -55,8 +55,11 @@ public struct MobileAppAdmin: Sendable {
     public let apps: MobileAppRepository
     public let accounts: AccountRepository
     public let applications: PlatformApplicationRepository
+    /// The region of the platform applications a mobile app names: the node's configured region, as in the native API.
+    public let region: String
 
-    public init(pool: PGPool, masterKey: AESGCMKey) {
+    public init(pool: PGPool, masterKey: AESGCMKey, region: String = "us-east-1") {
+        self.region = region
         self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)
         self.accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
@@ -151,7 +154,7 @@ public struct MobileAppAdmin: Sendable {
         }
         let platform = String(id[..<colon]), name = String(id[id.index(after: colon)...])
         do {
-            return try await applications.get(accountKey: account, platform: platform, name: name).key
+            return try await applications.get(accountKey: account, region: region, platform: platform, name: name).key
         } catch {
             throw .store(error, notFound: MobileAppAdminError(.notFound, "No platform application '\(id)'.", field: field))
         }

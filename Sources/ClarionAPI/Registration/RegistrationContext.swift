@@ -22,7 +22,7 @@ public struct RegistrationContext: Sendable {
     public let eventCounters = MobileEventCounters()
     private let accountKeys = AccountKeyCache()
 
-    public init(pool: PGPool, masterKey: AESGCMKey, authenticator: BearerAuthenticator? = nil,
+    public init(pool: PGPool, masterKey: AESGCMKey, region: String = "us-east-1", authenticator: BearerAuthenticator? = nil,
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
@@ -31,7 +31,7 @@ public struct RegistrationContext: Sendable {
         self.accounts = accounts
         self.applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
         self.jobs = FanOutJobs(pool: pool)
-        self.admin = MobileAppAdmin(pool: pool, masterKey: masterKey)
+        self.admin = MobileAppAdmin(pool: pool, masterKey: masterKey, region: region)
         self.authenticator = authenticator ?? BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: accounts))
         self.clock = clock
         self.makeID = makeID

@@ -19,7 +19,7 @@ public struct SNSRequest: Sendable {
     /// Query string and form body parameters, merged (a name in both is refused as repeated).
     public let parameters: SNSParameters
     public let caller: SNSCaller
-    /// The configured region, for ARNs.
+    /// The region the request acts in (its SigV4 credential scope's): its resources are this region's, its ARNs carry it.
     public let region: String
     public let requestID: String
     /// The underlying HTTP request (headers, remote address); rarely needed by actions.

@@ -13,6 +13,8 @@ public enum SNSAuthentication: Sendable {
 public struct SNSQueryService: Sendable {
     public static let apiVersion = "2010-03-31"
 
+    /// The node's configured region: the region of every request when authentication is disabled (a signed request
+    /// acts in the region of its credential scope, one the verifier serves).
     public let region: String
     public let actions: SNSActionTable
     public let authentication: SNSAuthentication
@@ -71,7 +73,7 @@ public struct SNSQueryService: Sendable {
 
     /// Everything before the handler: authenticate, decode, find the action, check its limits.
     func prepare(_ http: HTTPRequest) async throws(SNSError) -> (SNSAction, SNSRequest) {
-        let caller = try await authenticate(http)
+        let (caller, region) = try await authenticate(http)
 
         var form: FormParameters
         do {
@@ -101,14 +103,15 @@ public struct SNSQueryService: Sendable {
                                    requestID: http.requestID, http: http))
     }
 
-    private func authenticate(_ http: HTTPRequest) async throws(SNSError) -> SNSCaller {
+    /// The caller and the region the request acts in.
+    private func authenticate(_ http: HTTPRequest) async throws(SNSError) -> (SNSCaller, String) {
         switch authentication {
         case .disabled(let accountID):
-            return SNSCaller(accountID: accountID, accessKeyID: nil)
+            return (SNSCaller(accountID: accountID, accessKeyID: nil), region)
         case .sigV4(let verifier):
             do {
                 let caller = try await verifier.verify(http)
-                return SNSCaller(accountID: caller.accountID, accessKeyID: caller.accessKeyID)
+                return (SNSCaller(accountID: caller.accountID, accessKeyID: caller.accessKeyID), caller.region)
             } catch {
                 throw Self.snsError(for: error)
             }

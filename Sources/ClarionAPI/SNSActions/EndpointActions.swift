@@ -73,7 +73,7 @@ enum EndpointActions {
             }
             // Idempotent: deleting an endpoint that does not exist succeeds.
             let account = try await context.accountKey(request.caller)
-            if let record = try? await context.endpoints.get(externalID: id), record.accountKey == account {
+            if let record = try? await context.endpoints.get(externalID: id), record.accountKey == account, record.region == request.region {
                 _ = try await store { () async throws(StoreError) in try await context.endpoints.delete(externalID: id) }
                 _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARN: arn.text) }
             }
@@ -97,7 +97,7 @@ enum EndpointActions {
     }
 
     static func endpointARN(_ request: SNSRequest, _ record: EndpointRecord) -> String {
-        SNSARN.endpoint(request.region, request.caller.accountID, platform: record.platform,
+        SNSARN.endpoint(record.region, request.caller.accountID, platform: record.platform,
                         application: record.applicationName, id: record.externalID)
     }
 
@@ -119,7 +119,8 @@ enum EndpointActions {
         }
         let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in try await context.endpoints.get(externalID: id) }
-        guard record.platform == platform, record.applicationName == application, record.accountKey == account else { throw notFound }
+        guard record.platform == platform, record.applicationName == application, record.accountKey == account,
+              record.region == request.region else { throw notFound }
         return record
     }
 

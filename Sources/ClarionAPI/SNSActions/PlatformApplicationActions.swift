@@ -38,7 +38,7 @@ enum PlatformApplicationActions {
             try await checkEventTopics(split.stored, accountKey: account, context.topics)
             var credentials = PlatformCredentials(credential: attributes["PlatformCredential"], principal: attributes["PlatformPrincipal"])
             if platform == Platform.webPush.rawValue {
-                let existing = try? await context.applications.get(accountKey: account, platform: platform, name: name)
+                let existing = try? await context.applications.get(accountKey: account, region: request.region, platform: platform, name: name)
                 try webPushCredentials(&credentials, &split, existing: existing)
             }
             let expiresAt = try checkAPNsCertificate(credentials, platform: platform)
@@ -58,7 +58,7 @@ enum PlatformApplicationActions {
             try checkConnection(platform: platform, attributes: split.stored, credentials: credentials)
             let (record, _) = try await store {
                 () async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
-                try await context.applications.createOrUpdate(accountKey: account, name: name, platform: platform,
+                try await context.applications.createOrUpdate(accountKey: account, region: request.region, name: name, platform: platform,
                                                                credentials: credentials, attributes: split.stored)
             }
             if let enabled = split.enabled, enabled != record.enabled {
@@ -104,12 +104,12 @@ enum PlatformApplicationActions {
             let account = try await context.accountKey(request.caller)
             let after = try request.nextToken()
             let page = try await store { () async throws(StoreError) in
-                try await context.applications.list(accountKey: account, after: after, limit: 100)
+                try await context.applications.list(accountKey: account, region: request.region, after: after, limit: 100)
             }
             return XMLResponse { xml in
                 xml.members("PlatformApplications", page.items) { xml, app in
                     xml.element("PlatformApplicationArn",
-                                SNSARN.application(request.region, request.caller.accountID, platform: app.platform, name: app.name))
+                                SNSARN.application(app.region, request.caller.accountID, platform: app.platform, name: app.name))
                     xml.entries("Attributes", visibleAttributes(app))
                 }
                 xml.nextToken(page.next)
@@ -123,7 +123,7 @@ enum PlatformApplicationActions {
             }
             let account = try await context.accountKey(request.caller)
             // Idempotent, as SNS: deleting what does not exist succeeds.
-            guard let record = try? await context.applications.get(accountKey: account, platform: platform, name: name) else {
+            guard let record = try? await context.applications.get(accountKey: account, region: request.region, platform: platform, name: name) else {
                 return .empty
             }
             _ = try await store { () async throws(StoreError) in try await context.applications.delete(applicationKey: record.key) }
@@ -245,7 +245,7 @@ enum PlatformApplicationActions {
         }
         let account = try await context.accountKey(request.caller)
         let record = try await store(notFound: notFound) { () async throws(StoreError) in
-            try await context.applications.get(accountKey: account, platform: platform, name: name)
+            try await context.applications.get(accountKey: account, region: request.region, platform: platform, name: name)
         }
         return (record, arn)
     }
@@ -300,7 +300,7 @@ enum PlatformApplicationActions {
                 continue
             }
             do {
-                _ = try await topics.get(accountKey: accountKey, name: topic)
+                _ = try await topics.get(accountKey: accountKey, region: arn.region, name: topic)
             } catch where error.code == .notFound {
                 throw SNSError.invalidParameter("Attributes", reason: "\(name): topic \(value) does not exist")
             } catch {

@@ -103,12 +103,12 @@ package enum PublishActions {
     /// the message, so when validation refuses one this looks the endpoint up (on the error path only): its
     /// disabled state, a disabled application, or NotFound for a missing endpoint. Nil: the message's own error stands.
     static func endpointStateError(_ target: Target, _ context: SNSActionContext) async -> SNSError? {
-        guard case .endpoint(let id, _, _, _, let account) = target else { return nil }
+        guard case .endpoint(let id, _, _, let arn, let account) = target else { return nil }
         let record: EndpointRecord
         do throws(StoreError) { record = try await context.endpoints.get(externalID: id) } catch {
             return error.code == .notFound ? snsError(for: error) : nil
         }
-        guard record.accountKey == account else { return snsError(for: StoreError(.notFound, "no such endpoint")) }
+        guard record.accountKey == account, SNSARN.parse(arn)?.region == record.region else { return snsError(for: StoreError(.notFound, "no such endpoint")) }
         if !record.enabled { return SNSError.endpointDisabled() }
         if !record.applicationEnabled { return SNSError.platformApplicationDisabled() }
         return nil

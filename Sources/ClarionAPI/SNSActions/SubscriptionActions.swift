@@ -66,7 +66,8 @@ enum SubscriptionActions {
             guard case .subscription(_, let id) = arn.resource else {
                 throw SNSError.noSuchResource(parameter: "SubscriptionArn")
             }
-            if let record = try? await context.subscriptions.get(externalID: id), record.topicAccountID == arn.account {
+            if let record = try? await context.subscriptions.get(externalID: id), record.topicAccountID == arn.account,
+               record.region == request.region {
                 guard mayManage(record, request.caller.accountID) else {
                     throw SNSError.authorizationError("The caller is not authorized to access \(arn.text)")
                 }
@@ -79,7 +80,7 @@ enum SubscriptionActions {
             let record = try await subscription(request, context)
             var attributes = record.attributes
             attributes["SubscriptionArn"] = subscriptionARN(request, record)
-            attributes["TopicArn"] = SNSARN.topic(request.region, record.topicAccountID, name: record.topicName)
+            attributes["TopicArn"] = SNSARN.topic(record.region, record.topicAccountID, name: record.topicName)
             attributes["Owner"] = record.endpointAccountID ?? record.topicAccountID
             attributes["Protocol"] = record.protocol
             attributes["Endpoint"] = endpointText(request, record)
@@ -123,7 +124,7 @@ enum SubscriptionActions {
             let account = try await context.accountKey(request.caller)
             let after = try request.nextToken()
             let page = try await store { () async throws(StoreError) in
-                try await context.subscriptions.list(accountKey: account, after: after, limit: 100)
+                try await context.subscriptions.list(accountKey: account, region: request.region, after: after, limit: 100)
             }
             return XMLResponse { xml in
                 members(&xml, request, page.items)
@@ -151,13 +152,13 @@ enum SubscriptionActions {
             xml.element("Owner", record.endpointAccountID ?? record.topicAccountID)
             xml.element("Protocol", record.protocol)
             xml.element("Endpoint", endpointText(request, record))
-            xml.element("TopicArn", SNSARN.topic(request.region, record.topicAccountID, name: record.topicName))
+            xml.element("TopicArn", SNSARN.topic(record.region, record.topicAccountID, name: record.topicName))
         }
     }
 
     /// The subscription's ARN names the topic's account (another account's, for a subscription its policy allowed).
     static func subscriptionARN(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
-        SNSARN.subscription(request.region, record.topicAccountID, topic: record.topicName, id: record.externalID)
+        SNSARN.subscription(record.region, record.topicAccountID, topic: record.topicName, id: record.externalID)
     }
 
     /// Unsubscribe, Get/SetSubscriptionAttributes: the topic's owner, or the owner of the subscribed endpoint.
@@ -167,7 +168,7 @@ enum SubscriptionActions {
 
     static func endpointText(_ request: SNSRequest, _ record: SubscriptionRecord) -> String {
         if let id = record.endpointExternalID, let platform = record.endpointPlatform, let app = record.endpointApplicationName {
-            return SNSARN.endpoint(request.region, record.endpointAccountID ?? request.caller.accountID, platform: platform,
+            return SNSARN.endpoint(record.region, record.endpointAccountID ?? request.caller.accountID, platform: platform,
                                    application: app, id: id)
         }
         return record.target ?? ""
@@ -181,7 +182,7 @@ enum SubscriptionActions {
         let record = try await store(notFound: notFound) { () async throws(StoreError) in
             try await context.subscriptions.get(externalID: id)
         }
-        guard record.topicAccountID == arn.account, record.topicName == topic else { throw notFound }
+        guard record.topicAccountID == arn.account, record.topicName == topic, record.region == request.region else { throw notFound }
         guard mayManage(record, request.caller.accountID) else {
             throw SNSError.authorizationError("The caller is not authorized to access \(arn.text)")
         }

@@ -65,14 +65,14 @@ enum TagActions {
         let missing = SNSError.resourceNotFound("Resource does not exist")
         switch arn.resource {
         case .topic(let name):
-            _ = try await store(notFound: missing) { () async throws(StoreError) in try await context.topics.get(accountKey: account, name: name) }
+            _ = try await store(notFound: missing) { () async throws(StoreError) in try await context.topics.get(accountKey: account, region: request.region, name: name) }
         case .application(let platform, let name):
             _ = try await store(notFound: missing) { () async throws(StoreError) in
-                try await context.applications.get(accountKey: account, platform: platform, name: name)
+                try await context.applications.get(accountKey: account, region: request.region, platform: platform, name: name)
             }
         case .endpoint(_, _, let id):
             let record = try await store(notFound: missing) { () async throws(StoreError) in try await context.endpoints.get(externalID: id) }
-            guard record.accountKey == account else { throw missing }
+            guard record.accountKey == account, record.region == request.region else { throw missing }
         case .subscription:
             throw SNSError.invalidParameter("ResourceArn", reason: "Subscriptions cannot be tagged")
         }

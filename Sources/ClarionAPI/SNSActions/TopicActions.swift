@@ -33,7 +33,7 @@ enum TopicActions {
             try TagActions.validate(tags)
             let account = try await context.accountKey(request.caller)
             let (topic, created) = try await store { () async throws(StoreError) in
-                try await context.topics.create(accountKey: account, name: name, attributes: stored)
+                try await context.topics.create(accountKey: account, region: request.region, name: name, attributes: stored)
             }
             // Idempotent by name; SNS refuses a second create that names different attributes.
             if !created, stored.contains(where: { topic.attributes[$0.key] != $0.value }) {
@@ -130,7 +130,7 @@ enum TopicActions {
             guard case .topic(let name) = arn.resource else { throw SNSError.invalidParameter("TopicArn") }
             let account = try await context.accountKey(request.caller)
             // SNS: deleting a topic that does not exist is not an error.
-            if let topic = try? await context.topics.get(accountKey: account, name: name) {
+            if let topic = try? await context.topics.get(accountKey: account, region: request.region, name: name) {
                 _ = try await store { () async throws(StoreError) in try await context.topics.delete(topicKey: topic.key) }
                 _ = try await store { () async throws(StoreError) in try await context.tags.removeAll(resourceARN: arn.text) }
             }
@@ -141,11 +141,11 @@ enum TopicActions {
             let account = try await context.accountKey(request.caller)
             let after = try request.nextToken()
             let page = try await store { () async throws(StoreError) in
-                try await context.topics.list(accountKey: account, after: after, limit: 100)
+                try await context.topics.list(accountKey: account, region: request.region, after: after, limit: 100)
             }
             return XMLResponse { xml in
                 xml.members("Topics", page.items) { xml, topic in
-                    xml.element("TopicArn", SNSARN.topic(request.region, request.caller.accountID, name: topic.name))
+                    xml.element("TopicArn", SNSARN.topic(topic.region, request.caller.accountID, name: topic.name))
                 }
                 xml.nextToken(page.next)
             }
@@ -169,7 +169,7 @@ enum TopicActions {
         }
         let account = try await context.accountKey(request.caller)
         let topic = try await store(notFound: notFound) { () async throws(StoreError) in
-            try await context.topics.get(accountKey: account, name: name)
+            try await context.topics.get(accountKey: account, region: request.region, name: name)
         }
         return (topic, arn.text)
     }
@@ -185,7 +185,7 @@ enum TopicActions {
             try await context.accounts.account(accountID: arn.account)
         }
         let topic = try await store(notFound: denied) { () async throws(StoreError) in
-            try await context.topics.get(accountKey: owner.key, name: name)
+            try await context.topics.get(accountKey: owner.key, region: arn.region, name: name)
         }
         let text = topic.attributes["Policy"] ?? TopicPolicy.defaultPolicy(topicARN: arn.text, owner: arn.account)
         // Policies are checked when set; one stored before the check existed and outside the subset grants nothing.

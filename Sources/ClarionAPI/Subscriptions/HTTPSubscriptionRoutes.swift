@@ -34,7 +34,8 @@ public enum HTTPSubscriptionRoutes {
                     try await subscriptions.confirm(token: token)
                 }
                 let account = topicARN.split(separator: ":").dropLast().last.map(String.init) ?? ""
-                let arn = SNSARN.subscription(region, account, topic: record.topicName, id: record.externalID)
+                let arn = SNSARN.subscription(record.region.isEmpty ? region : record.region, account, topic: record.topicName,
+                                              id: record.externalID)
                 return .xml(XMLResponse { $0.element("SubscriptionArn", arn) }
                     .document(action: "ConfirmSubscription", requestID: http.requestID))
             } catch {

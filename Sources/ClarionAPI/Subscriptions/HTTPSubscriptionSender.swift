@@ -22,7 +22,7 @@ public struct HTTPSubscriptionSenderConfiguration: Sendable {
     public var extraTrustedCAPEM: String?
     /// Where receivers reach this node's API: the base of SubscribeURL, UnsubscribeURL and SigningCertURL.
     public var publicBaseURL: String
-    /// The region in the ARNs the documents carry.
+    /// The node's region: the ARNs of a delivery carry its topic's own region, this only for a claim without one.
     public var region: String
 
     public init(workers: Int = 4, pollInterval: Double = 0.5, leaseSeconds: Double = 60, timeout: Double = 15,
@@ -222,7 +222,8 @@ public final class HTTPSubscriptionSender: Sendable {
 
     /// The POST's headers and body: SNS's signed JSON document, or the bare message for RawMessageDelivery.
     func build(_ d: HTTPDeliveryClaim) throws(CryptoError) -> (headers: [String: String], body: String) {
-        let topicARN = "arn:aws:sns:\(configuration.region):\(d.accountID):\(d.topicName)"
+        let region = d.topicRegion.isEmpty ? configuration.region : d.topicRegion
+        let topicARN = "arn:aws:sns:\(region):\(d.accountID):\(d.topicName)"
         let subscriptionARN = topicARN + ":" + d.subscriptionID.lowercasedText
         var headers = ["x-amz-sns-message-type": d.kind.rawValue, "x-amz-sns-topic-arn": topicARN,
                        "Content-Type": "text/plain; charset=UTF-8",

@@ -26,6 +26,8 @@ public struct HTTPDeliveryClaim: Sendable, Equatable {
     public let subject: String?
     public let messageAttributesJSON: String?
     public let publishedAt: Date?
+    /// The topic's SNS region, for the ARNs (the node's own region need not be the topic's).
+    public var topicRegion: String = ""
 }
 
 /// How one attempt ended.
@@ -73,7 +75,7 @@ public struct HTTPDeliveryQueue: Sendable {
                 let facts = try c.query("""
                     SELECT s.external_id, s.protocol, s.target, s.filter_policy::text, s.attributes::text,
                         coalesce(s.confirmation_token, ''), t.name, t.attributes::text, a.account_id,
-                        m.external_id, m.message, m.structure, m.subject, m.attributes::text, m.published_at
+                        m.external_id, m.message, m.structure, m.subject, m.attributes::text, m.published_at, t.region
                     FROM subscriptions s JOIN topics t ON t.id = s.topic JOIN accounts a ON a.id = t.account
                     LEFT JOIN messages m ON m.id = $2
                     WHERE s.id = $1
@@ -86,7 +88,8 @@ public struct HTTPDeliveryQueue: Sendable {
                     subscriptionAttributes: RepositoryJSON.decode(f.string(4)), token: f.string(5) ?? "",
                     topicName: f.string(6) ?? "", topicAttributes: RepositoryJSON.decode(f.string(7)),
                     accountID: f.string(8) ?? "", messageID: f.uuid(9), message: f.string(10), structure: f.string(11),
-                    subject: f.string(12), messageAttributesJSON: f.string(13), publishedAt: f.date(14)))
+                    subject: f.string(12), messageAttributesJSON: f.string(13), publishedAt: f.date(14),
+                    topicRegion: f.string(15) ?? ""))
             }
             return out.sorted { $0.id < $1.id }
         }

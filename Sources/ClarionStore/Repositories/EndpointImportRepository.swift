@@ -305,6 +305,7 @@ public struct SubscriptionImportRepository: Sendable {
                     FROM subscription_import r
                     LEFT JOIN endpoints byid ON byid.external_id = r.endpoint_id
                     LEFT JOIN platform_applications a ON a.id = byid.application AND a.account = $2
+                        AND a.region = (SELECT region FROM topics WHERE id = $1)
                     LEFT JOIN endpoints bytoken ON bytoken.application = $3 AND bytoken.token = r.token
                 ), numbered AS (
                     SELECT *, row_number() OVER (PARTITION BY endpoint_key ORDER BY line) AS nth FROM resolved

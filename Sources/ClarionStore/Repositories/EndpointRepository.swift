@@ -22,6 +22,8 @@ public struct EndpointRecord: Sendable, Equatable {
     public let attributes: [String: String]
     public let createdAt: Date
     public let updatedAt: Date
+    /// The application's SNS region: an endpoint lives where its application does.
+    public var region: String = ""
 }
 
 /// What a create asks for. Optional fields that are nil were not given.
@@ -92,7 +94,7 @@ public struct EndpointRepository: Sendable {
 
     static let select = """
         SELECT e.id, e.external_id, e.application, a.name, a.platform, a.enabled, e.token, e.user_id, e.custom_user_data,
-               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at, a.account, e.disabled_at
+               e.enabled, e.disabled_reason, e.attributes::text, e.created_at, e.updated_at, a.account, e.disabled_at, a.region
         FROM endpoints e JOIN platform_applications a ON a.id = e.application
         """
 
@@ -211,6 +213,6 @@ public struct EndpointRepository: Sendable {
                               applicationEnabled: row.bool(5) ?? true, token: try row.requireString(6), userID: row.string(7),
                               customUserData: row.string(8), enabled: row.bool(9) ?? true, disabledReason: row.string(10),
                               disabledAt: row.date(15), attributes: RepositoryJSON.decode(row.string(11)), createdAt: try row.requireDate(12),
-                              updatedAt: try row.requireDate(13))
+                              updatedAt: try row.requireDate(13), region: try row.requireString(16))
     }
 }

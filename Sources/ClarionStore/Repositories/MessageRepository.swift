@@ -20,7 +20,8 @@ public enum MessageTarget: Sendable, Equatable {
     case topic(key: Int64, arn: String)
     /// A direct publish named by the endpoint's external id, checked by the statement that stores it (no
     /// lookup round trip before the publish, and no gap between check and insert): the endpoint must belong to
-    /// the message's account under this platform and application name, and both must be enabled. Otherwise
+    /// the message's account under this platform and application name, in the region `arn` names, and both must be
+    /// enabled. Otherwise
     /// the publish fails with `.notFound`, or `.checkViolation` with constraint `platform_applications_enabled`
     /// or `endpoints_enabled`.
     case endpointReference(id: UUID, platform: String, application: String, arn: String)
@@ -162,7 +163,7 @@ public struct MessageRepository: Sendable {
             FROM input i
             LEFT JOIN endpoints e ON e.external_id = i.ref
             LEFT JOIN platform_applications a ON a.id = e.application AND a.account = i.account
-                AND a.platform = i.ref_platform AND a.name = i.ref_application
+                AND a.platform = i.ref_platform AND a.name = i.ref_application AND a.region = split_part(i.arn, ':', 4)
         ), m AS (
             INSERT INTO messages (external_id, account, target_kind, target_id, target, message, structure, subject,
                                   attributes, expires_at, send_at, state, pace_per_second, pace_over_seconds)

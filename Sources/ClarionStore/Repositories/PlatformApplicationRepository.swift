@@ -15,6 +15,8 @@ public struct PlatformApplicationRecord: Sendable, Equatable {
     public let disabledAt: Date?
     public let createdAt: Date
     public let updatedAt: Date
+    /// The SNS region the application lives in (its ARN's); its endpoints live there too.
+    public let region: String
 }
 
 /// `PlatformCredential` / `PlatformPrincipal` in clear. Never logged, never returned by the API.
@@ -39,25 +41,25 @@ public struct PlatformApplicationRepository: Sendable {
         self.masterKey = masterKey
     }
 
-    static let columns = "id, account, name, platform, attributes::text, enabled, disabled_reason, disabled_at, created_at, updated_at"
+    static let columns = "id, account, name, platform, attributes::text, enabled, disabled_reason, disabled_at, created_at, updated_at, region"
 
-    /// Creates the application, or, when the account already has one with this platform and name, updates its
+    /// Creates the application in `region`, or, when the account already has one there with this platform and name, updates its
     /// attributes and replaces the credentials given (SNS answers a repeated create with the same ARN).
     /// Returns the record and whether it was created.
-    public func createOrUpdate(accountKey: Int64, name: String, platform: String, credentials: PlatformCredentials,
+    public func createOrUpdate(accountKey: Int64, region: String, name: String, platform: String, credentials: PlatformCredentials,
                                attributes: [String: String]) async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) {
         let key = masterKey
         return try await pool.transaction { (c) throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
             guard let row = try c.query("""
-                INSERT INTO platform_applications (account, name, platform, attributes) VALUES ($1, $2, $3, $4)
+                INSERT INTO platform_applications (account, region, name, platform, attributes) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT ON CONSTRAINT platform_applications_name_key
                 DO UPDATE SET attributes = platform_applications.attributes || EXCLUDED.attributes, updated_at = now()
                 RETURNING \(Self.columns), (xmax = 0)
-                """, [accountKey, name, platform, RepositoryJSON.encode(attributes)]).first else {
+                """, [accountKey, region, name, platform, RepositoryJSON.encode(attributes)]).first else {
                 throw StoreError(.invalidData, "INSERT returned no row")
             }
             let record = try Self.record(row)
-            let created = row.bool(10) ?? false
+            let created = row.bool(11) ?? false
             var merged = created ? PlatformCredentials() : try Self.openCredentials(c, applicationKey: record.key, masterKey: key)
             if let credential = credentials.credential { merged.credential = credential }
             if let principal = credentials.principal { merged.principal = principal }
@@ -66,11 +68,13 @@ public struct PlatformApplicationRepository: Sendable {
         }
     }
 
-    /// The account's application by platform and name; `.notFound` when missing.
-    public func get(accountKey: Int64, platform: String, name: String) async throws(StoreError) -> PlatformApplicationRecord {
+    /// The account's application in `region` by platform and name; `.notFound` when missing (also when it exists in
+    /// another region).
+    public func get(accountKey: Int64, region: String, platform: String, name: String) async throws(StoreError) -> PlatformApplicationRecord {
         try await pool.withConnection { (c) throws(StoreError) -> PlatformApplicationRecord in
-            guard let row = try c.query("SELECT \(Self.columns) FROM platform_applications WHERE account = $1 AND platform = $2 AND name = $3",
-                                        [accountKey, platform, name]).first else {
+            guard let row = try c.query("""
+                SELECT \(Self.columns) FROM platform_applications WHERE account = $1 AND region = $2 AND platform = $3 AND name = $4
+                """, [accountKey, region, platform, name]).first else {
                 throw StoreError(.notFound, "no platform application \(platform)/\(name)")
             }
             return try Self.record(row)
@@ -132,11 +136,12 @@ public struct PlatformApplicationRepository: Sendable {
         }
     }
 
-    /// The account's applications in key order.
-    public func list(accountKey: Int64, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<PlatformApplicationRecord> {
+    /// The account's applications in `region`, in key order.
+    public func list(accountKey: Int64, region: String, after: Int64? = nil,
+                     limit: Int = 100) async throws(StoreError) -> Page<PlatformApplicationRecord> {
         try await pool.withConnection { (c) throws(StoreError) -> Page<PlatformApplicationRecord> in
-            try c.page("SELECT \(Self.columns) FROM platform_applications WHERE account = $1 AND id > $2 ORDER BY id LIMIT $3",
-                       [accountKey, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
+            try c.page("SELECT \(Self.columns) FROM platform_applications WHERE account = $1 AND region = $2 AND id > $3 ORDER BY id LIMIT $4",
+                       [accountKey, region, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
         }
     }
 
@@ -146,7 +151,7 @@ public struct PlatformApplicationRepository: Sendable {
         PlatformApplicationRecord(key: try row.requireInt64(0), accountKey: try row.requireInt64(1), name: try row.requireString(2),
                                   platform: try row.requireString(3), attributes: RepositoryJSON.decode(row.string(4)),
                                   enabled: row.bool(5) ?? true, disabledReason: row.string(6), disabledAt: row.date(7),
-                                  createdAt: try row.requireDate(8), updatedAt: try row.requireDate(9))
+                                  createdAt: try row.requireDate(8), updatedAt: try row.requireDate(9), region: try row.requireString(10))
     }
 
     /// The associated data binding a sealed credential to its row.

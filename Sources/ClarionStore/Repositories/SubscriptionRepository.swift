@@ -24,6 +24,8 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// account (nil for http/https): they differ for a subscription another account's topic policy allowed.
     public var topicAccountID: String = ""
     public var endpointAccountID: String?
+    /// The topic's SNS region: a subscription lives where its topic does.
+    public var region: String = ""
 }
 
 /// Subscriptions. One per (topic, endpoint): constraint `subscriptions_topic_endpoint_key`.
@@ -35,7 +37,7 @@ public struct SubscriptionRepository: Sendable {
     static let select = """
         SELECT s.id, s.external_id, s.topic, t.name, t.account, s.protocol, s.endpoint, e.external_id, a.platform, a.name,
                s.target, s.filter_policy::text, s.attributes::text, s.created_at, s.pending_confirmation,
-               ta.account_id, ea.account_id
+               ta.account_id, ea.account_id, t.region
         FROM subscriptions s JOIN topics t ON t.id = s.topic JOIN accounts ta ON ta.id = t.account
         LEFT JOIN endpoints e ON e.id = s.endpoint LEFT JOIN platform_applications a ON a.id = e.application
         LEFT JOIN accounts ea ON ea.id = a.account
@@ -167,11 +169,11 @@ public struct SubscriptionRepository: Sendable {
         }
     }
 
-    /// Every subscription of the account, in key order.
-    public func list(accountKey: Int64, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<SubscriptionRecord> {
+    /// Every subscription of the account's topics in `region`, in key order.
+    public func list(accountKey: Int64, region: String, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<SubscriptionRecord> {
         try await pool.withConnection { (c) throws(StoreError) -> Page<SubscriptionRecord> in
-            try c.page(Self.select + " WHERE t.account = $1 AND s.id > $2 ORDER BY s.id LIMIT $3",
-                       [accountKey, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
+            try c.page(Self.select + " WHERE t.account = $1 AND t.region = $2 AND s.id > $3 ORDER BY s.id LIMIT $4",
+                       [accountKey, region, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
         }
     }
 
@@ -190,6 +192,7 @@ public struct SubscriptionRepository: Sendable {
                                   endpointPlatform: row.string(8), endpointApplicationName: row.string(9), target: row.string(10),
                                   filterPolicy: row.string(11), attributes: RepositoryJSON.decode(row.string(12)),
                                   createdAt: try row.requireDate(13), pendingConfirmation: row.bool(14) ?? false,
-                                  topicAccountID: try row.requireString(15), endpointAccountID: row.string(16))
+                                  topicAccountID: try row.requireString(15), endpointAccountID: row.string(16),
+                                  region: try row.requireString(17))
     }
 }

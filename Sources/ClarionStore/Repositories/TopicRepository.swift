@@ -6,37 +6,43 @@ public struct TopicRecord: Sendable, Equatable {
     public let name: String
     public let attributes: [String: String]
     public let createdAt: Date
+    /// The SNS region the topic lives in (its ARN's); its subscriptions live there too.
+    public let region: String
 }
 
-/// Topics, unique per (account, name).
+/// Topics, unique per (account, region, name): the same name may exist in two regions (V020).
 public struct TopicRepository: Sendable {
     public let pool: PGPool
 
     public init(pool: PGPool) { self.pool = pool }
 
-    static let columns = "id, account, name, attributes::text, created_at"
+    static let columns = "id, account, name, attributes::text, created_at, region"
 
     /// Creates the topic, or returns the existing one of that name (`created` false); the caller decides
     /// whether differing attributes are an error, as SNS does.
-    public func create(accountKey: Int64, name: String, attributes: [String: String]) async throws(StoreError) -> (TopicRecord, created: Bool) {
+    public func create(accountKey: Int64, region: String, name: String,
+                       attributes: [String: String]) async throws(StoreError) -> (TopicRecord, created: Bool) {
         try await pool.withConnection { (c) throws(StoreError) -> (TopicRecord, created: Bool) in
             if let row = try c.query("""
-                INSERT INTO topics (account, name, attributes) VALUES ($1, $2, $3)
+                INSERT INTO topics (account, region, name, attributes) VALUES ($1, $2, $3, $4)
                 ON CONFLICT ON CONSTRAINT topics_account_name_key DO NOTHING
                 RETURNING \(Self.columns)
-                """, [accountKey, name, RepositoryJSON.encode(attributes)]).first {
+                """, [accountKey, region, name, RepositoryJSON.encode(attributes)]).first {
                 return (try Self.record(row), true)
             }
-            guard let row = try c.query("SELECT \(Self.columns) FROM topics WHERE account = $1 AND name = $2", [accountKey, name]).first else {
+            guard let row = try c.query("SELECT \(Self.columns) FROM topics WHERE account = $1 AND region = $2 AND name = $3",
+                                        [accountKey, region, name]).first else {
                 throw StoreError(.notFound, "topic \(name) vanished while being created")
             }
             return (try Self.record(row), false)
         }
     }
 
-    public func get(accountKey: Int64, name: String) async throws(StoreError) -> TopicRecord {
+    /// The account's topic of that name in `region`; `.notFound` when missing (also when it exists in another region).
+    public func get(accountKey: Int64, region: String, name: String) async throws(StoreError) -> TopicRecord {
         try await pool.withConnection { (c) throws(StoreError) -> TopicRecord in
-            guard let row = try c.query("SELECT \(Self.columns) FROM topics WHERE account = $1 AND name = $2", [accountKey, name]).first else {
+            guard let row = try c.query("SELECT \(Self.columns) FROM topics WHERE account = $1 AND region = $2 AND name = $3",
+                                        [accountKey, region, name]).first else {
                 throw StoreError(.notFound, "no topic \(name)")
             }
             return try Self.record(row)
@@ -93,16 +99,17 @@ public struct TopicRepository: Sendable {
         }
     }
 
-    public func list(accountKey: Int64, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<TopicRecord> {
+    /// The account's topics in `region`, in key order.
+    public func list(accountKey: Int64, region: String, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> Page<TopicRecord> {
         try await pool.withConnection { (c) throws(StoreError) -> Page<TopicRecord> in
-            try c.page("SELECT \(Self.columns) FROM topics WHERE account = $1 AND id > $2 ORDER BY id LIMIT $3",
-                       [accountKey, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
+            try c.page("SELECT \(Self.columns) FROM topics WHERE account = $1 AND region = $2 AND id > $3 ORDER BY id LIMIT $4",
+                       [accountKey, region, after ?? 0, limit + 1], limit: limit, key: \.key, Self.record)
         }
     }
 
     static func record(_ row: PGRow) throws(StoreError) -> TopicRecord {
         TopicRecord(key: try row.requireInt64(0), accountKey: try row.requireInt64(1), name: try row.requireString(2),
-                    attributes: RepositoryJSON.decode(row.string(3)), createdAt: try row.requireDate(4))
+                    attributes: RepositoryJSON.decode(row.string(3)), createdAt: try row.requireDate(4), region: try row.requireString(5))
     }
 
     static func escape(_ text: String) -> String {

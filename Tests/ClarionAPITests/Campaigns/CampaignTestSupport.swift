@@ -76,7 +76,7 @@ struct CampaignFixture {
         pool = PGPool(conninfo: url, size: 4)
         let c = try PGConnection(conninfo: url)
         account = try c.query("INSERT INTO accounts (account_id) VALUES ($1) RETURNING id", [Self.accountID]).first!.int64(0)!
-        topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'promos') RETURNING id", [account]).first!.int64(0)!
+        topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'promos') RETURNING id", [account]).first!.int64(0)!
     }
 
     func connection() throws -> PGConnection { try PGConnection(conninfo: url) }
@@ -84,7 +84,7 @@ struct CampaignFixture {
     mutating func addApplication(_ name: String, platform: String, tokens: [String]) throws {
         let c = try connection()
         let key = try c.query("""
-            INSERT INTO platform_applications (account, name, platform) VALUES ($1, $2, $3) RETURNING id
+            INSERT INTO platform_applications (account, region, name, platform) VALUES ($1, 'us-east-1', $2, $3) RETURNING id
             """, [account, name, platform]).first!.int64(0)!
         applications[name] = key
         for token in tokens {

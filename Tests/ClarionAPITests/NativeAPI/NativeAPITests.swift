@@ -40,7 +40,7 @@ struct NativeAPITests {
             #expect(again["id"] as? String == "GCM:chat")
             let stored = try await f.context.applications.credentials(applicationKey:
                 try await f.context.applications.get(accountKey: try await f.context.accounts.account(accountID: F.accountID).key,
-                                                     platform: "GCM", name: "chat").key)
+                                                     region: "us-east-1", platform: "GCM", name: "chat").key)
             #expect(stored.credential == "secret-json")
 
             let byARN = try await f.json("GET", "/v1/applications/" + F.encoded("arn:aws:sns:us-east-1:123456789012:app/GCM/chat"), expect: 200)
@@ -172,7 +172,7 @@ struct NativeAPITests {
 
             // An endpoint made through the store directly (as the SNS actions do) is the same resource here.
             let app = try await f.context.applications.get(accountKey: try await f.context.accounts.account(accountID: F.accountID).key,
-                                                           platform: "APNS", name: "chat")
+                                                           region: "us-east-1", platform: "APNS", name: "chat")
             let external = UUID()
             _ = try await f.context.endpoints.create(NewEndpoint(applicationKey: app.key, token: "dd01"), externalID: external)
             let shared = try await f.json("GET", "/v1/endpoints/\(external.uuidString)", expect: 200)

@@ -74,7 +74,7 @@ struct NativeImportTests {
             #expect(stored["custom_user_data"] as? String == "u1")
             #expect(stored["os_version"] as? String == "17")
             let created = try #require(try await f.context.endpoints.find(applicationKey: try await f.context.applications
-                .get(accountKey: try await f.context.accounts.account(accountID: NativeAPIFixture.accountID).key, platform: "APNS", name: "chat").key,
+                .get(accountKey: try await f.context.accounts.account(accountID: NativeAPIFixture.accountID).key, region: "us-east-1", platform: "APNS", name: "chat").key,
                 token: Self.hex2))
             #expect(created.enabled == false)
             #expect(created.disabledReason == "created disabled")
@@ -169,7 +169,7 @@ struct NativeImportTests {
             """
             _ = try await run("/usr/bin/env", ["python3", "-c", script, port, f.key], stdin: Array(body.utf8))
             let app = try await f.context.applications.get(
-                accountKey: try await f.context.accounts.account(accountID: NativeAPIFixture.accountID).key, platform: "GCM", name: "cut")
+                accountKey: try await f.context.accounts.account(accountID: NativeAPIFixture.accountID).key, region: "us-east-1", platform: "GCM", name: "cut")
             // The handler's transaction rolls back once the stream fails; the pool then has the connection back.
             try await Task.sleep(for: .seconds(2))
             let page = try await f.context.endpoints.list(applicationKey: app.key, limit: 10)

@@ -124,7 +124,7 @@ struct RegistrationEventTests {
 
             // The endpoint is subscribed to a topic.
             let account = try await f.context.accounts.account(accountID: RegistrationFixture.accountID)
-            let topic = try await TopicRepository(pool: f.pool).create(accountKey: account.key, name: "news", attributes: [:]).0
+            let topic = try await TopicRepository(pool: f.pool).create(accountKey: account.key, region: "us-east-1", name: "news", attributes: [:]).0
             let subscription = try await SubscriptionRepository(pool: f.pool).subscribe(
                 topicKey: topic.key, endpointKey: endpoint, externalID: UUID(), filterPolicy: nil, attributes: [:]).0
 

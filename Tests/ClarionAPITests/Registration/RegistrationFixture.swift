@@ -39,9 +39,9 @@ struct RegistrationFixture {
         let context = RegistrationContext(pool: pool, masterKey: masterKey)
         let account = try await context.accounts.ensureAccount(accountID: accountID)
         let apiKey = try await context.accounts.createAPIKey(accountID: accountID).key
-        let apns = try await context.applications.createOrUpdate(accountKey: account.key, name: "ios", platform: "APNS",
+        let apns = try await context.applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "ios", platform: "APNS",
                                                                  credentials: PlatformCredentials(), attributes: [:]).0
-        let fcm = try await context.applications.createOrUpdate(accountKey: account.key, name: "android", platform: "GCM",
+        let fcm = try await context.applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "android", platform: "GCM",
                                                                 credentials: PlatformCredentials(), attributes: [:]).0
         let app = try await context.admin.createApp(accountID: accountID, name: "shop", apnsApplication: "APNS:ios",
                                                     fcmApplication: "GCM:android", firebaseProjectID: "proj-1", dryRunValidation: dryRun)

@@ -100,7 +100,7 @@ struct APNsCertificateValidationTests {
                                      extra: ["ApplePlatformTeamID": "TEAM123456"])) { $1 }
         #expect(await actions.refusal("CreatePlatformApplication", create) == nil)
         let record = try await actions.context.applications.get(
-            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS", name: "certapp")
+            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, region: "us-east-1", platform: "APNS", name: "certapp")
         #expect(PlatformApplicationActions.visibleAttributes(record)["AuthenticationMethod"] == "Certificate")
         // C.7 read-only AppleCertificateExpiryDate: the certificate's notAfter; SNS refuses it as an input.
         let expiry = try Self.expiry(Self.push)
@@ -113,7 +113,7 @@ struct APNsCertificateValidationTests {
         #expect(await actions.refusal("CreatePlatformApplication",
                                       ["Name": "tokenapp", "Platform": "APNS"].merging(Self.attributes(principal: "ABCDE12345", credential: "k")) { $1 }) == nil)
         let token = try await actions.context.applications.get(
-            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS", name: "tokenapp")
+            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, region: "us-east-1", platform: "APNS", name: "tokenapp")
         #expect(PlatformApplicationActions.visibleAttributes(token)["AppleCertificateExpiryDate"] == nil)
     }
 
@@ -136,7 +136,7 @@ struct APNsCertificateValidationTests {
         #expect(await actions.refusal("SetPlatformApplicationAttributes", arn.merging(Self.attributes(credential: Self.other.privateKeyPEM)) { $1 }) == nil)
         #expect(await actions.refusal("SetPlatformApplicationAttributes", arn.merging(Self.attributes(credential: Self.push.privateKeyPEM)) { $1 }) != nil)
         let record = try await actions.context.applications.get(
-            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, platform: "APNS_SANDBOX", name: "certapp")
+            accountKey: try await actions.context.accounts.account(accountID: "123456789012").key, region: "us-east-1", platform: "APNS_SANDBOX", name: "certapp")
         let stored = try await actions.context.applications.credentials(applicationKey: record.key)
         #expect(stored.principal == Self.other.certificateChainPEM)
         #expect(stored.credential == Self.other.privateKeyPEM)
@@ -144,7 +144,7 @@ struct APNsCertificateValidationTests {
         #expect(PlatformApplicationActions.visibleAttributes(record)["AppleCertificateExpiryDate"] == (try Self.expiry(Self.other)))
         #expect(await actions.refusal("SetPlatformApplicationAttributes",
                                       arn.merging(Self.attributes(principal: "ABCDE12345", credential: "p8 key")) { $1 }) == nil)
-        let token = try await actions.context.applications.get(accountKey: record.accountKey, platform: "APNS_SANDBOX", name: "certapp")
+        let token = try await actions.context.applications.get(accountKey: record.accountKey, region: "us-east-1", platform: "APNS_SANDBOX", name: "certapp")
         #expect(PlatformApplicationActions.visibleAttributes(token)["AppleCertificateExpiryDate"] == nil)
         #expect(PlatformApplicationActions.visibleAttributes(token)["AuthenticationMethod"] == "Token")
     }

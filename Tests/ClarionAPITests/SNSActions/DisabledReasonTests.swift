@@ -46,7 +46,7 @@ struct DisabledReasonTests {
             .merging(APNsCertificateValidationTests.attributes(credential: "key")) { $1 })
         _ = try await actions.call("CreatePlatformEndpoint", ["PlatformApplicationArn": appARN, "Token": "tok-1"])
         let account = try await actions.context.accounts.account(accountID: "123456789012").key
-        let app = try await actions.context.applications.get(accountKey: account, platform: "GCM", name: "chat")
+        let app = try await actions.context.applications.get(accountKey: account, region: "us-east-1", platform: "GCM", name: "chat")
         let endpoint = try #require(try await actions.context.endpoints.find(applicationKey: app.key, token: "tok-1"))
         let endpointARN = "arn:aws:sns:us-east-1:123456789012:endpoint/GCM/chat/\(endpoint.externalID.lowercasedText)"
 
@@ -101,7 +101,7 @@ struct DisabledReasonTests {
             let id = try #require(created["id"] as? String)
             #expect(created["disabled_reason"] is NSNull && created["disabled_at"] is NSNull)
             let account = try await f.context.accounts.account(accountID: NativeAPIFixture.accountID).key
-            let app = try await f.context.applications.get(accountKey: account, platform: "GCM", name: "chat")
+            let app = try await f.context.applications.get(accountKey: account, region: "us-east-1", platform: "GCM", name: "chat")
             let endpoint = try #require(try await f.context.endpoints.find(applicationKey: app.key, token: "tok-1"))
             try await Self.disableAsTheDispatcherDoes(f.pool, table: "endpoints", key: endpoint.key, reason: "UNREGISTERED")
             try await Self.disableAsTheDispatcherDoes(f.pool, table: "platform_applications", key: app.key, reason: "THIRD_PARTY_AUTH_ERROR")

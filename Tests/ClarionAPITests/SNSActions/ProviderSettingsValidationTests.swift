@@ -33,7 +33,7 @@ struct ProviderSettingsValidationTests {
             .merging(APNsCertificateValidationTests.attributes(extra: ["ProviderCACertificate": Self.garbageCA])) { $1 })
         #expect(set?.code == "InvalidParameter" && set?.message.contains("ProviderCACertificate") == true, "\(set?.message ?? "")")
         let account = try await actions.context.accounts.account(accountID: "123456789012").key
-        let stored = try await actions.context.applications.get(accountKey: account, platform: "GCM", name: "chat")
+        let stored = try await actions.context.applications.get(accountKey: account, region: "us-east-1", platform: "GCM", name: "chat")
         #expect(stored.attributes["ProviderCACertificate"] == Self.authority.certificatePEM)
         // Other changes to an application with loadable settings go through.
         #expect(await actions.refusal("SetPlatformApplicationAttributes", ["PlatformApplicationArn": Self.appARN]

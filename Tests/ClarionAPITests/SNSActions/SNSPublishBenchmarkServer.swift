@@ -18,7 +18,7 @@ struct SNSPublishBenchmarkServer {
         let batcher = PublishBatcher(pool: pool)
         let context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
         let account = try await context.accounts.ensureAccount(accountID: "123456789012")
-        let app = try await context.applications.createOrUpdate(accountKey: account.key, name: "bench", platform: "GCM",
+        let app = try await context.applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "bench", platform: "GCM",
                                                                  credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         let endpoint = try await context.endpoints.create(NewEndpoint(applicationKey: app.key, token: "bench-token"), externalID: UUID()).record
         let arn = SNSARN.endpoint("us-east-1", "123456789012", platform: "GCM", application: "bench", id: endpoint.externalID)

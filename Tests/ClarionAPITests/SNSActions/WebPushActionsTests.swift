@@ -20,7 +20,7 @@ struct WebPushActionsTests {
 
     static func stored(_ actions: Actions) async throws -> PlatformApplicationRecord {
         let account = try await actions.context.accounts.account(accountID: "123456789012").key
-        return try await actions.context.applications.get(accountKey: account, platform: "WEBPUSH", name: "site")
+        return try await actions.context.applications.get(accountKey: account, region: "us-east-1", platform: "WEBPUSH", name: "site")
     }
 
     // W.2 (RFC 8292 section 2.1 and 3.2): a subject is required and is mailto: or https:; with no key given one is

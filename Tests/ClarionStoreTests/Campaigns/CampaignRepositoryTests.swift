@@ -65,7 +65,7 @@ struct CampaignRepositoryTests {
         let repository = CampaignRepository(pool: fixture.pool)
         let c = try PGConnection(conninfo: fixture.url)
         let application = try c.query("""
-            INSERT INTO platform_applications (account, name, platform) VALUES ($1, 'ios', 'APNS') RETURNING id
+            INSERT INTO platform_applications (account, region, name, platform) VALUES ($1, 'us-east-1', 'ios', 'APNS') RETURNING id
             """, [fixture.accounts[0]]).first!.int64(0)!
         let endpoint = try c.query("""
             INSERT INTO endpoints (external_id, application, token) VALUES (gen_random_uuid(), $1, 't1') RETURNING id

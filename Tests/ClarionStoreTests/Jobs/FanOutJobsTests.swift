@@ -21,9 +21,9 @@ struct FanOutJobsTests {
             let c = try PGConnection(conninfo: url)
             account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
             let app = try c.query("""
-                INSERT INTO platform_applications (account, name, platform) VALUES ($1, 'a', 'GCM') RETURNING id
+                INSERT INTO platform_applications (account, region, name, platform) VALUES ($1, 'us-east-1', 'a', 'GCM') RETURNING id
                 """, [account]).first!.int64(0)!
-            topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 't') RETURNING id", [account]).first!.int64(0)!
+            topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 't') RETURNING id", [account]).first!.int64(0)!
             try c.query("""
                 INSERT INTO endpoints (external_id, application, token) SELECT gen_random_uuid(), $1, 'k' || g
                 FROM generate_series(1, $2) g

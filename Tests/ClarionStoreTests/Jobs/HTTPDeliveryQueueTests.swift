@@ -23,7 +23,7 @@ struct HTTPDeliveryQueueTests {
             subscriptions = SubscriptionRepository(pool: pool)
             let c = try PGConnection(conninfo: url)
             account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
-            topic = try c.query("INSERT INTO topics (account, name) VALUES ($1, 'events') RETURNING id", [account]).first!.int64(0)!
+            topic = try c.query("INSERT INTO topics (account, region, name) VALUES ($1, 'us-east-1', 'events') RETURNING id", [account]).first!.int64(0)!
         }
 
         func publish(_ text: String) throws -> Int64 {

@@ -10,9 +10,9 @@ struct MessageRepositoryTests {
         let fixture = try RepositoryFixture()
         let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
         let app = try await PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
-            .createOrUpdate(accountKey: account.key, name: "app", platform: "GCM", credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
+            .createOrUpdate(accountKey: account.key, region: "us-east-1", name: "app", platform: "GCM", credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         let endpoint = try await EndpointRepository(pool: fixture.pool).create(NewEndpoint(applicationKey: app.key, token: "tok"), externalID: UUID()).record
-        let topic = try await TopicRepository(pool: fixture.pool).create(accountKey: account.key, name: "news", attributes: [:]).0
+        let topic = try await TopicRepository(pool: fixture.pool).create(accountKey: account.key, region: "us-east-1", name: "news", attributes: [:]).0
         return (fixture, account, endpoint, topic)
     }
 
@@ -135,7 +135,7 @@ struct MessageRepositoryTests {
         defer { batcher.shutdown() }
         func publish(_ id: UUID, platform: String = "GCM", application: String = "app", account accountKey: Int64? = nil) async throws -> MessageID {
             try await batcher.publish(NewMessage(externalID: UUID(), accountKey: accountKey ?? account.key,
-                                                 target: .endpointReference(id: id, platform: platform, application: application, arn: "arn"),
+                                                 target: .endpointReference(id: id, platform: platform, application: application, arn: "arn:aws:sns:us-east-1:123456789012:endpoint/\(platform)/\(application)/\(id)"),
                                                  message: "m"))
         }
         let stored = try await publish(endpoint.externalID)

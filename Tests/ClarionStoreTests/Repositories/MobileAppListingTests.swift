@@ -16,7 +16,7 @@ struct MobileAppListingTests {
         let other = try await fixture.accounts.ensureAccount(accountID: "210987654321")
         let applications = PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
         func app(_ name: String, _ platform: String, account: Int64) async throws -> PlatformApplicationRecord {
-            try await applications.createOrUpdate(accountKey: account, name: name, platform: platform,
+            try await applications.createOrUpdate(accountKey: account, region: "us-east-1", name: name, platform: platform,
                                                   credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         }
         let ios = try await app("ios", "APNS", account: account.key)

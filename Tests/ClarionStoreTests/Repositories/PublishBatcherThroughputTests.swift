@@ -12,7 +12,7 @@ struct PublishBatcherThroughputTests {
         let fixture = try RepositoryFixture()
         let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
         let app = try await PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
-            .createOrUpdate(accountKey: account.key, name: "app", platform: "GCM", credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
+            .createOrUpdate(accountKey: account.key, region: "us-east-1", name: "app", platform: "GCM", credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         let endpoint = try await EndpointRepository(pool: fixture.pool).create(NewEndpoint(applicationKey: app.key, token: "t"), externalID: UUID()).record
         let batcher = PublishBatcher(pool: fixture.pool)
         defer { batcher.shutdown() }

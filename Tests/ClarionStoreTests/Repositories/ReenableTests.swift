@@ -14,7 +14,7 @@ struct ReenableTests {
         let account = try await fixture.accounts.ensureAccount(accountID: "123456789012")
         let applications = PlatformApplicationRepository(pool: fixture.pool, masterKey: fixture.masterKey)
         let endpoints = EndpointRepository(pool: fixture.pool)
-        let app = try await applications.createOrUpdate(accountKey: account.key, name: "a", platform: "GCM",
+        let app = try await applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "a", platform: "GCM",
                                                         credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
         let endpoint = try await endpoints.create(NewEndpoint(applicationKey: app.key, token: "tok"), externalID: UUID()).record
         // As the dispatcher's checkpoint leaves them.

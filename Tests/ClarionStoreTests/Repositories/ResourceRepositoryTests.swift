@@ -21,7 +21,7 @@ struct ResourceRepositoryTests {
         }
 
         func app(_ name: String = "app", platform: String = "GCM") async throws -> PlatformApplicationRecord {
-            try await apps.createOrUpdate(accountKey: account.key, name: name, platform: platform,
+            try await apps.createOrUpdate(accountKey: account.key, region: "us-east-1", name: name, platform: platform,
                                           credentials: PlatformCredentials(credential: "key-\(name)"), attributes: [:]).0
         }
     }
@@ -31,7 +31,7 @@ struct ResourceRepositoryTests {
         let world = try await World.make()
         let secret = "AAAA-fcm-server-key-\(UUID())"
         let (app, created) = try await world.apps.createOrUpdate(
-            accountKey: world.account.key, name: "news", platform: "GCM",
+            accountKey: world.account.key, region: "us-east-1", name: "news", platform: "GCM",
             credentials: PlatformCredentials(credential: secret), attributes: ["SuccessFeedbackSampleRate": "50"])
         #expect(created)
         #expect(app.attributes == ["SuccessFeedbackSampleRate": "50"] && app.enabled)
@@ -48,7 +48,7 @@ struct ResourceRepositoryTests {
 
         // Same name again: same row, attributes merged, credential replaced.
         let (again, createdAgain) = try await world.apps.createOrUpdate(
-            accountKey: world.account.key, name: "news", platform: "GCM",
+            accountKey: world.account.key, region: "us-east-1", name: "news", platform: "GCM",
             credentials: PlatformCredentials(credential: "new"), attributes: ["EventEndpointCreated": "arn:aws:sns:us-east-1:123456789012:events"])
         #expect(!createdAgain && again.key == app.key)
         #expect(again.attributes["SuccessFeedbackSampleRate"] == "50" && again.attributes["EventEndpointCreated"] != nil)
@@ -63,13 +63,13 @@ struct ResourceRepositoryTests {
         #expect(!disabled.enabled && disabled.disabledReason == "credential rejected" && disabled.disabledAt != nil)
         let enabled = try await world.apps.update(applicationKey: app.key, enabled: true)
         #expect(enabled.enabled && enabled.disabledReason == nil && enabled.disabledAt == nil)
-        #expect(try await world.apps.get(accountKey: world.account.key, platform: "GCM", name: "app") == enabled)
-        #expect(await storeError { _ = try await world.apps.get(accountKey: world.account.key, platform: "ADM", name: "app") }?.code == .notFound)
+        #expect(try await world.apps.get(accountKey: world.account.key, region: "us-east-1", platform: "GCM", name: "app") == enabled)
+        #expect(await storeError { _ = try await world.apps.get(accountKey: world.account.key, region: "us-east-1", platform: "ADM", name: "app") }?.code == .notFound)
 
         for n in 0..<3 { _ = try await world.app("more\(n)") }
-        let first = try await world.apps.list(accountKey: world.account.key, limit: 2)
+        let first = try await world.apps.list(accountKey: world.account.key, region: "us-east-1", limit: 2)
         #expect(first.items.map(\.name) == ["app", "more0"] && first.next != nil)
-        let second = try await world.apps.list(accountKey: world.account.key, after: first.next, limit: 2)
+        let second = try await world.apps.list(accountKey: world.account.key, region: "us-east-1", after: first.next, limit: 2)
         #expect(second.items.map(\.name) == ["more1", "more2"] && second.next == nil)
 
         let endpoint = try await world.endpoints.create(NewEndpoint(applicationKey: app.key, token: "tok"), externalID: UUID())
@@ -150,18 +150,18 @@ struct ResourceRepositoryTests {
     @Test("topics: create is idempotent by name, attributes set and removed, list pages, delete cascades subscriptions")
     func topics() async throws {
         let world = try await World.make()
-        let (topic, created) = try await world.topics.create(accountKey: world.account.key, name: "news", attributes: ["DisplayName": "News"])
+        let (topic, created) = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "news", attributes: ["DisplayName": "News"])
         #expect(created && topic.attributes == ["DisplayName": "News"])
-        let (again, createdAgain) = try await world.topics.create(accountKey: world.account.key, name: "news", attributes: [:])
+        let (again, createdAgain) = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "news", attributes: [:])
         #expect(!createdAgain && again == topic)
         let changed = try await world.topics.setAttributes(topicKey: topic.key, ["DisplayName": nil, "Policy": "{}"])
         #expect(changed.attributes == ["Policy": "{}"])
-        let bad = await storeError { _ = try await world.topics.create(accountKey: world.account.key, name: "no spaces", attributes: [:]) }
+        let bad = await storeError { _ = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "no spaces", attributes: [:]) }
         #expect(bad?.code == .checkViolation)
-        for n in 0..<4 { _ = try await world.topics.create(accountKey: world.account.key, name: "t\(n)", attributes: [:]) }
-        let page = try await world.topics.list(accountKey: world.account.key, limit: 3)
+        for n in 0..<4 { _ = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "t\(n)", attributes: [:]) }
+        let page = try await world.topics.list(accountKey: world.account.key, region: "us-east-1", limit: 3)
         #expect(page.items.map(\.name) == ["news", "t0", "t1"])
-        #expect(try await world.topics.list(accountKey: world.account.key, after: page.next, limit: 3).items.map(\.name) == ["t2", "t3"])
+        #expect(try await world.topics.list(accountKey: world.account.key, region: "us-east-1", after: page.next, limit: 3).items.map(\.name) == ["t2", "t3"])
 
         let app = try await world.app()
         let endpoint = try await world.endpoints.create(NewEndpoint(applicationKey: app.key, token: "x"), externalID: UUID()).record
@@ -171,15 +171,15 @@ struct ResourceRepositoryTests {
         #expect(try await world.topics.delete(topicKey: topic.key))
         #expect(await storeError { _ = try await world.subscriptions.get(externalID: subscription.externalID) }?.code == .notFound)
         #expect(try await world.topics.delete(topicKey: topic.key) == false)
-        #expect(await storeError { _ = try await world.topics.get(accountKey: world.account.key, name: "news") }?.code == .notFound)
+        #expect(await storeError { _ = try await world.topics.get(accountKey: world.account.key, region: "us-east-1", name: "news") }?.code == .notFound)
     }
 
     @Test("subscriptions: one per topic and endpoint, keyset order by topic and by account, filter policy, unsubscribe")
     func subscriptions() async throws {
         let world = try await World.make()
         let app = try await world.app()
-        let topic = try await world.topics.create(accountKey: world.account.key, name: "news", attributes: [:]).0
-        let other = try await world.topics.create(accountKey: world.account.key, name: "sports", attributes: [:]).0
+        let topic = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "news", attributes: [:]).0
+        let other = try await world.topics.create(accountKey: world.account.key, region: "us-east-1", name: "sports", attributes: [:]).0
         var ids: [UUID] = []
         for n in 0..<5 {
             let endpoint = try await world.endpoints.create(NewEndpoint(applicationKey: app.key, token: "e\(n)"), externalID: UUID()).record
@@ -195,7 +195,7 @@ struct ResourceRepositoryTests {
         let first = try await world.subscriptions.list(topicKey: topic.key, limit: 3)
         let rest = try await world.subscriptions.list(topicKey: topic.key, after: first.next, limit: 3)
         #expect((first.items + rest.items).map(\.externalID) == ids && rest.next == nil)
-        #expect(try await world.subscriptions.list(accountKey: world.account.key, limit: 100).items.count == 10)
+        #expect(try await world.subscriptions.list(accountKey: world.account.key, region: "us-east-1", limit: 100).items.count == 10)
         let policy = try #require(first.items.first?.filterPolicy)
         #expect(policy.contains("\"kind\""))
 
