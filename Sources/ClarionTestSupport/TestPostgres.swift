@@ -68,4 +68,24 @@ public enum TestPostgres {
         let connection = try PGConnection(conninfo: try serverURL() + "/postgres")
         return try body(connection)
     }
+
+    /// Ends every session on the database `url` names. A fixture's pools live as long as the test process unless
+    /// someone closes them; dozens of fixtures' idle sessions together reach the server's max_connections.
+    public static func endSessions(of url: String) {
+        guard let name = url.split(separator: "/").last.map(String.init) else { return }
+        _ = try? admin { connection in
+            try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                                 [name])
+        }
+    }
+}
+
+/// Ends the sessions on a test database when the last copy of the fixture holding it goes away (a struct fixture
+/// has no deinit of its own): what the test left open (its pool, a dispatcher's) does not outlive the test.
+public final class TestDatabaseSessions: Sendable {
+    public let url: String
+
+    public init(url: String) { self.url = url }
+
+    deinit { TestPostgres.endSessions(of: url) }
 }

@@ -126,12 +126,15 @@ final class ShardLog: DispatcherObserver, Sendable {
 struct FanOutFixture {
     let url: String
     let pool: PGPool
+    /// Ends the database's sessions when the test is done with the fixture.
+    let sessions: TestDatabaseSessions
     let account: Int64
     var applications: [String: Int64] = [:]
     var topic: Int64 = 0
 
     init(poolSize: Int = 8) throws {
         url = try TestPostgres.migratedDatabase(prefix: "disp")
+        sessions = TestDatabaseSessions(url: url)
         pool = PGPool(conninfo: url, size: poolSize)
         let c = try PGConnection(conninfo: url)
         account = try c.query("INSERT INTO accounts (account_id) VALUES ('123456789012') RETURNING id").first!.int64(0)!
