@@ -178,13 +178,7 @@ package struct EndpointLineDecoder {
     }
 
     private func decodeJSON(_ line: ArraySlice<UInt8>) throws(ImportLineError) -> ImportedEndpoint {
-        let value: JSONValue
-        do throws(JSONParseError) {
-            value = try JSONValue.parse(bytes: Array(line), duplicateKeys: .reject)
-        } catch {
-            throw ImportLineError("The line is not JSON: \(error.reason)")
-        }
-        guard let object = value.objectValue else { throw ImportLineError("The line must be a JSON object.") }
+        let object = try importedObject(line)
         let fields = NativeFields(object)
         let token: String?, userID: String?, customUserData: String?, enabled: Bool?
         do throws(JSONAPIError) {
@@ -333,13 +327,7 @@ package struct SubscriptionLineDecoder {
             let value = text.trimmingCharacters(in: .whitespaces)
             return tokenPlatform == nil ? try endpoint(value) : try token(value)
         case .ndjson:
-            let value: JSONValue
-            do throws(JSONParseError) {
-                value = try JSONValue.parse(bytes: Array(line), duplicateKeys: .reject)
-            } catch {
-                throw ImportLineError("The line is not JSON: \(error.reason)")
-            }
-            guard let object = value.objectValue else { throw ImportLineError("The line must be a JSON object.") }
+            let object = try importedObject(line)
             for member in object where member.key != "endpoint" && member.key != "token" {
                 throw ImportLineError("Unknown field '\(member.key)'.")
             }
@@ -369,4 +357,16 @@ package struct SubscriptionLineDecoder {
             throw ImportLineError(error.message)
         }
     }
+}
+
+/// One NDJSON line of an import: a JSON object, with no key twice.
+func importedObject(_ line: ArraySlice<UInt8>) throws(ImportLineError) -> JSONObject {
+    let value: JSONValue
+    do throws(JSONParseError) {
+        value = try JSONValue.parse(bytes: Array(line), duplicateKeys: .reject)
+    } catch {
+        throw ImportLineError("The line is not JSON: \(error.reason)")
+    }
+    guard let object = value.objectValue else { throw ImportLineError("The line must be a JSON object.") }
+    return object
 }

@@ -70,6 +70,22 @@ public struct EndpointStagingRows: Sendable {
     }
 }
 
+/// COPYs the upload's rows into the staging table. An upload cut short throws, so the transaction rolls back:
+/// not one row of it is applied.
+private func stageImport(_ c: PGConnection, table: String,
+                         _ nextRows: @escaping @Sendable () throws(ImportAborted) -> [UInt8]?) throws(StoreError) {
+    var aborted: ImportAborted?
+    try c.copyIn("COPY \(table) FROM STDIN") {
+        do throws(ImportAborted) {
+            return try nextRows()
+        } catch {
+            aborted = error
+            return nil
+        }
+    }
+    if let aborted { throw StoreError(.invalidData, "import aborted: \(aborted.reason)") }
+}
+
 /// Thrown by an import's row source to stop it: nothing of the import is applied.
 public struct ImportAborted: Error, Sendable {
     public let reason: String
@@ -102,17 +118,7 @@ public struct EndpointImportRepository: Sendable {
                     user_id text, custom_user_data text, enabled boolean, attributes jsonb NOT NULL) ON COMMIT DROP
                 """)
             let started = ContinuousClock.now
-            var aborted: ImportAborted?
-            try c.copyIn("COPY endpoint_import FROM STDIN") {
-                do throws(ImportAborted) {
-                    return try nextRows()
-                } catch {
-                    aborted = error
-                    return nil
-                }
-            }
-            // The transaction rolls back: not one row of an upload cut short is applied.
-            if let aborted { throw StoreError(.invalidData, "import aborted: \(aborted.reason)") }
+            try stageImport(c, table: "endpoint_import", nextRows)
             let staged = ContinuousClock.now
             try c.query("ANALYZE endpoint_import")
             // The merge hashes the staged rows (first line per token, the join with the application's endpoints); with
@@ -286,16 +292,7 @@ public struct SubscriptionImportRepository: Sendable {
                 CREATE TEMPORARY TABLE subscription_import (line bigint NOT NULL, external_id uuid NOT NULL, endpoint_id uuid,
                     token text) ON COMMIT DROP
                 """)
-            var aborted: ImportAborted?
-            try c.copyIn("COPY subscription_import FROM STDIN") {
-                do throws(ImportAborted) {
-                    return try nextRows()
-                } catch {
-                    aborted = error
-                    return nil
-                }
-            }
-            if let aborted { throw StoreError(.invalidData, "import aborted: \(aborted.reason)") }
+            try stageImport(c, table: "subscription_import", nextRows)
             try c.query("ANALYZE subscription_import")
             try c.query("""
                 CREATE TEMPORARY TABLE subscription_import_plan ON COMMIT DROP AS
