@@ -342,6 +342,16 @@ public final class ProviderEmulator: Sendable {
 
     // MARK: - /_emulator
 
+    /// The value of `name` in a control path's query (`?a=1&b=2`); control paths carry plain values, not escapes.
+    static func queryValue(_ name: String, in path: String) -> String? {
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2, parts[0] == name { return String(parts[1]) }
+        }
+        return nil
+    }
+
     private func control(_ request: EmulatorRequest) -> EmulatorDecision {
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let json = [("content-type", "application/json")]
@@ -357,6 +367,14 @@ public final class ProviderEmulator: Sendable {
             for record in records() { body.append(contentsOf: EmulatorRecorder.jsonLine(record)) }
             return EmulatorDecision(action: .respond(EmulatorResponse(status: 200, headers: [("content-type", "application/x-ndjson")], body: body)))
         case ("POST", WebPushEmulator.subscriptionsPath):
+            if let count = Self.queryValue("count", in: request.path) {
+                guard let n = Int(count), (1...WebPushEmulator.bulkLimit).contains(n) else {
+                    return EmulatorDecision(action: .respond(EmulatorResponse(status: 400, headers: [("content-type", "text/plain")],
+                                                                              body: Array("count must be 1 to \(WebPushEmulator.bulkLimit)\n".utf8))))
+                }
+                return EmulatorDecision(action: .respond(EmulatorResponse(status: 201, headers: [("content-type", "application/x-ndjson")],
+                                                                          body: webPush.subscribe(authority: request.authority, count: n))))
+            }
             return EmulatorDecision(action: .respond(EmulatorResponse(status: 201, headers: json, body: webPush.subscribe(authority: request.authority, body: request.body))))
         case ("DELETE", _) where path.hasPrefix(WebPushEmulator.subscriptionsPath + "/"):
             let id = String(path.dropFirst(WebPushEmulator.subscriptionsPath.count + 1))

@@ -75,6 +75,35 @@ struct WebPushProviderTests {
         await harness.close()
     }
 
+    @Test("the emulator's bulk subscribe makes N distinct subscriptions a sender can deliver to, and refuses a bad count")
+    func bulkSubscriptions() async throws {
+        let harness = try Harness(tls: true)
+        let client = try harness.client("wp", .webPush, Self.attributes(harness))
+        let path = WebPushEmulator.subscriptionsPath
+        func control(_ query: String) -> EmulatorResponse? {
+            let request = EmulatorRequest(method: "POST", path: path + query, authority: "127.0.0.1:\(harness.port)", headers: [], body: [])
+            guard case .respond(let response) = harness.emulator.handle(request, connection: harness.emulator.makeConnectionState(id: 1)).action
+            else { return nil }
+            return response
+        }
+        #expect(control("?count=0")?.status == 400)
+        #expect(control("?count=x")?.status == 400)
+        let response = try #require(control("?count=4"))
+        #expect(response.status == 201)
+        let lines = response.bodyText.split(separator: "\n")
+        #expect(lines.count == 4)
+        let subscriptions = try lines.map { try WebPushSubscription.parse(String($0)) }
+        #expect(Set(subscriptions.map(\.path)).count == 4)
+        #expect(!response.bodyText.contains("browserPrivateKey"))
+        let deliveries = subscriptions.enumerated().map { ProviderDelivery(token: $0.element.canonicalToken, tag: UInt64($0.offset)) }
+        let sink = CollectingSink()
+        #expect(client.submit(Self.push(harness, "bulk"), deliveries: deliveries, sink: sink) == 4)
+        let results = try await sink.wait(for: 4)
+        #expect(results.allSatisfy { if case .accepted = $0.outcome { true } else { false } }, "\(results.map(\.outcome))")
+        #expect(harness.emulator.records().filter { $0.payload == "bulk" }.count == 4)
+        await harness.close()
+    }
+
     // W.5: RFC 8030 section 7.3: 410 for an unsubscribed subscription disables the endpoint, with the reason.
     @Test("an unsubscribed subscription answers 410 and the outcome disables the endpoint with the reason")
     func unsubscribed() async throws {

@@ -4,7 +4,15 @@ completion read from GET /v1/messages/{id}. Then the ceiling: h2load against the
 requests the gateway sends (same count, same APNs/FCM mix, same connections per pool), in the same run.
 
 Prints deliveries/s from publish to completion, the h2load ceiling, their ratio, and where the CPU went (the node,
-its PostgreSQL, the emulator) with peak RSS. Run through loadtest/e2e/run.sh."""
+its PostgreSQL, the emulator) with peak RSS. Run through loadtest/e2e/run.sh.
+
+PLATFORM=webpush runs the same fan-out to N Web Push subscriptions instead (issue 19): the emulator plays the push
+service over TLS with a CA made here, issues the subscriptions (its bulk route), and decrypts and verifies every push;
+the node encrypts each push to its subscription (RFC 8291) and signs VAPID (RFC 8292). The ceiling is h2load sending
+one valid encrypted push (made here with http_ece) N times to the same emulator over one connection, as the node's
+one pool per push-service origin does, so the ratio is what the node's own work (encryption included) leaves of the
+push service's rate. While the fan-out runs, GET /health is timed every 100 ms: the encryption runs on the node's
+worker threads, and this shows what it does to the API's latency."""
 
 import base64
 import json
@@ -19,6 +27,8 @@ import time
 import http.client
 import urllib.request
 
+import statistics
+
 import boto3
 from botocore.config import Config
 from cryptography.hazmat.primitives import hashes, serialization
@@ -30,6 +40,10 @@ N = int(os.environ.get("N", "1000000"))
 KEY, SECRET = "AKIACLARIONE2EBENCH01", "e2e-bench-secret-0123456789abcdefghijklm"
 TICKS = os.sysconf("SC_CLK_TCK")
 APNS_CONNECTIONS, FCM_CONNECTIONS = 2, 8  # ProviderOptions' defaults: connections per pool
+WEBPUSH_CONNECTIONS = 1  # one pool per push-service origin, one connection each (ProviderRegistry.webPushSender)
+PLATFORM = os.environ.get("PLATFORM", "mixed")
+if PLATFORM not in ("mixed", "webpush"):
+    raise SystemExit("PLATFORM is mixed (half APNs, half FCM) or webpush")
 
 
 def free_port():
@@ -109,12 +123,21 @@ class Bench:
         # before a connection's first provider token and 1000 after; h2load opens its streams at once and cannot
         # wait for the raise, so both start at 1000 here, for the gateway as for the ceiling.
         base = os.path.join(self.work, "emulator.json")
+        config = {"recordInMemory": False, "apns": {"maxConcurrentStreamsBeforeToken": 1000}}
+        node_env = {}
+        if PLATFORM == "webpush":
+            # Subscription URLs are https only (endpoint rule), so the push service needs a certificate.
+            self.ca = make_ca(self.work)
+            config["tls"] = {"enabled": True, "certificatePath": os.path.join(self.work, "server.pem"),
+                             "privateKeyPath": os.path.join(self.work, "server.key")}
+            self.emulator_url = f"https://127.0.0.1:{self.emulator_port}"
+            node_env["CLARION_PROVIDER_CA_FILE"] = self.ca
         with open(base, "w") as f:
-            json.dump({"recordInMemory": False, "apns": {"maxConcurrentStreamsBeforeToken": 1000}}, f)
+            json.dump(config, f)
         self.emulator = self.spawn("emulator", [BIN, "emulator", "--listen", f"127.0.0.1:{self.emulator_port}",
                                                 "--config", base, "--write-demo-credentials", self.demo])
         env = {**os.environ, "CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET,
-               "CLARION_PROVIDER_ALLOW_HOSTS": "127.0.0.0/8"}
+               "CLARION_PROVIDER_ALLOW_HOSTS": "127.0.0.0/8", **node_env}
         self.data = os.path.join(self.work, "data")
         self.node = self.spawn("node", [BIN, "serve", "--data-dir", self.data, "--listen", f"127.0.0.1:{self.port}"], env)
         deadline = time.time() + 120
@@ -173,6 +196,8 @@ class Bench:
     def setup(self):
         self.sns = boto3.client("sns", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id=KEY,
                                 aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}, read_timeout=300))
+        if PLATFORM == "webpush":
+            return self.setup_webpush()
         self.apns = json.load(open(os.path.join(self.demo, "apns.json")))
         self.fcm = json.load(open(os.path.join(self.demo, "fcm-service-account.json")))
         p8 = open(os.path.join(self.demo, self.apns["keyFile"])).read()
@@ -199,9 +224,50 @@ class Bench:
                         (token(i) + "\n" for i in range(count)), content_type="text/plain")
         self.seed = (imported - started, time.time() - imported)
 
+    def setup_webpush(self):
+        self.sns.create_platform_application(Name="bench-site", Platform="WEBPUSH",
+                                             Attributes={"VAPIDSubject": "mailto:bench@example.com"})
+        self.topic_arn = self.sns.create_topic(Name="bench")["TopicArn"]
+        application = next(a["id"] for a in self.native("GET", "/v1/applications?limit=100")["items"] if a["name"] == "bench-site")
+        topic = next(t["id"] for t in self.native("GET", "/v1/topics?limit=100")["items"] if t["name"] == "bench")
+        started = time.time()
+        subscriptions = subprocess.run(
+            ["curl", "-sf", "--cacert", self.ca, "-X", "POST", f"{self.emulator_url}/_emulator/webpush/subscriptions?count={N}"],
+            capture_output=True, text=True, timeout=1800, check=True).stdout.splitlines()
+        assert len(subscriptions) == N, len(subscriptions)
+        self.subscription = json.loads(subscriptions[0])
+        made = time.time()
+        self.stream(f"/v1/applications/{application}/endpoints:import", (json.dumps({"token": t}) + "\n" for t in subscriptions))
+        imported = time.time()
+        self.stream(f"/v1/topics/{topic}/subscriptions:import?application={application}", (t + "\n" for t in subscriptions),
+                    content_type="text/plain")
+        self.seed = (imported - made, time.time() - imported)
+        self.subscribe_time = made - started
+
+    def message(self):
+        if PLATFORM == "webpush":
+            return json.dumps({"default": "bench", "WEBPUSH": json.dumps({"title": "bench", "body": "bench"})})
+        return json.dumps({"default": "bench", "APNS": json.dumps({"aps": {"alert": "bench"}}),
+                           "GCM": json.dumps({"notification": {"title": "bench"}})})
+
+    def health_probe(self, stop, samples):
+        """GET /health every 100 ms on one kept-alive connection, each timed, until `stop` is set."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        while not stop.is_set():
+            started = time.perf_counter()
+            connection.request("GET", "/health")
+            response = connection.getresponse()
+            response.read()
+            samples.append(time.perf_counter() - started)
+            stop.wait(0.1)
+        connection.close()
+
     def publish_and_wait(self):
-        message = json.dumps({"default": "bench", "APNS": json.dumps({"aps": {"alert": "bench"}}),
-                              "GCM": json.dumps({"notification": {"title": "bench"}})})
+        import threading
+        message = self.message()
+        stop, self.health = threading.Event(), []
+        probe = threading.Thread(target=self.health_probe, args=(stop, self.health))
+        probe.start()
         database = postgres_pids(self.data)
         before = (cpu_seconds([self.node.pid]), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
         started = time.time()
@@ -217,12 +283,37 @@ class Bench:
         # The status's timestamps are whole seconds: the wall time is the client's, from the Publish call to the
         # poll that saw the final state (polled every 50 ms).
         self.wall = time.time() - started
+        stop.set()
+        probe.join()
         database = postgres_pids(self.data)  # backends come and go; the pool's stay for the run
         after = (cpu_seconds([self.node.pid]), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
         self.status = status
         self.cpu = tuple(a - b for a, b in zip(after, before))
 
-    def ceiling(self):
+    def ceiling_webpush(self):
+        """h2load against the same emulator: one push encrypted here to the first subscription (RFC 8291, aes128gcm),
+        with a VAPID token for the emulator's origin, sent N times over one connection."""
+        import http_ece
+        from cryptography.hazmat.primitives.asymmetric import ec as ec_keys
+        keys = self.subscription["keys"]
+        def unb64(text):
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        body = http_ece.encrypt(self.message().encode(), private_key=ec_keys.generate_private_key(ec_keys.SECP256R1()),
+                                dh=unb64(keys["p256dh"]), auth_secret=unb64(keys["auth"]), version="aes128gcm")
+        body_file = os.path.join(self.work, "webpush.bin")
+        with open(body_file, "wb") as f:
+            f.write(body)
+        vapid = ec_keys.generate_private_key(ec_keys.SECP256R1())
+        public = vapid.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        token = jwt({"typ": "JWT", "alg": "ES256"}, {"aud": self.emulator_url, "exp": int(time.time()) + 3600,
+                                                     "sub": "mailto:bench@example.com"}, vapid)
+        path = self.subscription["endpoint"].split(str(self.emulator_port), 1)[1]
+        return [["h2load", "-n", str(N), "-c", str(WEBPUSH_CONNECTIONS), "-m", "100", "-d", body_file,
+                 "-H", f"authorization: vapid t={token}, k={b64u(public)}", "-H", "ttl: 86400",
+                 "-H", "content-encoding: aes128gcm", "-H", "content-type: application/octet-stream",
+                 f"{self.emulator_url}{path}"]]
+
+    def ceiling_mixed(self):
         """h2load against the same emulator: N/2 APNs sends and N/2 FCM sends at once, each pool's connection count,
         streams per connection as the emulator grants them."""
         now = int(time.time())
@@ -251,6 +342,10 @@ class Bench:
              "-H", f"authorization: Bearer {token}", "-H", "content-type: application/json",
              f"{self.emulator_url}/v1/projects/{self.fcm['project_id']}/messages:send"],
         ]
+        return runs
+
+    def ceiling(self):
+        runs = self.ceiling_webpush() if PLATFORM == "webpush" else self.ceiling_mixed()
         before = cpu_seconds([self.emulator.pid])
         started = time.time()
         procs = [subprocess.Popen(r, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in runs]
@@ -272,7 +367,10 @@ class Bench:
         rate = s["deliveries"]["accepted"] / wall if wall > 0 else 0
         node_cpu, db_cpu, emulator_cpu = self.cpu
         accepted = max(s["deliveries"]["accepted"], 1)
-        print(f"endpoints            {N} (half APNs, half FCM), imported in {self.seed[0]:.1f} s "
+        kind = "Web Push subscriptions" if PLATFORM == "webpush" else "half APNs, half FCM"
+        if PLATFORM == "webpush":
+            print(f"subscriptions made   {N} by the emulator in {self.subscribe_time:.1f} s")
+        print(f"endpoints            {N} ({kind}), imported in {self.seed[0]:.1f} s "
               f"({N / self.seed[0]:,.0f}/s), subscribed in {self.seed[1]:.1f} s")
         print(f"message              {s['state']}: {json.dumps(s['deliveries'])}")
         print(f"publish->first seen  {self.first if self.first is not None else float('nan'):.2f} s (polled)")
@@ -284,6 +382,11 @@ class Bench:
               f"PostgreSQL {db_cpu:.1f} s ({db_cpu / accepted * 1e6:.1f} us/delivery), "
               f"emulator {emulator_cpu:.1f} s ({emulator_cpu / accepted * 1e6:.1f} us/delivery)")
         print(f"emulator under h2load {self.ceiling_cpu:.1f} s ({self.ceiling_cpu / N * 1e6:.1f} us/request)")
+        if self.health:
+            ordered = sorted(self.health)
+            print(f"GET /health during   {len(ordered)} probes: median {statistics.median(ordered) * 1e3:.1f} ms, "
+                  f"p99 {ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3:.1f} ms, "
+                  f"max {ordered[-1] * 1e3:.1f} ms")
         print(f"peak RSS             node {peak_rss_mb(self.node.pid):.0f} MB, emulator {peak_rss_mb(self.emulator.pid):.0f} MB")
         assert s["state"] == "Completed" and s["deliveries"]["accepted"] == N, "every endpoint must be delivered once"
 
@@ -299,11 +402,26 @@ class Bench:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
+def make_ca(work):
+    """A CA and a server certificate for 127.0.0.1 signed by it (openssl CLI); returns the CA file."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=work, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+        "-out", "ca.pem", "-days", "2", "-subj", "/CN=clarion bench CA")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "server.key",
+        "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(work, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
+        "-days", "2", "-extfile", "san.ext")
+    return os.path.join(work, "ca.pem")
+
+
 def main():
     bench = Bench()
     try:
         bench.start()
-        print(f"e2e fan-out: {N} endpoints, {os.cpu_count()} cores, load average {open('/proc/loadavg').read().split()[:3]}")
+        print(f"e2e fan-out ({PLATFORM}): {N} endpoints, {os.cpu_count()} cores, load average {open('/proc/loadavg').read().split()[:3]}")
         bench.setup()
         bench.publish_and_wait()
         bench.ceiling()

@@ -2,10 +2,12 @@
 # The fan-out as users run it (issue 20): `clarion serve` on its embedded PostgreSQL, `clarion emulator` as its own
 # process, N endpoints (half APNs, half FCM) and their subscriptions through the bulk import routes, one SNS Publish
 # to the topic, completion from GET /v1/messages/{id}; then h2load against the same emulator as the ceiling.
+# PLATFORM=webpush: N Web Push subscriptions instead (the emulator over TLS, encrypted pushes).
 #
 #   loadtest/e2e/run.sh                 # N=1000000, release build
 #   N=100000 loadtest/e2e/run.sh
 #   BIN=.build/debug/clarion N=20000 loadtest/e2e/run.sh
+#   PLATFORM=webpush N=100000 loadtest/e2e/run.sh
 #
 # Needs h2load (nghttp2-client) and the Python packages scripts/install-deps --python installs.
 set -euo pipefail
