@@ -13,60 +13,14 @@ import Testing
 /// process (ClarionAPITests does not link the emulator), whose record file shows each payload as accepted.
 @Suite("Campaigns through the provider clients to the emulator", .serialized)
 struct CampaignEmulatorTests {
-    /// The `clarion` executable next to the test bundle (built with the tests).
-    static func clarionExecutable() throws -> String {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("clarion").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw ToolError(description: "no clarion executable near \(CommandLine.arguments[0]); build the package first")
-    }
-
-    static func waitForPort(_ port: Int, timeout: Double = 20) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(fd)
-            if connected == 0 { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw ToolError(description: "the emulator did not listen on \(port)")
-    }
-
-    static func readJSON(_ path: String) throws -> JSONObject {
-        let value = try JSONValue.parse(String(contentsOfFile: path, encoding: .utf8))
-        return try #require(value.objectValue)
-    }
-
     @Test("APNs, FCM and ADM payloads at the emulator carry the namespace in their shape; half opened is 50%")
     func throughEmulator() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clarion-camp-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let port = EmbeddedPostgres.freePort()
-        let base = "http://127.0.0.1:\(port)"
-        let recordPath = directory + "/records.jsonl"
-        let emulator = Process()
-        emulator.executableURL = URL(fileURLWithPath: try Self.clarionExecutable())
-        emulator.arguments = ["emulator", "--listen", "127.0.0.1:\(port)", "--write-demo-credentials", directory, "--record", recordPath]
-        emulator.standardOutput = FileHandle.nullDevice
-        try emulator.run()
-        defer { if emulator.isRunning { emulator.terminate() } }
-        try await Self.waitForPort(port)
-
-        let apns = try Self.readJSON(directory + "/apns.json")
-        let keyPEM = try String(contentsOfFile: directory + "/" + (apns["keyFile"]?.stringValue ?? ""), encoding: .utf8)
-        let serviceAccount = try String(contentsOfFile: directory + "/fcm-service-account.json", encoding: .utf8)
-        let adm = try Self.readJSON(directory + "/adm-client.json")
+        let emulator = try await EmulatorProcess()
+        let base = emulator.base
+        let apns = try emulator.json("apns.json")
+        let keyPEM = try emulator.text(apns["keyFile"]?.stringValue ?? "")
+        let serviceAccount = try emulator.text("fcm-service-account.json")
+        let adm = try emulator.json("adm-client.json")
 
         var fixture = try CampaignFixture()
         func attributes(_ map: [String: String]) -> String { JSONObject(map.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).jsonText }
@@ -121,15 +75,12 @@ struct CampaignEmulatorTests {
         dispatcher.shutdown()
         await task.value
         await registry.shutdown()
-        emulator.terminate()
-        emulator.waitUntilExit()
+        emulator.stop()
         #expect(status.state == .completed)
         #expect(status.counters.accepted == 12)
 
         // The emulator's record: one accepted request per token, the namespace in each platform's shape.
-        let lines = try String(contentsOfFile: recordPath, encoding: .utf8).split(separator: "\n")
-        let records = lines.compactMap { try? JSONValue.parse(String($0)).objectValue }
-            .filter { ["apns", "fcm", "adm"].contains($0["endpoint"]?.stringValue ?? "") && $0["status"] == .number(JSONNumber(200)) }
+        let records = try emulator.acceptedRecords(["apns", "fcm", "adm"])
         #expect(records.count == 12)
         var deliveryIDs: [String] = []
         var shapes: [String: Int] = [:]

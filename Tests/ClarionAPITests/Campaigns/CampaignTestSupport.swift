@@ -6,6 +6,7 @@ import ClarionStore
 import ClarionTestSupport
 import Foundation
 import Synchronization
+import Testing
 @testable import ClarionAPI
 
 /// Stands in for the provider pools (ClarionAPITests cannot link the emulator): records every request body
@@ -66,6 +67,9 @@ struct CampaignFixture {
     static let accountID = "123456789012"
     let url: String
     let pool: PGPool
+    /// Ends the database's sessions (this pool's, and the dispatchers' a test starts) when the test is done with the
+    /// fixture: a campaign test's pools otherwise stay open to the end of the test process.
+    let sessions: TestDatabaseSessions
     let account: Int64
     let topic: Int64
     let masterKey = AESGCMKey.generate()
@@ -73,6 +77,7 @@ struct CampaignFixture {
 
     init() throws {
         url = try TestPostgres.migratedDatabase(prefix: "camp")
+        sessions = TestDatabaseSessions(url: url)
         pool = PGPool(conninfo: url, size: 4)
         let c = try PGConnection(conninfo: url)
         account = try c.query("INSERT INTO accounts (account_id) VALUES ($1) RETURNING id", [Self.accountID]).first!.int64(0)!
@@ -130,4 +135,80 @@ func call(_ router: Router, _ method: HTTPMethod, _ path: String, body: String? 
 
 func jsonObject(_ bytes: [UInt8]) -> JSONObject? {
     (try? JSONValue.parse(bytes: bytes))?.objectValue
+}
+
+/// `clarion emulator` in a process of its own (ClarionAPITests does not link the emulator), with its demo credentials
+/// in a temporary directory and its record file beside them; stopped and removed when the test drops it.
+final class EmulatorProcess {
+    let directory: String
+    let port: Int
+    let recordPath: String
+    private let process = Process()
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    init() async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("clarion-camp-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        port = EmbeddedPostgres.freePort()
+        recordPath = directory + "/records.jsonl"
+        process.executableURL = URL(fileURLWithPath: try Self.clarionExecutable())
+        process.arguments = ["emulator", "--listen", "127.0.0.1:\(port)", "--write-demo-credentials", directory, "--record", recordPath]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try await Self.waitForPort(port)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Stops the emulator (its record file is complete afterwards).
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// A demo credential file the emulator wrote.
+    func text(_ file: String) throws -> String { try String(contentsOfFile: directory + "/" + file, encoding: .utf8) }
+
+    func json(_ file: String) throws -> JSONObject { try #require(try JSONValue.parse(text(file)).objectValue) }
+
+    /// The accepted requests (status 200) the emulator recorded for these of its endpoints (`apns`, `fcm`, `adm`).
+    func acceptedRecords(_ endpoints: Set<String>) throws -> [JSONObject] {
+        try String(contentsOfFile: recordPath, encoding: .utf8).split(separator: "\n")
+            .compactMap { try? JSONValue.parse(String($0)).objectValue }
+            .filter { endpoints.contains($0["endpoint"]?.stringValue ?? "") && $0["status"] == .number(JSONNumber(200)) }
+    }
+
+    /// The `clarion` executable next to the test bundle (built with the tests).
+    static func clarionExecutable() throws -> String {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("clarion").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw ToolError(description: "no clarion executable near \(CommandLine.arguments[0]); build the package first")
+    }
+
+    static func waitForPort(_ port: Int, timeout: Double = 20) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if connected == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ToolError(description: "the emulator did not listen on \(port)")
+    }
 }

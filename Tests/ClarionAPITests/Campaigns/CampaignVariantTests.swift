@@ -121,20 +121,9 @@ struct CampaignVariantTests {
 
     @Test("1,000 endpoints, variants 1:3 and a 10% holdout: each endpoint gets its variant's payload, twice the same; held out counted not sent; report per variant")
     func throughEmulator() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clarion-variants-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let port = EmbeddedPostgres.freePort()
-        let base = "http://127.0.0.1:\(port)"
-        let recordPath = directory + "/records.jsonl"
-        let emulator = Process()
-        emulator.executableURL = URL(fileURLWithPath: try CampaignEmulatorTests.clarionExecutable())
-        emulator.arguments = ["emulator", "--listen", "127.0.0.1:\(port)", "--write-demo-credentials", directory, "--record", recordPath]
-        emulator.standardOutput = FileHandle.nullDevice
-        try emulator.run()
-        defer { if emulator.isRunning { emulator.terminate() } }
-        try await CampaignEmulatorTests.waitForPort(port)
-        let serviceAccount = try String(contentsOfFile: directory + "/fcm-service-account.json", encoding: .utf8)
+        let emulator = try await EmulatorProcess()
+        let base = emulator.base
+        let serviceAccount = try emulator.text("fcm-service-account.json")
 
         var fixture = try CampaignFixture()
         try fixture.addApplication("android", platform: "GCM", tokens: (1...1000).map { "fcm-variant-\($0)" })
@@ -189,8 +178,7 @@ struct CampaignVariantTests {
         dispatcher.shutdown()
         await task.value
         await registry.shutdown()
-        emulator.terminate()
-        emulator.waitUntilExit()
+        emulator.stop()
 
         // Expected from the pure choice.
         var expectedVariant: [String: Int] = [:]
@@ -214,9 +202,7 @@ struct CampaignVariantTests {
         }
 
         // The emulator's records: every send carries its endpoint's variant, in both runs; no held-out token was sent.
-        let lines = try String(contentsOfFile: recordPath, encoding: .utf8).split(separator: "\n")
-        let records = lines.compactMap { try? JSONValue.parse(String($0)).objectValue }
-            .filter { $0["endpoint"]?.stringValue == "fcm" && $0["status"] == .number(JSONNumber(200)) }
+        let records = try emulator.acceptedRecords(["fcm"])
         #expect(records.count == 2 * (expectedSent[0] + expectedSent[1]))
         var seen: [String: [String]] = [:]
         var deliveryIDs: [(variant: Int, id: String)] = []
