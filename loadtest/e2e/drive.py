@@ -42,6 +42,9 @@ TICKS = os.sysconf("SC_CLK_TCK")
 APNS_CONNECTIONS, FCM_CONNECTIONS = 2, 8  # ProviderOptions' defaults: connections per pool
 WEBPUSH_CONNECTIONS = 1  # one pool per push-service origin, one connection each (ProviderRegistry.webPushSender)
 PLATFORM = os.environ.get("PLATFORM", "mixed")
+# SNS's SuccessFeedbackSampleRate on the applications: 0 (the default) logs failures only, 100 logs every delivery.
+SAMPLE = os.environ.get("SAMPLE")
+SAMPLED = {"SuccessFeedbackSampleRate": SAMPLE} if SAMPLE else {}
 if PLATFORM not in ("mixed", "webpush"):
     raise SystemExit("PLATFORM is mixed (half APNs, half FCM) or webpush")
 
@@ -81,6 +84,22 @@ def postgres_pids(data_dir):
             children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
             return [postmaster] + [int(p) for p in children]
     return []
+
+
+def relation_bytes(data_dir):
+    """Bytes of the embedded cluster's relations (its `base` directory: tables, indexes, TOAST, free space maps), so
+    the growth between two points is what the rows in between cost PostgreSQL on disk, indexes included."""
+    for root, _, files in os.walk(data_dir):
+        if "postmaster.pid" in files:
+            total = 0
+            for sub, _, names in os.walk(os.path.join(root, "base")):
+                for name in names:
+                    try:
+                        total += os.path.getsize(os.path.join(sub, name))
+                    except OSError:
+                        pass
+            return total
+    return 0
 
 
 def b64u(data):
@@ -204,13 +223,14 @@ class Bench:
         self.p8 = p8
         self.sns.create_platform_application(Name="bench-ios", Platform="APNS", Attributes={
             "PlatformCredential": p8, "PlatformPrincipal": self.apns["keyID"], "ApplePlatformTeamID": self.apns["teamID"],
-            "ApplePlatformBundleID": self.apns["bundleID"], "ProviderEndpoint": self.emulator_url})
+            "ApplePlatformBundleID": self.apns["bundleID"], "ProviderEndpoint": self.emulator_url, **SAMPLED})
         self.sns.create_platform_application(Name="bench-android", Platform="GCM", Attributes={
-            "PlatformCredential": json.dumps(self.fcm), "ProviderEndpoint": self.emulator_url})
+            "PlatformCredential": json.dumps(self.fcm), "ProviderEndpoint": self.emulator_url, **SAMPLED})
         self.topic_arn = self.sns.create_topic(Name="bench")["TopicArn"]
         applications = {a["name"]: a["id"] for a in self.native("GET", "/v1/applications?limit=100")["items"]}
         topic = next(t["id"] for t in self.native("GET", "/v1/topics?limit=100")["items"] if t["name"] == "bench")
         half = (N + 1) // 2
+        self.sizes = [relation_bytes(self.data)]
         apns_tokens = (f"{i:016x}" + "a" * 48 for i in range(half))
         fcm_tokens = (f"bench-fcm-{i}" for i in range(N - half))
         started = time.time()
@@ -218,15 +238,17 @@ class Bench:
             self.stream(f"/v1/applications/{applications[name]}/endpoints:import",
                         (json.dumps({"token": t}) + "\n" for t in tokens))
         imported = time.time()
+        self.sizes.append(relation_bytes(self.data))
         for name, count, token in (("bench-ios", half, lambda i: f"{i:016x}" + "a" * 48),
                                    ("bench-android", N - half, lambda i: f"bench-fcm-{i}")):
             self.stream(f"/v1/topics/{topic}/subscriptions:import?application={applications[name]}",
                         (token(i) + "\n" for i in range(count)), content_type="text/plain")
         self.seed = (imported - started, time.time() - imported)
+        self.sizes.append(relation_bytes(self.data))
 
     def setup_webpush(self):
         self.sns.create_platform_application(Name="bench-site", Platform="WEBPUSH",
-                                             Attributes={"VAPIDSubject": "mailto:bench@example.com"})
+                                             Attributes={"VAPIDSubject": "mailto:bench@example.com", **SAMPLED})
         self.topic_arn = self.sns.create_topic(Name="bench")["TopicArn"]
         application = next(a["id"] for a in self.native("GET", "/v1/applications?limit=100")["items"] if a["name"] == "bench-site")
         topic = next(t["id"] for t in self.native("GET", "/v1/topics?limit=100")["items"] if t["name"] == "bench")
@@ -237,11 +259,14 @@ class Bench:
         assert len(subscriptions) == N, len(subscriptions)
         self.subscription = json.loads(subscriptions[0])
         made = time.time()
+        self.sizes = [relation_bytes(self.data)]
         self.stream(f"/v1/applications/{application}/endpoints:import", (json.dumps({"token": t}) + "\n" for t in subscriptions))
         imported = time.time()
+        self.sizes.append(relation_bytes(self.data))
         self.stream(f"/v1/topics/{topic}/subscriptions:import?application={application}", (t + "\n" for t in subscriptions),
                     content_type="text/plain")
         self.seed = (imported - made, time.time() - imported)
+        self.sizes.append(relation_bytes(self.data))
         self.subscribe_time = made - started
 
     def message(self):
@@ -289,6 +314,7 @@ class Bench:
         after = (cpu_seconds([self.node.pid]), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
         self.status = status
         self.cpu = tuple(a - b for a, b in zip(after, before))
+        self.sizes.append(relation_bytes(self.data))
 
     def ceiling_webpush(self):
         """h2load against the same emulator: one push encrypted here to the first subscription (RFC 8291, aes128gcm),
@@ -382,6 +408,10 @@ class Bench:
               f"PostgreSQL {db_cpu:.1f} s ({db_cpu / accepted * 1e6:.1f} us/delivery), "
               f"emulator {emulator_cpu:.1f} s ({emulator_cpu / accepted * 1e6:.1f} us/delivery)")
         print(f"emulator under h2load {self.ceiling_cpu:.1f} s ({self.ceiling_cpu / N * 1e6:.1f} us/request)")
+        before, endpoints, subscribed, delivered = self.sizes
+        print(f"PostgreSQL on disk   {(endpoints - before) / N:.0f} bytes per endpoint, {(subscribed - endpoints) / N:.0f} per "
+              f"subscription, {(delivered - subscribed) / N:.0f} per delivery (relation files, indexes included; "
+              f"{delivered / 2**20:.0f} MiB in all)")
         if self.health:
             ordered = sorted(self.health)
             print(f"GET /health during   {len(ordered)} probes: median {statistics.median(ordered) * 1e3:.1f} ms, "

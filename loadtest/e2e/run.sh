@@ -8,6 +8,7 @@
 #   N=100000 loadtest/e2e/run.sh
 #   BIN=.build/debug/clarion N=20000 loadtest/e2e/run.sh
 #   PLATFORM=webpush N=100000 loadtest/e2e/run.sh
+#   SAMPLE=100 N=100000 loadtest/e2e/run.sh       # SuccessFeedbackSampleRate 100: every delivery logged
 #
 # Needs h2load (nghttp2-client) and the Python packages scripts/install-deps --python installs.
 set -euo pipefail
