@@ -15,6 +15,7 @@ push service's rate. While the fan-out runs, GET /health is timed every 100 ms: 
 worker threads, and this shows what it does to the API's latency."""
 
 import base64
+import glob
 import json
 import os
 import shutil
@@ -43,6 +44,11 @@ APNS_CONNECTIONS, FCM_CONNECTIONS = 2, 8  # ProviderOptions' defaults: connectio
 WEBPUSH_CONNECTIONS = 1  # one pool per push-service origin, one connection each (ProviderRegistry.webPushSender)
 PLATFORM = os.environ.get("PLATFORM", "mixed")
 # SNS's SuccessFeedbackSampleRate on the applications: 0 (the default) logs failures only, 100 logs every delivery.
+# NODES=2: after the one-node fan-out, a second `clarion serve` joins on the same PostgreSQL (a cluster this script
+# starts, since two nodes cannot share the embedded one) and the same publish is timed again with both claiming shards.
+NODES = int(os.environ.get("NODES", "1"))
+if NODES not in (1, 2):
+    raise SystemExit("NODES is 1 or 2")
 SAMPLE = os.environ.get("SAMPLE")
 SAMPLED = {"SuccessFeedbackSampleRate": SAMPLE} if SAMPLE else {}
 if PLATFORM not in ("mixed", "webpush"):
@@ -132,6 +138,8 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="clarion-e2e-bench-")
         os.chmod(self.work, 0o755)  # the embedded cluster runs as the postgres user
         self.processes = []
+        self.phases = []
+        self.cluster = None
 
     def start(self):
         self.emulator_port, self.port = free_port(), free_port()
@@ -158,21 +166,41 @@ class Bench:
         env = {**os.environ, "CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET,
                "CLARION_PROVIDER_ALLOW_HOSTS": "127.0.0.0/8", **node_env}
         self.data = os.path.join(self.work, "data")
-        self.node = self.spawn("node", [BIN, "serve", "--data-dir", self.data, "--listen", f"127.0.0.1:{self.port}"], env)
+        if NODES == 2:
+            # A cluster of its own, as an operator runs one for several nodes; the nodes share its URL and master key.
+            url = start_cluster(self.data)
+            self.cluster = url
+            env = {**env, "CLARION_DATABASE_URL": url + "/clarion",
+                   "CLARION_MASTER_KEY": base64.b64encode(os.urandom(32)).decode()}
+            self.node_args = []
+        else:
+            self.node_args = ["--data-dir", self.data]
+        self.env = env
+        self.node = self.spawn("node", [BIN, "serve", *self.node_args, "--listen", f"127.0.0.1:{self.port}"], env)
+        self.nodes = [self.node]
+        self.wait_ready(self.url)
+        out = subprocess.run([BIN, "accounts", "create-api-key", *self.node_args], capture_output=True,
+                             text=True, check=True, env=env).stdout
+        self.api_key = out.split("key:")[1].split()[0]
+
+    def wait_ready(self, url):
         deadline = time.time() + 120
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen(self.url + "/ready", timeout=2) as r:
+                with urllib.request.urlopen(url + "/ready", timeout=2) as r:
                     if r.status == 200 and os.path.exists(os.path.join(self.demo, "apns.json")):
-                        break
+                        return
             except OSError:
                 pass
             time.sleep(0.2)
-        else:
-            raise SystemExit("the node or the emulator did not start: see " + self.work)
-        out = subprocess.run([BIN, "accounts", "create-api-key", "--data-dir", self.data], capture_output=True,
-                             text=True, check=True).stdout
-        self.api_key = out.split("key:")[1].split()[0]
+        raise SystemExit("the node or the emulator did not start: see " + self.work)
+
+    def add_node(self):
+        """The second node: the same database, key and settings, its own API port."""
+        port = free_port()
+        node = self.spawn("node2", [BIN, "serve", *self.node_args, "--listen", f"127.0.0.1:{port}"], self.env)
+        self.nodes.append(node)
+        self.wait_ready(f"http://127.0.0.1:{port}")
 
     def spawn(self, name, args, env=None):
         log = open(os.path.join(self.work, name + ".log"), "w")
@@ -294,7 +322,8 @@ class Bench:
         probe = threading.Thread(target=self.health_probe, args=(stop, self.health))
         probe.start()
         database = postgres_pids(self.data)
-        before = (cpu_seconds([self.node.pid]), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
+        node_pids = [n.pid for n in self.nodes]
+        before = (cpu_seconds(node_pids), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
         started = time.time()
         message_id = self.sns.publish(TopicArn=self.topic_arn, Message=message, MessageStructure="json")["MessageId"]
         self.first = None
@@ -311,10 +340,11 @@ class Bench:
         stop.set()
         probe.join()
         database = postgres_pids(self.data)  # backends come and go; the pool's stay for the run
-        after = (cpu_seconds([self.node.pid]), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
+        after = (cpu_seconds(node_pids), cpu_seconds(database), cpu_seconds([self.emulator.pid]))
         self.status = status
         self.cpu = tuple(a - b for a, b in zip(after, before))
         self.sizes.append(relation_bytes(self.data))
+        self.phases.append({"nodes": len(self.nodes), "wall": self.wall, "status": status, "cpu": self.cpu})
 
     def ceiling_webpush(self):
         """h2load against the same emulator: one push encrypted here to the first subscription (RFC 8291, aes128gcm),
@@ -388,6 +418,8 @@ class Bench:
         self.ceiling_rate = N / elapsed
 
     def report(self):
+        first = self.phases[0]  # one node; the two-node phase is reported after it
+        self.status, self.wall, self.cpu = first["status"], first["wall"], first["cpu"]
         s = self.status
         wall = self.wall
         rate = s["deliveries"]["accepted"] / wall if wall > 0 else 0
@@ -408,6 +440,18 @@ class Bench:
               f"PostgreSQL {db_cpu:.1f} s ({db_cpu / accepted * 1e6:.1f} us/delivery), "
               f"emulator {emulator_cpu:.1f} s ({emulator_cpu / accepted * 1e6:.1f} us/delivery)")
         print(f"emulator under h2load {self.ceiling_cpu:.1f} s ({self.ceiling_cpu / N * 1e6:.1f} us/request)")
+        if len(self.phases) == 2:
+            one, two = self.phases
+            rates = [p["status"]["deliveries"]["accepted"] / p["wall"] for p in self.phases]
+            print(f"one node             {rates[0]:,.0f} deliveries/s ({one['wall']:.2f} s)")
+            print(f"two nodes            {rates[1]:,.0f} deliveries/s ({two['wall']:.2f} s), the same publish again, "
+                  f"both nodes claiming shards: {json.dumps(two['status']['deliveries'])}")
+            print(f"two nodes / one      {rates[1] / rates[0]:.3f}")
+            node_cpu, db_cpu, emulator_cpu = two["cpu"]
+            print(f"CPU with two nodes   nodes {node_cpu:.1f} s ({node_cpu / N * 1e6:.1f} us/delivery), "
+                  f"PostgreSQL {db_cpu:.1f} s ({db_cpu / N * 1e6:.1f} us/delivery), emulator {emulator_cpu:.1f} s")
+            assert two["status"]["state"] == "Completed" and two["status"]["deliveries"]["accepted"] == N
+            self.sizes = self.sizes[:4]
         before, endpoints, subscribed, delivered = self.sizes
         print(f"PostgreSQL on disk   {(endpoints - before) / N:.0f} bytes per endpoint, {(subscribed - endpoints) / N:.0f} per "
               f"subscription, {(delivered - subscribed) / N:.0f} per delivery (relation files, indexes included; "
@@ -428,8 +472,41 @@ class Bench:
                     process.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     process.kill()
+        if self.cluster:
+            pg_bin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+            subprocess.run(as_postgres([f"{pg_bin}/pg_ctl", "-D", os.path.join(self.data, "cluster"), "-m", "fast", "-w", "stop"]),
+                           capture_output=True)
         if os.environ.get("KEEP") != "1":
             shutil.rmtree(self.work, ignore_errors=True)
+
+
+def as_postgres(args):
+    """PostgreSQL refuses to run as root: as root, run its tools as the postgres user."""
+    return ["runuser", "-u", "postgres", "--", *args] if os.getuid() == 0 else args
+
+
+def start_cluster(root):
+    """A PostgreSQL cluster under root/cluster on a free port, password authentication; returns its server URL."""
+    os.makedirs(root, exist_ok=True)
+    pg_bin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    password = os.urandom(18).hex()
+    pwfile = os.path.join(root, "pw")
+    with open(pwfile, "w") as f:
+        f.write(password + "\n")
+    if os.getuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(pwfile, "postgres")
+    data = os.path.join(root, "cluster")
+    subprocess.run(as_postgres([f"{pg_bin}/initdb", "-D", data, "-A", "scram-sha-256", f"--pwfile={pwfile}", "-U", "postgres",
+                                "-E", "UTF8"]), check=True, capture_output=True)
+    os.remove(pwfile)
+    port = free_port()
+    subprocess.run(as_postgres([f"{pg_bin}/pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w", "-o",
+                                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200", "start"]),
+                   check=True, capture_output=True)
+    url = f"postgresql://postgres:{password}@127.0.0.1:{port}"
+    subprocess.run(["psql", url + "/postgres", "-qc", "CREATE DATABASE clarion"], check=True, capture_output=True)
+    return url
 
 
 def make_ca(work):
@@ -451,9 +528,12 @@ def main():
     bench = Bench()
     try:
         bench.start()
-        print(f"e2e fan-out ({PLATFORM}): {N} endpoints, {os.cpu_count()} cores, load average {open('/proc/loadavg').read().split()[:3]}")
+        print(f"e2e fan-out ({PLATFORM}, {NODES} node{'s' if NODES > 1 else ''}): {N} endpoints, {os.cpu_count()} cores, load average {open('/proc/loadavg').read().split()[:3]}")
         bench.setup()
         bench.publish_and_wait()
+        if NODES == 2:
+            bench.add_node()
+            bench.publish_and_wait()
         bench.ceiling()
         bench.report()
     finally:

@@ -9,6 +9,7 @@
 #   BIN=.build/debug/clarion N=20000 loadtest/e2e/run.sh
 #   PLATFORM=webpush N=100000 loadtest/e2e/run.sh
 #   SAMPLE=100 N=100000 loadtest/e2e/run.sh       # SuccessFeedbackSampleRate 100: every delivery logged
+#   NODES=2 N=1000000 loadtest/e2e/run.sh        # then a second node on the same PostgreSQL, the same publish again
 #
 # Needs h2load (nghttp2-client) and the Python packages scripts/install-deps --python installs.
 set -euo pipefail
