@@ -76,8 +76,10 @@ public final class ProviderClient: Sendable {
     private let logLimiter = ProviderLogLimiter()
     /// Provider response time of this client's platform (nil when metrics are off).
     let responseTime: Histogram?
-    /// `/v1/projects/<project>/messages:send` for FCM.
+    /// `/v1/projects/<project>/messages:send` for FCM, `/v1/<app id>/messages:send` for Huawei Push Kit (E.1).
     private let fcmPath: String?
+    /// Huawei Push Kit: when an access token was last refused with 80200001 (authentication failed), and which.
+    let hmsAuthRefusal = Mutex<(token: String, at: Date)?>(nil)
 
     init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
          clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil) {
@@ -88,10 +90,10 @@ public final class ProviderClient: Sendable {
         self.goAway = goAway
         self.clock = clock
         self.log = log
-        if case .fcm(let account) = application.credentials {
-            fcmPath = "/v1/projects/\(account.projectID)/messages:send"
-        } else {
-            fcmPath = nil
+        switch application.credentials {
+        case .fcm(let account): fcmPath = "/v1/projects/\(account.projectID)/messages:send"
+        case .hms(let hms): fcmPath = "/v1/\(hms.appID)/messages:send"
+        default: fcmPath = nil
         }
     }
 
@@ -257,6 +259,12 @@ public final class ProviderClient: Sendable {
             }
         case .fcm:
             break  // FCM counts keys and values, which the renderer checked (B.3)
+        case .hms:
+            // E.1: 4096 bytes of body, tokens not counted (the template's token slot is not in fixedByteCount).
+            let size = push.body.fixedByteCount
+            if size > PushProvider.hms.payloadLimit {
+                return .messageInvalid(reason: "HMS payload is \(size) bytes without its tokens, larger than the \(PushProvider.hms.payloadLimit)-byte limit")
+            }
         case .webPush:
             // The renderer counted the delivery ids; a payload this large without them cannot be sent either.
             let size = push.body.fixedByteCount
@@ -309,6 +317,10 @@ public final class ProviderClient: Sendable {
                 if let location = response.header("location") { headers.append(("location", location)) }
                 outcome = WebPushResponseClassifier.classify(
                     ProviderResponse(status: response.status, headers: headers, body: response.body), now: now)
+            case .hms:
+                outcome = hmsAuthCheck(HMSResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body),
+                    token: delivery.token, now: now), authorization: authorization, now: now)
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
             if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
@@ -348,6 +360,20 @@ public final class ProviderClient: Sendable {
             if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
             return outcome
         }
+    }
+
+    /// Push Kit's 80200001 (OAuth authentication failed) is answered `authTokenExpired` (the token is renewed and
+    /// the delivery retried at once); when a second, different token is refused the same way within ten minutes, the
+    /// renewal did not help and the credentials are at fault: the application is disabled with the reason.
+    func hmsAuthCheck(_ outcome: DeliveryOutcome, authorization: String?, now: Date) -> DeliveryOutcome {
+        guard case .authTokenExpired(let reason) = outcome, reason.hasPrefix("Push Kit \(HMSResponseClassifier.authFailed)"),
+              let authorization else { return outcome }
+        let persistent = hmsAuthRefusal.withLock { last -> Bool in
+            defer { last = (authorization, now) }
+            guard let last else { return false }
+            return last.token != authorization && now.timeIntervalSince(last.at) < 600
+        }
+        return persistent ? .credentialsInvalid(reason: reason + " (again with a renewed access token)") : outcome
     }
 
     /// A connection to the provider could not be made: retried with backoff, so the deliveries wait, and the log
@@ -441,6 +467,11 @@ struct RequestShape {
             headers.append(("accept", "application/json"))
             headers.append(("x-amzn-type-version", "com.amazon.device.messaging.ADMMessage@1.0"))
             headers.append(("x-amzn-accept-type", "com.amazon.device.messaging.ADMSendResult@1.0"))
+        case .hms:
+            pathPrefix = ""
+            pathSuffix = ""
+            fixedPath = client.fcmPathValue
+            headers.append(("content-type", "application/json; charset=utf-8"))
         case .webPush:
             // Web Push requests are built per subscription (`WebPushSender.request`); this shape is never sent.
             pathPrefix = "/"

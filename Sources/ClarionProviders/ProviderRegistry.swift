@@ -139,6 +139,10 @@ public final class ProviderRegistry: Sendable {
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
         case .webPush(let vapid):
             auth = .vapid(try webPushSender(vapid, application: application))
+        case .hms(let client):
+            let url = application.authURL ?? ProviderApplication.hmsTokenURL
+            let key = "hms:\(client.clientID):\(Self.digest(client.clientSecret)):\(url):\(Self.digest(application.trustedCAPEM))"
+            auth = .oauth(source(key: key, grant: .hmsClientCredentials(client), url: url, ca: application.trustedCAPEM))
         }
 
         var configuration = Self.poolConfiguration(for: application, options: options)
