@@ -80,9 +80,12 @@ public final class ProviderClient: Sendable {
     private let fcmPath: String?
     /// Huawei Push Kit: when an access token was last refused with 80200001 (authentication failed), and which.
     let hmsAuthRefusal = Mutex<(token: String, at: Date)?>(nil)
+    /// Huawei Push Kit: tokens per request on the batch path (E.1: at most 1000); 1 sends one request per token.
+    let hmsTokensPerRequest: Int
 
     init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
-         clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil) {
+         clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil, hmsTokensPerRequest: Int = 1000) {
+        self.hmsTokensPerRequest = min(1000, max(1, hmsTokensPerRequest))
         self.application = application
         self.responseTime = responseTime
         self.pool = pool
@@ -209,6 +212,9 @@ public final class ProviderClient: Sendable {
 
     private func submitRequests(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String?,
                                 sink: any ProviderResultSink) -> Int {
+        if case .hms = push.request, hmsTokensPerRequest > 1, !push.body.contains(.deliveryID) {
+            return submitHMSBatches(push, deliveries, authorization: authorization, sink: sink)
+        }
         let shape = RequestShape(push: push, client: self, authorization: authorization)
         var requests: [HTTP2Request] = []
         requests.reserveCapacity(deliveries.count)
@@ -234,6 +240,69 @@ public final class ProviderClient: Sendable {
         let answeredNow = refused.filter { $0.position < admitted }.map(\.result)
         if !answeredNow.isEmpty { sink.receive(answeredNow) }
         return admitted
+    }
+
+    /// Huawei Push Kit takes up to 1000 tokens for one body (E.1): deliveries of a push whose body has no per-delivery
+    /// part (no delivery id) go `hmsTokensPerRequest` to a request. The outcome of each token comes from the one answer
+    /// (`HMSBatchContext`): a partial success (80100000) accepts some and disables the endpoints it lists.
+    /// What was admitted is a prefix of `deliveries`, cut after the last whole request the pool took.
+    private func submitHMSBatches(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String?,
+                                  sink: any ProviderResultSink) -> Int {
+        let shape = RequestShape(push: push, client: self, authorization: authorization)
+        var chunks: [[ProviderDelivery]] = []
+        /// Index in `deliveries` just past each chunk's last delivery.
+        var ends: [Int] = []
+        var refused: [(position: Int, result: ProviderDeliveryResult)] = []
+        var current: [ProviderDelivery] = []
+        for (position, delivery) in deliveries.enumerated() {
+            if let refusal = Self.checkToken(delivery.token) {
+                refused.append((position, ProviderDeliveryResult(tag: delivery.tag, outcome: refusal)))
+                continue
+            }
+            current.append(delivery)
+            if current.count == hmsTokensPerRequest {
+                chunks.append(current)
+                ends.append(position + 1)
+                current = []
+            }
+        }
+        if !current.isEmpty {
+            chunks.append(current)
+            ends.append(deliveries.count)
+        }
+        let requests = chunks.enumerated().map { index, chunk in
+            HTTP2Request(method: "POST", path: shape.fixedPath ?? "/", headers: shape.headers,
+                         body: push.body.fill(tokens: chunk.map(\.token)), tag: UInt64(index))
+        }
+        let batch = HMSBatchContext(client: self, chunks: chunks, authorization: authorization, sink: sink)
+        let admittedRequests = requests.isEmpty ? 0 : pool.submit(requests, sink: batch)
+        let admitted = requests.isEmpty ? deliveries.count : admittedRequests == 0 ? 0 : admittedRequests < chunks.count
+            ? ends[admittedRequests - 1] : deliveries.count
+        let answeredNow = refused.filter { $0.position < admitted }.map(\.result)
+        if !answeredNow.isEmpty { sink.receive(answeredNow) }
+        return admitted
+    }
+
+    /// The outcomes of one Push Kit answer for the tokens its request carried, with the client's auth side effects.
+    func classifyHMS(_ result: HTTP2Result, chunk: [ProviderDelivery], authorization: String?) -> [DeliveryOutcome] {
+        guard case .success(let response) = result else {
+            let outcome = classify(result, delivery: chunk[0], authorization: authorization)
+            return Array(repeating: outcome, count: chunk.count)
+        }
+        var headers: [(String, String)] = []
+        if let retryAfter = response.header("retry-after") { headers.append(("retry-after", retryAfter)) }
+        let now = clock()
+        let outcomes = HMSResponseClassifier.classify(ProviderResponse(status: response.status, headers: headers, body: response.body),
+                                                      tokens: chunk.map(\.token), now: now)
+        guard let first = outcomes.first else { return [] }
+        // One answer for the request: auth and credential side effects once, not per token.
+        let checked = hmsAuthCheck(first, authorization: authorization, now: now)
+        if case .authTokenExpired = checked { authTokenRefused(authorization) }
+        if case .credentialsInvalid(let reason) = checked {
+            credentialsRefused(reason, status: response.status)
+            return Array(repeating: checked, count: chunk.count)
+        }
+        return outcomes
     }
 
     // MARK: - Checks without a round trip
@@ -388,7 +457,7 @@ public final class ProviderClient: Sendable {
         log.warning("provider connection failed", fields)
     }
 
-    private func credentialsRefused(_ reason: String, status: Int?) {
+    func credentialsRefused(_ reason: String, status: Int?) {
         guard let suppressed = logLimiter.admit("credentials " + reason, now: clock()) else { return }
         var fields = ["application": application.id, "platform": application.platform.rawValue, "reason": reason]
         if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
@@ -396,7 +465,7 @@ public final class ProviderClient: Sendable {
     }
 
     /// The provider called the token in `authorization` expired or unknown.
-    private func authTokenRefused(_ authorization: String?) {
+    func authTokenRefused(_ authorization: String?) {
         guard let authorization else { return }  // certificate auth: no token to renew
         switch auth {
         case .certificate, .vapid:
@@ -595,6 +664,43 @@ final class BatchContext: HTTP2CompletionSink {
             results.append(ProviderDeliveryResult(
                 tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization),
                 providerStatus: status))
+        }
+        sink.receive(results)
+    }
+}
+
+/// Receives the completions of one batch of Push Kit requests, each carrying several tokens (`chunks[tag]`), and
+/// hands every token's outcome to the caller's sink.
+final class HMSBatchContext: HTTP2CompletionSink {
+    let client: ProviderClient
+    let chunks: [[ProviderDelivery]]
+    let authorization: String?
+    let sink: any ProviderResultSink
+    let started: ContinuousClock.Instant?
+
+    init(client: ProviderClient, chunks: [[ProviderDelivery]], authorization: String?, sink: any ProviderResultSink) {
+        self.client = client
+        self.chunks = chunks
+        self.authorization = authorization
+        self.sink = sink
+        started = client.responseTime == nil ? nil : .now
+    }
+
+    func receive(_ completions: [HTTP2Completion]) {
+        var results: [ProviderDeliveryResult] = []
+        if let histogram = client.responseTime, let started {
+            let elapsed = started.duration(to: .now)
+            for _ in completions { histogram.observe(elapsed) }
+        }
+        for completion in completions {
+            let index = Int(completion.tag)
+            guard chunks.indices.contains(index) else { continue }
+            let chunk = chunks[index]
+            let status: Int? = if case .success(let response) = completion.result { response.status } else { nil }
+            let outcomes = client.classifyHMS(completion.result, chunk: chunk, authorization: authorization)
+            for (delivery, outcome) in zip(chunk, outcomes) {
+                results.append(ProviderDeliveryResult(tag: delivery.tag, outcome: outcome, providerStatus: status))
+            }
         }
         sink.receive(results)
     }

@@ -47,9 +47,19 @@ public enum HMSResponseClassifier {
         }
         let message = object?["msg"]?.stringValue ?? ""
         var illegal = Set<String>()
-        if code == partialSuccess, let detail = (try? JSONValue.parse(message))?.objectValue,
-           let tokens = detail["illegal_tokens"]?.arrayValue {
-            for token in tokens { if let text = token.stringValue { illegal.insert(text) } }
+        if code == partialSuccess, let detail = (try? JSONValue.parse(message))?.objectValue {
+            // v1 (HMS Core) lists them as `illegal_tokens`; the v3 answers seen for HarmonyOS nest them by reason
+            // under `illegalTokens` (`{"noRight":[...]}`). Both are read, so a gateway in front of either is understood.
+            var lists: [JSONValue] = []
+            if let list = detail["illegal_tokens"] { lists.append(list) }
+            switch detail["illegalTokens"] {
+            case .array(let items)?: lists.append(.array(items))
+            case .object(let byReason)?: lists.append(contentsOf: byReason.map(\.value))
+            default: break
+            }
+            for list in lists {
+                for token in list.arrayValue ?? [] { if let text = token.stringValue { illegal.insert(text) } }
+            }
         }
         return Answer(code: code, message: String(message.prefix(200)), requestID: object?["requestId"]?.stringValue,
                       illegalTokens: illegal)
@@ -74,10 +84,19 @@ public enum HMSResponseClassifier {
         classify(response, tokens: [token], now: now)[0]
     }
 
+    /// What a code means, in the words the reasons use. Reasons never quote Push Kit's `msg` for these: it can list
+    /// tokens (v3 answers put `illegalTokens` there), and a full device token belongs in no log or API answer.
+    static let descriptions: [String: String] = [
+        allTokensInvalid: "the token is not valid", messageTooLarge: "the message body is larger than 4 KB",
+        tokenExpired: "OAuth access token expired", authFailed: "OAuth authentication failed",
+        appNotPermitted: "the app may not send pushes", tokenCount: "token count out of range",
+    ]
+
     static func classify(_ answer: Answer, status: Int, retryAfter: TimeInterval?) -> DeliveryOutcome {
-        let detail = answer.message.isEmpty ? "HTTP \(status)" : answer.message
+        // Any other `msg` is quoted only when it is not JSON (a JSON `msg` carries token lists).
+        let quotable = !answer.message.isEmpty && !answer.message.hasPrefix("{") && !answer.message.hasPrefix("[")
         if let code = answer.code {
-            let reason = "Push Kit \(code): \(detail)"
+            let reason = "Push Kit \(code): \(descriptions[code] ?? (quotable ? answer.message : "HTTP \(status)"))"
             switch code {
             case success: return .accepted(providerID: answer.requestID)
             case allTokensInvalid: return .tokenInvalid(reason: reason, invalidSince: nil)
