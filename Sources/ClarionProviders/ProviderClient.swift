@@ -48,8 +48,8 @@ public protocol ProviderResultSink: AnyObject, Sendable {
 /// Sends rendered pushes for one platform application and turns every answer into a `DeliveryOutcome`.
 ///
 /// Built by `ProviderRegistry`, which shares the expensive parts: the HTTP/2 pool (APNs keyed by team + key +
-/// environment, FCM by project + service account, ADM by client id), the APNs token signer (per team + key) and
-/// the OAuth token source (per service account / ADM client).
+/// environment, FCM by project + service account, ADM and HMS by client id), the APNs token signer (per team + key)
+/// and the OAuth token source (per service account / ADM or HMS client).
 ///
 /// Auth side effects happen here, before the outcome is handed on: after APNs `ExpiredProviderToken` the signer
 /// renews the token and the pool's connections are recycled; after FCM `UNAUTHENTICATED` or ADM
@@ -59,7 +59,7 @@ public final class ProviderClient: Sendable {
     enum Auth: Sendable {
         /// APNs token auth: a provider JWT in `authorization` (A.5).
         case apns(APNsTokenSigner)
-        /// FCM / ADM: an OAuth access token in `authorization`.
+        /// FCM / ADM / Huawei Push Kit: an OAuth access token in `authorization`.
         case oauth(AccessTokenSource)
         /// APNs certificate auth: the pool's TLS client certificate authenticates; no `authorization` header.
         case certificate

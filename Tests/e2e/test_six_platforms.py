@@ -177,3 +177,21 @@ def test_an_invalid_hms_token_disables_its_endpoint_with_the_reason(emulator, no
     attributes = wait_for(lambda: (lambda a: a if a["Enabled"] == "false" else None)(
         sns.get_endpoint_attributes(EndpointArn=dead)["Attributes"]), timeout=60, what="the HMS endpoint disabled")
     assert "80300007" in attributes["DisabledReason"], attributes
+
+
+def test_a_wrong_hms_client_secret_disables_the_application_with_the_reason(emulator, node):
+    """E.1: the token exchange refuses the secret; the application is disabled, the reason readable, the secret not."""
+    sns = node.sns
+    hms = json.load(open(os.path.join(emulator["demo"], "hms-client.json")))
+    url = emulator["url"]
+    app = sns.create_platform_application(Name="huawei-wrong", Platform="HMS", Attributes={
+        "PlatformPrincipal": hms["clientID"], "PlatformCredential": "not-the-secret-e2e",
+        "ProviderEndpoint": url, "ProviderAuthEndpoint": url + "/oauth2/v3/token"})["PlatformApplicationArn"]
+    endpoint = sns.create_platform_endpoint(PlatformApplicationArn=app, Token="IQAAAAwrongsecret" + "w" * 40)["EndpointArn"]
+    sns.publish(TargetArn=endpoint, Message="hello?")
+    attributes = wait_for(lambda: (lambda a: a if a["Enabled"] == "false" else None)(
+        sns.get_platform_application_attributes(PlatformApplicationArn=app)["Attributes"]), timeout=60,
+        what="the HMS application disabled")
+    assert "token exchange refused" in attributes["DisabledReason"], attributes
+    assert "not-the-secret-e2e" not in json.dumps(attributes)
+    assert "not-the-secret-e2e" not in node.output()
