@@ -124,6 +124,25 @@ import Testing
         await harness.close()
     }
 
+    @Test("HMS E.1a: the emulator's injected faults play Push Kit's: 503 flow control and 429 with Retry-After, 500; all retried")
+    func injectedFaults() async throws {
+        let harness = try Harness(tls: true) { configuration in
+            configuration.faults.providers = [.hms]
+            configuration.faults.unavailable = .init(everyNth: 3)
+            configuration.faults.throttle = .init(everyNth: 2)
+            configuration.faults.retryAfterSeconds = 4
+        }
+        let client = try harness.client("hms", .hms, attributes(harness))
+        let push = harness.render(platform: .hms)
+        var outcomes: [DeliveryOutcome] = []
+        for i in 0..<6 { outcomes.append(await client.send(push, token: "IQAAAAfault\(i)")) }
+        #expect(outcomes.contains(.retryable(reason: "Push Kit answered 503 (flow control)", retryAfter: 4)))
+        #expect(outcomes.contains(.retryable(reason: "Push Kit answered 429", retryAfter: 4)))
+        #expect(outcomes.contains { $0.label == "accepted" })
+        #expect(outcomes.allSatisfy { $0.label == "accepted" || $0.label == "retryable" })
+        await harness.close()
+    }
+
     @Test("HMS E.1: a fan-out sends up to 1000 tokens per request; a partial success (80100000) disables only the listed tokens")
     func batchedPartialSuccess() async throws {
         let harness = try Harness(tls: true)

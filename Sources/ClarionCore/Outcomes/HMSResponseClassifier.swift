@@ -112,7 +112,8 @@ public enum HMSResponseClassifier {
         switch status {
         case 200..<300: return .rejected(reason: "Push Kit answered \(status) without a result code")
         case 401: return .authTokenExpired(reason: "Push Kit answered 401")
-        case 429, 500...599: return .retryable(reason: "Push Kit answered \(status) (flow control)", retryAfter: retryAfter)
+        case 503: return .retryable(reason: "Push Kit answered 503 (flow control)", retryAfter: retryAfter)
+        case 429, 500...599: return .retryable(reason: "Push Kit answered \(status)", retryAfter: retryAfter)
         default: return .rejected(reason: "Push Kit answered \(status)")
         }
     }
