@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Huawei Push Kit fan-out (issue 19, "Batching"): deliveries/s through ProviderClient's batch path with one token per
-# request and with up to 1000 tokens per request (docs/providers.md E.1), against the provider emulator's Push Kit
+# request, 128 (what the dispatcher's shard worker hands over at a time, submitBatchSize) and 1000 tokens per request
+# (docs/providers.md E.1), against the provider emulator's Push Kit
 # send route, each as a ratio of a ceiling measured in the same run: h2load replaying the same request (the same
 # path, bearer token and body, with 1 token and with 1000 tokens) against the same emulator.
 #
@@ -34,7 +35,7 @@ TOKEN=$(curl -s --http2-prior-knowledge -X POST -H 'content-type: application/x-
 python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]
-for n in (1, 1000):
+for n in (1, 128, 1000):
     tokens = ["IQAAAACy0kYdAAB%08d%s" % (i, "h" * 100) for i in range(n)]
     message = {"notification": {"title": "Bench", "body": "hello from the HMS benchmark"}, "data": "{\"k\":\"v\"}",
                "android": {"notification": {"click_action": {"type": 3}}}, "token": tokens}
@@ -46,16 +47,22 @@ h2() {  # requests/s of h2load with body $1, $2 requests
         "$URL/v1/$CLIENT/messages:send" | tee -a "$WORK/h2load.log" | awk '/^finished in/ {gsub(",", "", $4); print $4}'
 }
 C1=$(h2 "$WORK/body1.json" "$D1")
+C128=$(h2 "$WORK/body128.json" $((DN / 1000 * 4)))
 CN=$(h2 "$WORK/body1000.json" $((DN / 1000)))
 grep -E '^status codes' "$WORK/h2load.log" | sed 's/^/h2load /'
 O1=$("$BIN" load --url "$URL" --client-id "$CLIENT" --secret "$SECRET" --tokens-per-request 1 --deliveries "$D1")
+O128=$("$BIN" load --url "$URL" --client-id "$CLIENT" --secret "$SECRET" --tokens-per-request 128 --deliveries $((DN / 1000 * 512)))
 ON=$("$BIN" load --url "$URL" --client-id "$CLIENT" --secret "$SECRET" --tokens-per-request 1000 --deliveries "$DN")
 echo "ours  $O1"
+echo "ours  $O128"
 echo "ours  $ON"
 R1=$(echo "$O1" | awk '{for (i=1;i<=NF;i++) if ($i=="deliveries/s") print $(i-1)}')
 RN=$(echo "$ON" | awk '{for (i=1;i<=NF;i++) if ($i=="deliveries/s") print $(i-1)}')
-awk -v c1="$C1" -v cn="$CN" -v r1="$R1" -v rn="$RN" 'BEGIN {
+R128=$(echo "$O128" | awk '{for (i=1;i<=NF;i++) if ($i=="deliveries/s") print $(i-1)}')
+awk -v c1="$C1" -v c128="$C128" -v cn="$CN" -v r1="$R1" -v r128="$R128" -v rn="$RN" 'BEGIN {
     printf "ceiling (h2load, same emulator): 1 token/request %.0f req/s = %.0f deliveries/s; 1000 tokens/request %.1f req/s = %.0f deliveries/s\n", c1, c1, cn, cn * 1000
+    printf "ceiling, 128 tokens/request (the dispatcher'"'"'s submit batch): %.1f req/s = %.0f deliveries/s\n", c128, c128 * 128
     printf "one token per request: %.0f deliveries/s = %.2f of its ceiling\n", r1, r1 / c1
+    printf "128 tokens per request: %.0f deliveries/s = %.2f of its ceiling; %.1fx the one-token rate\n", r128, r128 / (c128 * 128), r128 / r1
     printf "1000 tokens per request: %.0f deliveries/s = %.2f of its ceiling; %.1fx the one-token rate\n", rn, rn / (cn * 1000), rn / r1
 }'
