@@ -37,6 +37,12 @@ struct HMSActionsTests {
         #expect(!visible.values.contains { $0.contains("huawei-secret-value") })
         let credentials = try await actions.context.applications.credentials(applicationKey: record.key)
         #expect(credentials.credential == "huawei-secret-value" && credentials.principal == "107000001")
+        // Sealed at rest: neither half is anywhere in the row.
+        let raw = try await actions.pool.withConnection { (c) throws(StoreError) -> String in
+            try c.query("SELECT coalesce(encode(credentials_sealed, 'escape'), '') || attributes::text FROM platform_applications WHERE platform = 'HMS'")
+                .first?.string(0) ?? ""
+        }
+        #expect(!raw.isEmpty && !raw.contains("huawei-secret-value"))
         // SetPlatformApplicationAttributes checks the same rules.
         let set = await actions.refusal("SetPlatformApplicationAttributes",
                                         ["PlatformApplicationArn": Self.appARN].merging(APNsCertificateValidationTests.attributes(principal: "x?y")) { $1 })
