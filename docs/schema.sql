@@ -693,7 +693,7 @@ CREATE TABLE public.platform_applications (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     region text NOT NULL,
     CONSTRAINT platform_applications_name_check CHECK (((name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(name) <= 256))),
-    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text, 'WEBPUSH'::text]))),
+    CONSTRAINT platform_applications_platform_check CHECK ((platform = ANY (ARRAY['APNS'::text, 'APNS_SANDBOX'::text, 'GCM'::text, 'ADM'::text, 'WEBPUSH'::text, 'HMS'::text]))),
     CONSTRAINT platform_applications_region_check CHECK ((region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$'::text))
 );
 

@@ -33,5 +33,8 @@ let package = Package(
         .executableTarget(
             name: "webpushbench", dependencies: clarion("ClarionCrypto"),
             path: "webpush", exclude: ["run.sh"], swiftSettings: settings),
+        .executableTarget(
+            name: "hmsbench", dependencies: clarion("ClarionCore", "ClarionEmulator", "ClarionProviders"),
+            path: "hms", exclude: ["run.sh"], swiftSettings: settings),
     ]
 )

@@ -101,7 +101,7 @@ public enum CLI {
                     + "                              fraction); stall-window=N:MS (from send request N, hold every send\n"
                     + "                              arriving within MS milliseconds, then answer it); goaway-after=STREAMS;\n"
                     + "                              latency-ms=MS; retry-after=SECONDS;\n"
-                    + "                              seed=N; providers=apns,fcm,adm.\n\n"
+                    + "                              seed=N; providers=apns,fcm,adm,hms.\n\n"
                     + "Stats: GET /_emulator/stats; records: GET /_emulator/records; reset: POST /_emulator/reset.",
                 run: emulator),
     ]

@@ -215,6 +215,7 @@ public final class ClarionNode: @unchecked Sendable {
         case .fcm: [ProviderAttribute.providerEndpoint: emulatorURL, ProviderAttribute.providerAuthEndpoint: emulatorURL + "/token"]
         case .adm: [ProviderAttribute.providerEndpoint: emulatorURL, ProviderAttribute.providerAuthEndpoint: emulatorURL + "/auth/o2/token"]
         case .webPush: [:]
+        case .hms: [ProviderAttribute.providerEndpoint: emulatorURL, ProviderAttribute.providerAuthEndpoint: emulatorURL + "/oauth2/v3/token"]
         }
     }
 

@@ -50,6 +50,29 @@ public struct PayloadTemplate: Sendable, Hashable {
         out.append(contentsOf: literals[slots.count])
         return out
     }
+
+    /// The body for several tokens sharing one request (Huawei Push Kit's `"token":["a","b"]`, E.1): the token slot,
+    /// which sits inside a JSON array's quotes, takes every token, joined by `","`. For templates whose only slot is
+    /// the token (no delivery id: a per-delivery id makes every body different).
+    public func fill(tokens: [String]) -> [UInt8] {
+        precondition(!contains(.deliveryID), "PayloadTemplate.fill(tokens:): a body with a delivery id is per delivery")
+        if slots.isEmpty { return literals[0] }
+        var out: [UInt8] = []
+        out.reserveCapacity(fixedByteCount + tokens.reduce(0) { $0 + $1.utf8.count + 3 })
+        for i in 0..<slots.count {
+            out.append(contentsOf: literals[i])
+            for (n, token) in tokens.enumerated() {
+                if n > 0 { out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ","), UInt8(ascii: "\"")]) }
+                if JSONWriter.needsNoEscaping(token) {
+                    out.append(contentsOf: token.utf8)
+                } else {
+                    JSONWriter.writeEscapedContents(token, to: &out)
+                }
+            }
+        }
+        out.append(contentsOf: literals[slots.count])
+        return out
+    }
 }
 
 /// A JSON tree some of whose string values are template slots. Used only while rendering.
@@ -60,6 +83,10 @@ indirect enum JSONTemplateNode {
     /// A JSON string whose contents are the inner node's JSON text (FCM/ADM data values that hold an object,
     /// `PayloadNamespace`). Its slots may only be delivery ids, which never need escaping at either level.
     case embedded(JSONTemplateNode)
+    case array([JSONTemplateNode])
+
+    /// A JSON array of one token slot: `["<token>"]` (Push Kit's `token`, E.1; `fill(tokens:)` puts many there).
+    static var tokenList: JSONTemplateNode { .array([.slot(.token)]) }
 
     static func object(_ object: JSONObject) -> JSONTemplateNode {
         .object(object.members.map { ($0.key, .value($0.value)) })
@@ -94,6 +121,13 @@ indirect enum JSONTemplateNode {
                     write(value)
                 }
                 current.append(UInt8(ascii: "}"))
+            case .array(let items):
+                current.append(UInt8(ascii: "["))
+                for (i, item) in items.enumerated() {
+                    if i > 0 { current.append(UInt8(ascii: ",")) }
+                    write(item)
+                }
+                current.append(UInt8(ascii: "]"))
             case .embedded(let inner):
                 var nested = Builder()
                 nested.write(inner)

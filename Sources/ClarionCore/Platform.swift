@@ -12,6 +12,9 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
     case adm = "ADM"
     /// Browsers through their push services (RFC 8030), VAPID-signed (RFC 8292), encrypted (RFC 8291).
     case webPush = "WEBPUSH"
+    /// Huawei Push Kit, HMS Core (Android) v1 API (docs/providers.md E.1): OAuth client credentials, many tokens per
+    /// request. HarmonyOS 5+ (the v3 API with service-account JWTs) is another protocol and not served.
+    case hms = "HMS"
 
     /// The provider protocol that carries this platform's pushes.
     public var provider: PushProvider {
@@ -20,6 +23,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .gcm: .fcm
         case .adm: .adm
         case .webPush: .webPush
+        case .hms: .hms
         }
     }
 
@@ -28,7 +32,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .apns, .apnsVoIP: .production
         case .apnsSandbox, .apnsVoIPSandbox: .sandbox
-        case .gcm, .adm, .webPush: nil
+        case .gcm, .adm, .webPush, .hms: nil
         }
     }
 
@@ -43,6 +47,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .gcm: [.gcm, .default]
         case .adm: [.adm, .default]
         case .webPush: [.webPush, .default]
+        case .hms: [.hms, .default]
         }
     }
 
@@ -59,6 +64,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .gcm: ["AWS.SNS.MOBILE.FCM.TTL", "AWS.SNS.MOBILE.GCM.TTL"]
         case .adm: ["AWS.SNS.MOBILE.ADM.TTL"]
         case .webPush: ["AWS.SNS.MOBILE.WEBPUSH.TTL"]
+        case .hms: ["AWS.SNS.MOBILE.HMS.TTL"]
         }
     }
 
@@ -77,16 +83,19 @@ public enum PushProvider: String, Sendable, Hashable, CaseIterable {
     case fcm
     case adm
     case webPush
+    case hms
 
     /// The largest payload the provider takes (bytes), before any per-type exception such as VoIP.
     /// APNs counts the body; FCM counts payload keys and values; ADM documents 6 KB; Web Push takes 4096 octets of
-    /// encrypted body, 3993 of plaintext (RFC 8291 section 4).
+    /// encrypted body, 3993 of plaintext (RFC 8291 section 4); Push Kit 4096 bytes of body not counting the tokens
+    /// (E.1).
     public var payloadLimit: Int {
         switch self {
         case .apns: 4096
         case .fcm: 4096
         case .adm: 6144
         case .webPush: 3993
+        case .hms: 4096
         }
     }
 }

@@ -62,6 +62,8 @@ public struct RenderedPush: Sendable, Hashable {
         case adm
         /// Web Push: the subscription's URL is the path, the body is encrypted per subscription at send time.
         case webPush(WebPushRequestHeaders)
+        /// Huawei Push Kit v1: `{"message":{...,"token":["<token>"]}}` to `/v1/<appId>/messages:send` (E.1).
+        case hms
     }
 
     public let platform: Platform

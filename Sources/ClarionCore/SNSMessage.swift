@@ -24,6 +24,9 @@ public enum SNSMessageKey: String, Sendable, Hashable, CaseIterable {
     case adm = "ADM"
     /// Web Push: a string is the plaintext as it is, an object its compact JSON (not SNS: Clarion's platform).
     case webPush = "WEBPUSH"
+    /// Huawei Push Kit: a string holding a JSON object (the v1 `message` fields), or plain text (the notification
+    /// body). Not SNS: Clarion's platform.
+    case hms = "HMS"
 }
 
 /// A published message as the per-platform map SNS builds from `Message` and `MessageStructure`.
@@ -39,13 +42,17 @@ public struct SNSMessage: Sendable, Hashable {
     public let payloads: [SNSMessageKey: JSONObject]
     /// The `WEBPUSH` entry: what a browser's service worker receives, verbatim.
     public let webPushPayload: String?
+    /// An `HMS` entry that is text, not a JSON object: the notification body.
+    public let hmsText: String?
 
-    public init(defaultText: String?, payloads: [SNSMessageKey: JSONObject] = [:], webPushPayload: String? = nil) {
+    public init(defaultText: String?, payloads: [SNSMessageKey: JSONObject] = [:], webPushPayload: String? = nil,
+                hmsText: String? = nil) {
         precondition(payloads[.default] == nil, "SNSMessage: \"default\" is text, not a payload")
         precondition(payloads[.webPush] == nil, "SNSMessage: \"WEBPUSH\" is text, in webPushPayload")
         self.defaultText = defaultText
         self.payloads = payloads
         self.webPushPayload = webPushPayload
+        self.hmsText = hmsText
     }
 
     /// What an endpoint of one platform receives: its own key's object, or the default text.
@@ -91,7 +98,16 @@ public struct SNSMessage: Sendable, Hashable {
         case .object(let object)?: webPush = object.jsonText
         default: break
         }
-        for key in SNSMessageKey.allCases where key != .default && key != .webPush {
+        // HMS: a string holding a JSON object is the message's fields; other text is the notification body; an
+        // object value stands for itself.
+        var hmsText: String?
+        switch map[SNSMessageKey.hms.rawValue] {
+        case .string(let text)?:
+            if let object = (try? JSONValue.parse(text))?.objectValue { payloads[.hms] = object } else { hmsText = text }
+        case .object(let object)?: payloads[.hms] = object
+        default: break
+        }
+        for key in SNSMessageKey.allCases where key != .default && key != .webPush && key != .hms {
             guard let text = map[key.rawValue]?.stringValue else { continue }
             let value = try? JSONValue.parse(text)
             guard let object = value?.objectValue else {
@@ -99,7 +115,7 @@ public struct SNSMessage: Sendable, Hashable {
             }
             payloads[key] = object
         }
-        return SNSMessage(defaultText: defaultText, payloads: payloads, webPushPayload: webPush)
+        return SNSMessage(defaultText: defaultText, payloads: payloads, webPushPayload: webPush, hmsText: hmsText)
     }
 
     /// For a direct publish to an endpoint: SNS refuses a map with neither "default" nor the platform's key.
@@ -112,6 +128,7 @@ public struct SNSMessage: Sendable, Hashable {
     /// The content an endpoint of `platform` gets: its key wins, "default" is the fallback, nil when neither.
     public func content(for platform: Platform) -> Content? {
         if platform == .webPush, let webPushPayload { return .text(webPushPayload) }
+        if platform == .hms, let hmsText { return .text(hmsText) }
         if let payload = payloads[platform.messageKey] { return .payload(payload) }
         if let text = defaultText { return .defaultText(text) }
         return nil

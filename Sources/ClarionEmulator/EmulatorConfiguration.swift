@@ -17,6 +17,7 @@ public struct EmulatorConfiguration: Codable, Sendable {
     public var apns: APNs = APNs()
     public var fcm: FCM = FCM()
     public var adm: ADM = ADM()
+    public var hms: HMS = HMS()
     /// Token patterns that decide outcomes; see `EmulatorTokenRule.defaults` for the built-in ones.
     public var tokenRules: [EmulatorTokenRule] = EmulatorTokenRule.defaults
     public var faults: EmulatorFaults = EmulatorFaults()
@@ -271,6 +272,51 @@ public struct EmulatorConfiguration: Codable, Sendable {
     }
 }
 
+extension EmulatorConfiguration {
+    // MARK: - Huawei Push Kit
+
+    public struct HMS: Codable, Sendable {
+        public var clients: [Client] = []
+        /// `expires_in` of issued access tokens (E.1: one hour).
+        public var accessTokenLifetimeSeconds: Int64 = 3600
+        /// Body limit without the tokens (E.1: 4096 bytes).
+        public var maximumPayloadBytes: Int = 4096
+        /// Tokens per request (E.1: 1000).
+        public var maximumTokens: Int = 1000
+        /// Advertised on a connection once it sends an HMS request.
+        public var maxConcurrentStreams: UInt32 = 100
+
+        public init() {}
+
+        public struct Client: Codable, Sendable {
+            public var clientID: String
+            public var clientSecret: String
+            /// The app its tokens may send for; nil: the client id (as AppGallery Connect issues them).
+            public var appID: String?
+
+            public init(clientID: String, clientSecret: String, appID: String? = nil) {
+                self.clientID = clientID
+                self.clientSecret = clientSecret
+                self.appID = appID
+            }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case clients, accessTokenLifetimeSeconds, maximumPayloadBytes, maximumTokens, maxConcurrentStreams
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let d = Self()
+            clients = try c.decode(.clients, default: d.clients)
+            accessTokenLifetimeSeconds = try c.decode(.accessTokenLifetimeSeconds, default: d.accessTokenLifetimeSeconds)
+            maximumPayloadBytes = try c.decode(.maximumPayloadBytes, default: d.maximumPayloadBytes)
+            maximumTokens = try c.decode(.maximumTokens, default: d.maximumTokens)
+            maxConcurrentStreams = try c.decode(.maxConcurrentStreams, default: d.maxConcurrentStreams)
+        }
+    }
+}
+
 /// A configuration that cannot be used (unreadable key, unknown outcome name...).
 public struct EmulatorConfigurationError: Error, Sendable, CustomStringConvertible {
     public var message: String
@@ -289,7 +335,7 @@ extension KeyedDecodingContainer {
 
 extension EmulatorConfiguration {
     enum CodingKeys: String, CodingKey {
-        case host, port, tls, eventLoops, apns, fcm, adm, tokenRules, faults, recordPath, recordInMemory, recordLimit
+        case host, port, tls, eventLoops, apns, fcm, adm, hms, tokenRules, faults, recordPath, recordInMemory, recordLimit
     }
 
     public init(from decoder: any Decoder) throws {
@@ -302,6 +348,7 @@ extension EmulatorConfiguration {
         apns = try c.decode(.apns, default: d.apns)
         fcm = try c.decode(.fcm, default: d.fcm)
         adm = try c.decode(.adm, default: d.adm)
+        hms = try c.decode(.hms, default: d.hms)
         tokenRules = try c.decode(.tokenRules, default: d.tokenRules)
         faults = try c.decode(.faults, default: d.faults)
         recordPath = try c.decodeIfPresent(String.self, forKey: .recordPath)

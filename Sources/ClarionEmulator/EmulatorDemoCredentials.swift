@@ -53,6 +53,14 @@ public struct EmulatorDemoCredentials: Sendable {
     public var apnsCertificate: APNsCertificate
     public var fcm: FCM
     public var adm: ADM
+    public var hms: HMS = HMS(clientID: String(100_000_000 + Int(SecureRandom.bytes(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 900_000_000)),
+                              clientSecret: SecureRandom.bytes(32).hexString)
+
+    /// A Huawei AppGallery Connect OAuth client, whose app id is its client id (as AGC issues them).
+    public struct HMS: Sendable {
+        public var clientID: String
+        public var clientSecret: String
+    }
 
     /// New keys and ids.
     /// - Parameter tokenURI: the FCM `token_uri`; point it at the emulator (`http://127.0.0.1:8443/token`)
@@ -116,6 +124,7 @@ public struct EmulatorDemoCredentials: Sendable {
         configuration.fcm.serviceAccounts.append(.init(clientEmail: fcm.clientEmail, projectID: fcm.projectID,
                                                        privateKeyID: fcm.privateKeyID, publicKeyPEM: fcm.publicKeyPEM))
         configuration.adm.clients.append(.init(clientID: adm.clientID, clientSecret: adm.clientSecret))
+        configuration.hms.clients.append(.init(clientID: hms.clientID, clientSecret: hms.clientSecret))
         return configuration
     }
 
@@ -129,6 +138,7 @@ public struct EmulatorDemoCredentials: Sendable {
         public static let apnsClientCA = "apns-client-ca.pem"
         public static let fcmServiceAccount = "fcm-service-account.json"
         public static let adm = "adm-client.json"
+        public static let hms = "hms-client.json"
         public static let emulatorConfiguration = "emulator.json"
     }
 
@@ -140,6 +150,7 @@ public struct EmulatorDemoCredentials: Sendable {
     ///   `apns-certificate.json`: `bundleID`, `certificateFile`, `keyFile`, `caFile`
     /// - `fcm-service-account.json`: the Google service-account key file
     /// - `adm-client.json`: `clientID`, `clientSecret`
+    /// - `hms-client.json`: `clientID` (also the app id), `clientSecret`
     /// - `emulator.json`: `configuration(base:)`, loadable with `EmulatorConfiguration.load(path:)`
     /// Returns the paths written.
     @discardableResult
@@ -179,6 +190,8 @@ public struct EmulatorDemoCredentials: Sendable {
         try put(FileName.fcmServiceAccount, fcm.serviceAccountJSON + "\n", secret: true)
         let admInfo: JSONValue = ["clientID": .string(adm.clientID), "clientSecret": .string(adm.clientSecret)]
         try put(FileName.adm, admInfo.jsonText + "\n", secret: true)
+        let hmsInfo: JSONValue = ["clientID": .string(hms.clientID), "clientSecret": .string(hms.clientSecret)]
+        try put(FileName.hms, hmsInfo.jsonText + "\n", secret: true)
         let data: Data
         do {
             data = try configuration(base: base).jsonData()

@@ -140,7 +140,7 @@ extension EmulatorFaults {
     /// | `latency-ms` | milliseconds | `latencyMilliseconds` |
     /// | `retry-after` | seconds | `retryAfterSeconds` |
     /// | `seed` | integer | `seed` |
-    /// | `providers` | `apns,fcm,adm` | `providers` |
+    /// | `providers` | `apns,fcm,adm,hms` | `providers` |
     public mutating func apply(_ setting: String) throws(EmulatorConfigurationError) {
         let parts = setting.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[1].isEmpty else {
@@ -187,7 +187,7 @@ extension EmulatorFaults {
             var chosen: [EmulatorProvider] = []
             for item in value.split(separator: ",") {
                 guard let provider = EmulatorProvider(rawValue: item.trimmingCharacters(in: .whitespaces).lowercased()) else {
-                    throw EmulatorConfigurationError("fault providers: unknown provider \(item) (apns, fcm, adm)")
+                    throw EmulatorConfigurationError("fault providers: unknown provider \(item) (apns, fcm, adm, hms)")
                 }
                 chosen.append(provider)
             }

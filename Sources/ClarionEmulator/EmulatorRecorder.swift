@@ -95,7 +95,7 @@ final class EmulatorRecorder: Sendable {
     }
 
     /// Endpoint names, indexed by `RequestOutcome.endpointIndex`.
-    static let endpointNames = ["apns", "fcm", "fcm-oauth", "adm", "adm-oauth", "unknown", "webpush"]
+    static let endpointNames = ["apns", "fcm", "fcm-oauth", "adm", "adm-oauth", "unknown", "webpush", "hms", "hms-oauth"]
 
     private struct State {
         /// Hot path: plain 200s without reason or fault, per endpoint index (no hashing).

@@ -53,4 +53,5 @@ public enum EmulatorProvider: String, Sendable, Codable, CaseIterable, Hashable 
     case apns
     case fcm
     case adm
+    case hms
 }

@@ -6,6 +6,7 @@
 ///   `DeviceTokenNotForTopic`, `TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, ...).
 /// - FCM: an `errorCode` from B.4 (`UNREGISTERED`, `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH`,
 ///   `THIRD_PARTY_AUTH_ERROR`, `QUOTA_EXCEEDED`, `UNAVAILABLE`, `INTERNAL`).
+/// - HMS: `IllegalToken` (Push Kit refuses the token) or `FlowControl` (503), E.1.
 /// - ADM: a `reason` from D.3 (`Unregistered`, `InvalidRegistrationId`, `MaxRateExceeded`,
 ///   `InternalServerError`, `ServiceUnavailable`), or `Canonical`: a 200 whose `registrationID` is the
 ///   token with the matched prefix replaced by `canonicalPrefix`.
@@ -55,6 +56,8 @@ public struct EmulatorTokenRule: Codable, Sendable, Hashable {
     /// | ADM | `unavailable-` | 503 with Retry-After |
     /// | ADM | `internal-` | 500 |
     /// | ADM | `canonical-` | 200, `registrationID` = `renewed-` + the rest |
+    /// | HMS | `invalid-` | the token is illegal: 80300007 when all are, else 80100000 listing it |
+    /// | HMS | `unavailable-` | 503 flow control with Retry-After |
     public static let defaults: [EmulatorTokenRule] = [
         .init(provider: .apns, suffix: "dead0410", outcome: "Unregistered"),
         .init(provider: .apns, suffix: "dead1410", outcome: "ExpiredToken"),
@@ -76,6 +79,8 @@ public struct EmulatorTokenRule: Codable, Sendable, Hashable {
         .init(provider: .adm, prefix: "unavailable-", outcome: "ServiceUnavailable"),
         .init(provider: .adm, prefix: "internal-", outcome: "InternalServerError"),
         .init(provider: .adm, prefix: "canonical-", outcome: "Canonical"),
+        .init(provider: .hms, prefix: "invalid-", outcome: "IllegalToken"),
+        .init(provider: .hms, prefix: "unavailable-", outcome: "FlowControl"),
     ]
 
     func matches(_ token: String) -> Bool {

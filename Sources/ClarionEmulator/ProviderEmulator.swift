@@ -8,12 +8,13 @@ import Synchronization
 /// faults, counts and records. No sockets: the HTTP/2 server calls `handle` on its event-loop thread,
 /// and tests call it directly.
 ///
-/// Routes (one listener serves all three providers):
+/// Routes (one listener serves every provider):
 /// - `POST /3/device/<token>`: APNs (`APNsEmulator`)
 /// - `POST /token`: Google OAuth for FCM service accounts; `POST /v1/projects/<p>/messages:send`: FCM
 ///   (`FCMEmulator`)
 /// - `POST /auth/o2/token`: Login with Amazon for ADM; `POST /messaging/registrations/<id>/messages`:
 ///   ADM (`ADMEmulator`)
+/// - `POST /oauth2/v3/token`: Huawei OAuth; `POST /v1/<app id>/messages:send`: Huawei Push Kit (`HMSEmulator`)
 /// - `GET /_emulator/stats` (counters as JSON), `POST /_emulator/reset` (clear counters and records),
 ///   `GET /_emulator/records` (in-memory records as JSON lines), `GET /_emulator/health`
 ///
@@ -30,6 +31,7 @@ public final class ProviderEmulator: Sendable {
     let apns: APNsEmulator
     let fcm: FCMEmulator
     let adm: ADMEmulator
+    let hms: HMSEmulator
     let webPush = WebPushEmulator()
     let recorder: EmulatorRecorder
     let ids = EmulatorIDs()
@@ -63,6 +65,7 @@ public final class ProviderEmulator: Sendable {
         apns = try APNsEmulator(configuration: configuration.apns, rules: configuration.tokenRules)
         fcm = try FCMEmulator(configuration: configuration.fcm, rules: configuration.tokenRules, retryAfterSeconds: retryAfter)
         adm = try ADMEmulator(configuration: configuration.adm, rules: configuration.tokenRules, retryAfterSeconds: retryAfter)
+        hms = try HMSEmulator(configuration: configuration.hms, rules: configuration.tokenRules, retryAfterSeconds: retryAfter)
         recorder = try EmulatorRecorder(recordPath: configuration.recordPath, recordInMemory: configuration.recordInMemory,
                                         recordLimit: configuration.recordLimit)
         faults = configuration.faults
@@ -97,6 +100,10 @@ public final class ProviderEmulator: Sendable {
             endpoint = .webPushSend(id: id)
         } else if let project = FCMEmulator.project(ofSendPath: path) {
             endpoint = .fcmSend(project: project)
+        } else if let app = HMSEmulator.appID(ofSendPath: path) {
+            endpoint = .hmsSend(appID: app)
+        } else if path == HMSEmulator.tokenPath {
+            endpoint = .hmsToken
         } else if path == "/token" {
             endpoint = .fcmToken
         } else if let id = ADMEmulator.registrationID(ofSendPath: path) {
@@ -134,7 +141,16 @@ public final class ProviderEmulator: Sendable {
 
         var answer: ProviderAnswer
         var webPushPlaintext: [UInt8]?
+        var hmsTokens: (all: [String], illegal: Set<String>)?
         switch endpoint {
+        case .hmsToken:
+            answer = hms.handleToken(request, now: now)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.hms.maxConcurrentStreams)
+        case .hmsSend(let app):
+            let sent = hms.handleSend(request, appID: app, now: now, ids: ids)
+            answer = sent.answer
+            hmsTokens = (sent.tokens, sent.illegal)
+            answer.maxConcurrentStreams = raiseLimit(connection, to: configuration.hms.maxConcurrentStreams)
         case .webPushSend(let id):
             let outcome = webPush.handlePush(request, id: id, now: now)
             answer = outcome.answer
@@ -192,7 +208,7 @@ public final class ProviderEmulator: Sendable {
         let outcome = RequestOutcome(endpointIndex: endpoint.index, token: answer.token, status: answer.response.status,
                                      reason: answer.reason, fault: fault)
         account(outcome, request: request, connection: connection, now: now, heldMilliseconds: delayMilliseconds,
-                webPushPlaintext: webPushPlaintext)
+                webPushPlaintext: webPushPlaintext, hmsTokens: hmsTokens)
 
         let action: EmulatorAction
         if delayMilliseconds > 0 {
@@ -234,6 +250,8 @@ public final class ProviderEmulator: Sendable {
         case admToken
         case admSend(registrationID: String)
         case webPushSend(id: String)
+        case hmsToken
+        case hmsSend(appID: String)
         case unknown
 
         /// Index into `EmulatorRecorder.endpointNames`.
@@ -246,6 +264,8 @@ public final class ProviderEmulator: Sendable {
             case .admToken: 4
             case .unknown: 5
             case .webPushSend: 6
+            case .hmsSend: 7
+            case .hmsToken: 8
             }
         }
 
@@ -255,6 +275,7 @@ public final class ProviderEmulator: Sendable {
             case .apnsSend: .apns
             case .fcmSend: .fcm
             case .admSend: .adm
+            case .hmsSend: .hms
             default: nil
             }
         }
@@ -304,11 +325,13 @@ public final class ProviderEmulator: Sendable {
         case .apns: apns.faultResponse(fault, accepted: accepted)
         case .fcm: fcm.faultResponse(fault, accepted: accepted)
         case .adm: adm.faultResponse(fault, accepted: accepted, ids: ids)
+        case .hms: hms.faultResponse(fault, accepted: accepted, ids: ids)
         }
     }
 
     private func account(_ outcome: RequestOutcome, request: EmulatorRequest, connection: EmulatorConnectionState, now: Double,
-                         heldMilliseconds: Int = 0, webPushPlaintext: [UInt8]? = nil) {
+                         heldMilliseconds: Int = 0, webPushPlaintext: [UInt8]? = nil,
+                         hmsTokens: (all: [String], illegal: Set<String>)? = nil) {
         recorder.count(outcome)
         guard recorder.isRecording else { return }
         var headers: [String: String] = [:]
@@ -316,7 +339,7 @@ public final class ProviderEmulator: Sendable {
             headers[name] = name == "authorization" ? "<redacted>" : value
         }
         var payload = String(decoding: request.body, as: UTF8.self)
-        if outcome.endpoint == "adm-oauth" || outcome.endpoint == "fcm-oauth" {
+        if outcome.endpoint == "adm-oauth" || outcome.endpoint == "fcm-oauth" || outcome.endpoint == "hms-oauth" {
             payload = Self.redactForm(request.body)
         }
         var record = EmulatorRecord(time: now, endpoint: outcome.endpoint, connection: connection.id, method: request.method,
@@ -327,6 +350,17 @@ public final class ProviderEmulator: Sendable {
             record.payload = webPushPlaintext.map { String(decoding: $0, as: UTF8.self) } ?? ""
             record.body = Base64URL.encode(request.body)
             record.vapidToken = request.header("authorization").flatMap(VAPIDSigner.parseAuthorization)?.token
+        }
+        if let hmsTokens, !hmsTokens.all.isEmpty {
+            // One record per token of a Push Kit request (E.1: up to 1000 share one body), each with the request's
+            // status, and `IllegalToken` for those a partial success refused.
+            for token in hmsTokens.all {
+                var each = record
+                each.token = token
+                if hmsTokens.illegal.contains(token) { each.reason = "IllegalToken" }
+                recorder.record(each)
+            }
+            return
         }
         recorder.record(record)
     }

@@ -9,7 +9,8 @@ public struct AccessTokenFailure: Error, Sendable, Hashable {
     public let outcome: DeliveryOutcome
 }
 
-/// An OAuth access token for FCM (jwt-bearer grant, B.2) or ADM (client-credentials grant, D.1), cached and
+/// An OAuth access token for FCM (jwt-bearer grant, B.2), ADM or Huawei Push Kit (client-credentials grant, D.1,
+/// E.1), cached and
 /// refreshed ahead of expiry.
 ///
 /// Sends never wait for a refresh: `cachedToken()` answers from the cache without suspending or locking for long,
@@ -28,6 +29,8 @@ public final class AccessTokenSource: Sendable {
     enum Grant: Sendable {
         case jwtBearer(FCMServiceAccount)
         case clientCredentials(ADMClientCredentials)
+        /// Huawei Push Kit (E.1): client credentials without a scope.
+        case hmsClientCredentials(HMSCredentials)
     }
 
     /// FCM scope (B.2).
@@ -215,6 +218,9 @@ public final class AccessTokenSource: Sendable {
         case .clientCredentials(let client):
             form = "grant_type=client_credentials&scope=" + Self.formEncode(Self.admScope)
                 + "&client_id=" + Self.formEncode(client.clientID) + "&client_secret=" + Self.formEncode(client.clientSecret)
+        case .hmsClientCredentials(let client):
+            form = "grant_type=client_credentials&client_id=" + Self.formEncode(client.clientID)
+                + "&client_secret=" + Self.formEncode(client.clientSecret)
         }
         switch CurlTokenTransport.postForm(url: tokenURL, form: form, trustedCAPEM: trustedCAPEM, timeoutSeconds: 20,
                                                    addressPolicy: addressPolicy) {

@@ -17,13 +17,16 @@ public struct ProviderApplication: Sendable {
     /// Web Push has no send host of its own: every subscription names its push service. This reserved name
     /// (RFC 2606 `.invalid`) stands for "per subscription" where an application needs one origin; nothing connects to it.
     public static let webPushNominalURL = "https://push-service.invalid"
+    /// Huawei Push Kit v1 send host and OAuth token URL (E.1).
+    public static let hmsURL = "https://push-api.cloud.huawei.com"
+    public static let hmsTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
 
     public let id: String
     public let platform: Platform
     public let credentials: ProviderCredentials
     /// Base URL of the send API: `ProviderEndpoint`, else the provider's production host for the platform.
     public let endpointURL: String
-    /// Token URL: FCM the service account's `token_uri`, ADM Login with Amazon (either replaced by
+    /// Token URL: FCM the service account's `token_uri`, ADM Login with Amazon, HMS Huawei's OAuth (any replaced by
     /// `ProviderAuthEndpoint`); nil for APNs.
     public let authURL: String?
     /// `ProviderCACertificate` plus the server-wide CA, PEM; nil when neither is set.
@@ -52,6 +55,7 @@ public struct ProviderApplication: Sendable {
         case .fcm(let account): authURL = connection.authOverride ?? account.tokenURI
         case .adm: authURL = connection.authOverride ?? Self.admTokenURL
         case .webPush: authURL = nil
+        case .hms: authURL = connection.authOverride ?? Self.hmsTokenURL
         }
 
         var print = [platform.rawValue, credentials.identity, endpointURL, authURL ?? "", trustedCAPEM ?? ""]
@@ -59,6 +63,7 @@ public struct ProviderApplication: Sendable {
         if case .apnsToken(let apns) = credentials { print.append(apns.bundleID) }
         if case .apnsCertificate(let apns) = credentials { print.append(apns.topic ?? "") }
         if case .webPush(let vapid) = credentials { print.append(vapid.subject) }
+        if case .hms(let hms) = credentials { print.append(Digest.sha256(hms.clientSecret).hexString) }
         fingerprint = Digest.sha256(print.joined(separator: "\u{1}")).hexString
     }
 
@@ -154,6 +159,7 @@ public struct ProviderConnectionSettings: Sendable {
             case .fcm: endpointURL = ProviderApplication.fcmURL
             case .adm: endpointURL = ProviderApplication.admURL
             case .webPush: endpointURL = ProviderApplication.webPushNominalURL
+            case .hms: endpointURL = ProviderApplication.hmsURL
             }
         }
         do {

@@ -48,8 +48,8 @@ public protocol ProviderResultSink: AnyObject, Sendable {
 /// Sends rendered pushes for one platform application and turns every answer into a `DeliveryOutcome`.
 ///
 /// Built by `ProviderRegistry`, which shares the expensive parts: the HTTP/2 pool (APNs keyed by team + key +
-/// environment, FCM by project + service account, ADM by client id), the APNs token signer (per team + key) and
-/// the OAuth token source (per service account / ADM client).
+/// environment, FCM by project + service account, ADM and HMS by client id), the APNs token signer (per team + key)
+/// and the OAuth token source (per service account / ADM or HMS client).
 ///
 /// Auth side effects happen here, before the outcome is handed on: after APNs `ExpiredProviderToken` the signer
 /// renews the token and the pool's connections are recycled; after FCM `UNAUTHENTICATED` or ADM
@@ -59,7 +59,7 @@ public final class ProviderClient: Sendable {
     enum Auth: Sendable {
         /// APNs token auth: a provider JWT in `authorization` (A.5).
         case apns(APNsTokenSigner)
-        /// FCM / ADM: an OAuth access token in `authorization`.
+        /// FCM / ADM / Huawei Push Kit: an OAuth access token in `authorization`.
         case oauth(AccessTokenSource)
         /// APNs certificate auth: the pool's TLS client certificate authenticates; no `authorization` header.
         case certificate
@@ -76,11 +76,16 @@ public final class ProviderClient: Sendable {
     private let logLimiter = ProviderLogLimiter()
     /// Provider response time of this client's platform (nil when metrics are off).
     let responseTime: Histogram?
-    /// `/v1/projects/<project>/messages:send` for FCM.
+    /// `/v1/projects/<project>/messages:send` for FCM, `/v1/<app id>/messages:send` for Huawei Push Kit (E.1).
     private let fcmPath: String?
+    /// Huawei Push Kit: when an access token was last refused with 80200001 (authentication failed), and which.
+    let hmsAuthRefusal = Mutex<(token: String, at: Date)?>(nil)
+    /// Huawei Push Kit: tokens per request on the batch path (E.1: at most 1000); 1 sends one request per token.
+    let hmsTokensPerRequest: Int
 
     init(application: ProviderApplication, pool: HTTP2ClientPool, auth: Auth, goAway: GoAwayMemo,
-         clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil) {
+         clock: @escaping @Sendable () -> Date, log: Log, responseTime: Histogram? = nil, hmsTokensPerRequest: Int = 1000) {
+        self.hmsTokensPerRequest = min(1000, max(1, hmsTokensPerRequest))
         self.application = application
         self.responseTime = responseTime
         self.pool = pool
@@ -88,10 +93,10 @@ public final class ProviderClient: Sendable {
         self.goAway = goAway
         self.clock = clock
         self.log = log
-        if case .fcm(let account) = application.credentials {
-            fcmPath = "/v1/projects/\(account.projectID)/messages:send"
-        } else {
-            fcmPath = nil
+        switch application.credentials {
+        case .fcm(let account): fcmPath = "/v1/projects/\(account.projectID)/messages:send"
+        case .hms(let hms): fcmPath = "/v1/\(hms.appID)/messages:send"
+        default: fcmPath = nil
         }
     }
 
@@ -207,6 +212,9 @@ public final class ProviderClient: Sendable {
 
     private func submitRequests(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String?,
                                 sink: any ProviderResultSink) -> Int {
+        if case .hms = push.request, hmsTokensPerRequest > 1, !push.body.contains(.deliveryID) {
+            return submitHMSBatches(push, deliveries, authorization: authorization, sink: sink)
+        }
         let shape = RequestShape(push: push, client: self, authorization: authorization)
         var requests: [HTTP2Request] = []
         requests.reserveCapacity(deliveries.count)
@@ -234,6 +242,69 @@ public final class ProviderClient: Sendable {
         return admitted
     }
 
+    /// Huawei Push Kit takes up to 1000 tokens for one body (E.1): deliveries of a push whose body has no per-delivery
+    /// part (no delivery id) go `hmsTokensPerRequest` to a request. The outcome of each token comes from the one answer
+    /// (`HMSBatchContext`): a partial success (80100000) accepts some and disables the endpoints it lists.
+    /// What was admitted is a prefix of `deliveries`, cut after the last whole request the pool took.
+    private func submitHMSBatches(_ push: RenderedPush, _ deliveries: [ProviderDelivery], authorization: String?,
+                                  sink: any ProviderResultSink) -> Int {
+        let shape = RequestShape(push: push, client: self, authorization: authorization)
+        var chunks: [[ProviderDelivery]] = []
+        /// Index in `deliveries` just past each chunk's last delivery.
+        var ends: [Int] = []
+        var refused: [(position: Int, result: ProviderDeliveryResult)] = []
+        var current: [ProviderDelivery] = []
+        for (position, delivery) in deliveries.enumerated() {
+            if let refusal = Self.checkToken(delivery.token) {
+                refused.append((position, ProviderDeliveryResult(tag: delivery.tag, outcome: refusal)))
+                continue
+            }
+            current.append(delivery)
+            if current.count == hmsTokensPerRequest {
+                chunks.append(current)
+                ends.append(position + 1)
+                current = []
+            }
+        }
+        if !current.isEmpty {
+            chunks.append(current)
+            ends.append(deliveries.count)
+        }
+        let requests = chunks.enumerated().map { index, chunk in
+            HTTP2Request(method: "POST", path: shape.fixedPath ?? "/", headers: shape.headers,
+                         body: push.body.fill(tokens: chunk.map(\.token)), tag: UInt64(index))
+        }
+        let batch = HMSBatchContext(client: self, chunks: chunks, authorization: authorization, sink: sink)
+        let admittedRequests = requests.isEmpty ? 0 : pool.submit(requests, sink: batch)
+        let admitted = requests.isEmpty ? deliveries.count : admittedRequests == 0 ? 0 : admittedRequests < chunks.count
+            ? ends[admittedRequests - 1] : deliveries.count
+        let answeredNow = refused.filter { $0.position < admitted }.map(\.result)
+        if !answeredNow.isEmpty { sink.receive(answeredNow) }
+        return admitted
+    }
+
+    /// The outcomes of one Push Kit answer for the tokens its request carried, with the client's auth side effects.
+    func classifyHMS(_ result: HTTP2Result, chunk: [ProviderDelivery], authorization: String?) -> [DeliveryOutcome] {
+        guard case .success(let response) = result else {
+            let outcome = classify(result, delivery: chunk[0], authorization: authorization)
+            return Array(repeating: outcome, count: chunk.count)
+        }
+        var headers: [(String, String)] = []
+        if let retryAfter = response.header("retry-after") { headers.append(("retry-after", retryAfter)) }
+        let now = clock()
+        let outcomes = HMSResponseClassifier.classify(ProviderResponse(status: response.status, headers: headers, body: response.body),
+                                                      tokens: chunk.map(\.token), now: now)
+        guard let first = outcomes.first else { return [] }
+        // One answer for the request: auth and credential side effects once, not per token.
+        let checked = hmsAuthCheck(first, authorization: authorization, now: now)
+        if case .authTokenExpired = checked { authTokenRefused(authorization) }
+        if case .credentialsInvalid(let reason) = checked {
+            credentialsRefused(reason, status: response.status)
+            return Array(repeating: checked, count: chunk.count)
+        }
+        return outcomes
+    }
+
     // MARK: - Checks without a round trip
 
     /// A push this client cannot send as it is, answered without contacting the provider.
@@ -257,6 +328,12 @@ public final class ProviderClient: Sendable {
             }
         case .fcm:
             break  // FCM counts keys and values, which the renderer checked (B.3)
+        case .hms:
+            // E.1: 4096 bytes of body, tokens not counted (the template's token slot is not in fixedByteCount).
+            let size = push.body.fixedByteCount
+            if size > PushProvider.hms.payloadLimit {
+                return .messageInvalid(reason: "HMS payload is \(size) bytes without its tokens, larger than the \(PushProvider.hms.payloadLimit)-byte limit")
+            }
         case .webPush:
             // The renderer counted the delivery ids; a payload this large without them cannot be sent either.
             let size = push.body.fixedByteCount
@@ -309,6 +386,10 @@ public final class ProviderClient: Sendable {
                 if let location = response.header("location") { headers.append(("location", location)) }
                 outcome = WebPushResponseClassifier.classify(
                     ProviderResponse(status: response.status, headers: headers, body: response.body), now: now)
+            case .hms:
+                outcome = hmsAuthCheck(HMSResponseClassifier.classify(
+                    ProviderResponse(status: response.status, headers: headers, body: response.body),
+                    token: delivery.token, now: now), authorization: authorization, now: now)
             }
             if case .authTokenExpired = outcome { authTokenRefused(authorization) }
             if case .credentialsInvalid(let reason) = outcome { credentialsRefused(reason, status: nil) }
@@ -350,6 +431,20 @@ public final class ProviderClient: Sendable {
         }
     }
 
+    /// Push Kit's 80200001 (OAuth authentication failed) is answered `authTokenExpired` (the token is renewed and
+    /// the delivery retried at once); when a second, different token is refused the same way within ten minutes, the
+    /// renewal did not help and the credentials are at fault: the application is disabled with the reason.
+    func hmsAuthCheck(_ outcome: DeliveryOutcome, authorization: String?, now: Date) -> DeliveryOutcome {
+        guard case .authTokenExpired(let reason) = outcome, reason.hasPrefix("Push Kit \(HMSResponseClassifier.authFailed)"),
+              let authorization else { return outcome }
+        let persistent = hmsAuthRefusal.withLock { last -> Bool in
+            defer { last = (authorization, now) }
+            guard let last else { return false }
+            return last.token != authorization && now.timeIntervalSince(last.at) < 600
+        }
+        return persistent ? .credentialsInvalid(reason: reason + " (again with a renewed access token)") : outcome
+    }
+
     /// A connection to the provider could not be made: retried with backoff, so the deliveries wait, and the log
     /// says why (at most once a minute for each reason).
     private func connectionFailed(_ reason: String) {
@@ -362,7 +457,7 @@ public final class ProviderClient: Sendable {
         log.warning("provider connection failed", fields)
     }
 
-    private func credentialsRefused(_ reason: String, status: Int?) {
+    func credentialsRefused(_ reason: String, status: Int?) {
         guard let suppressed = logLimiter.admit("credentials " + reason, now: clock()) else { return }
         var fields = ["application": application.id, "platform": application.platform.rawValue, "reason": reason]
         if suppressed > 0 { fields["left_out_since_last"] = String(suppressed) }
@@ -370,7 +465,7 @@ public final class ProviderClient: Sendable {
     }
 
     /// The provider called the token in `authorization` expired or unknown.
-    private func authTokenRefused(_ authorization: String?) {
+    func authTokenRefused(_ authorization: String?) {
         guard let authorization else { return }  // certificate auth: no token to renew
         switch auth {
         case .certificate, .vapid:
@@ -441,6 +536,11 @@ struct RequestShape {
             headers.append(("accept", "application/json"))
             headers.append(("x-amzn-type-version", "com.amazon.device.messaging.ADMMessage@1.0"))
             headers.append(("x-amzn-accept-type", "com.amazon.device.messaging.ADMSendResult@1.0"))
+        case .hms:
+            pathPrefix = ""
+            pathSuffix = ""
+            fixedPath = client.fcmPathValue
+            headers.append(("content-type", "application/json; charset=utf-8"))
         case .webPush:
             // Web Push requests are built per subscription (`WebPushSender.request`); this shape is never sent.
             pathPrefix = "/"
@@ -564,6 +664,43 @@ final class BatchContext: HTTP2CompletionSink {
             results.append(ProviderDeliveryResult(
                 tag: delivery.tag, outcome: client.classify(completion.result, delivery: delivery, authorization: authorization),
                 providerStatus: status))
+        }
+        sink.receive(results)
+    }
+}
+
+/// Receives the completions of one batch of Push Kit requests, each carrying several tokens (`chunks[tag]`), and
+/// hands every token's outcome to the caller's sink.
+final class HMSBatchContext: HTTP2CompletionSink {
+    let client: ProviderClient
+    let chunks: [[ProviderDelivery]]
+    let authorization: String?
+    let sink: any ProviderResultSink
+    let started: ContinuousClock.Instant?
+
+    init(client: ProviderClient, chunks: [[ProviderDelivery]], authorization: String?, sink: any ProviderResultSink) {
+        self.client = client
+        self.chunks = chunks
+        self.authorization = authorization
+        self.sink = sink
+        started = client.responseTime == nil ? nil : .now
+    }
+
+    func receive(_ completions: [HTTP2Completion]) {
+        var results: [ProviderDeliveryResult] = []
+        if let histogram = client.responseTime, let started {
+            let elapsed = started.duration(to: .now)
+            for _ in completions { histogram.observe(elapsed) }
+        }
+        for completion in completions {
+            let index = Int(completion.tag)
+            guard chunks.indices.contains(index) else { continue }
+            let chunk = chunks[index]
+            let status: Int? = if case .success(let response) = completion.result { response.status } else { nil }
+            let outcomes = client.classifyHMS(completion.result, chunk: chunk, authorization: authorization)
+            for (delivery, outcome) in zip(chunk, outcomes) {
+                results.append(ProviderDeliveryResult(tag: delivery.tag, outcome: outcome, providerStatus: status))
+            }
         }
         sink.receive(results)
     }

@@ -24,6 +24,17 @@ public enum ProviderAttribute {
     /// Web Push: the VAPID contact URI, `mailto:` or `https:` (RFC 8292 section 2.1). The key pair's private half is
     /// `PlatformCredential` (a P-256 PEM).
     public static let vapidSubject = "VAPIDSubject"
+    /// Huawei Push Kit: the app id in the send path (`/v1/<app id>/messages:send`). Optional: AppGallery Connect
+    /// issues the OAuth client id equal to the app id, so without it the client id (`PlatformPrincipal`) is used.
+    public static let hmsAppID = "HMSAppID"
+}
+
+/// Huawei Push Kit credentials (docs/providers.md E.1): the OAuth 2.0 client of the client-credentials grant and
+/// the app the pushes are for.
+public struct HMSCredentials: Sendable {
+    public let appID: String
+    public let clientID: String
+    public let clientSecret: String
 }
 
 /// Web Push VAPID credentials (RFC 8292): the application server's P-256 key and its contact URI.
@@ -94,6 +105,7 @@ public enum ProviderCredentials: Sendable {
     case fcm(FCMServiceAccount)
     case adm(ADMClientCredentials)
     case webPush(VAPIDCredentials)
+    case hms(HMSCredentials)
 
     /// Google's token endpoint, used when a service-account JSON has no `token_uri`.
     public static let googleTokenURI = "https://oauth2.googleapis.com/token"
@@ -118,6 +130,8 @@ public enum ProviderCredentials: Sendable {
             return .adm(ADMClientCredentials(clientID: clientID, clientSecret: secret))
         case .webPush:
             return .webPush(try parseVAPID(attributes))
+        case .hms:
+            return .hms(try parseHMS(attributes))
         }
     }
 
@@ -129,6 +143,7 @@ public enum ProviderCredentials: Sendable {
         case .fcm(let c): "fcm:\(c.projectID):\(c.clientEmail):\(c.keyFingerprint.prefix(16))"
         case .adm(let c): "adm:\(c.clientID)"
         case .webPush(let c): "webpush:\(c.keyFingerprint.prefix(16))"
+        case .hms(let c): "hms:\(c.appID):\(c.clientID)"
         }
     }
 
@@ -295,6 +310,35 @@ public enum ProviderCredentials: Sendable {
         }
         return VAPIDCredentials(signingKey: key, subject: subject, publicKey: Base64URL.encode(point),
                                 keyFingerprint: Digest.sha256(point).hexString)
+    }
+
+    // MARK: - Huawei Push Kit
+
+    /// Client id and app id go into a form and a URL path: printable ASCII without `/`, `?`, `#`, `%` or spaces (AGC
+    /// issues digits). The secret may be anything printable (it is form-encoded).
+    static func parseHMS(_ attributes: [String: String]) throws(ProviderError) -> HMSCredentials {
+        let clientID = try required(ProviderAttribute.platformPrincipal, attributes)
+        guard isPathSafe(clientID) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformPrincipal,
+                                "an HMS client id is printable ASCII without spaces, '/', '?', '#' or '%' (AppGallery Connect gives digits)")
+        }
+        let secret = try required(ProviderAttribute.platformCredential, attributes)
+        guard secret.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f }) else {
+            throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.platformCredential, "an HMS client secret has no control characters")
+        }
+        var appID = clientID
+        if let given = attributes[ProviderAttribute.hmsAppID]?.trimmingCharacters(in: .whitespaces), !given.isEmpty {
+            guard isPathSafe(given) else {
+                throw ProviderError(.invalidAttribute, attribute: ProviderAttribute.hmsAppID,
+                                    "an HMS app id is printable ASCII without spaces, '/', '?', '#' or '%' (AppGallery Connect gives digits)")
+            }
+            appID = given
+        }
+        return HMSCredentials(appID: appID, clientID: clientID, clientSecret: secret)
+    }
+
+    static func isPathSafe(_ text: String) -> Bool {
+        text.utf8.count <= 128 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && !"/?#%".utf8.contains($0) }
     }
 
     // MARK: - Helpers

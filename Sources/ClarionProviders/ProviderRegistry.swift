@@ -35,6 +35,9 @@ public struct ProviderOptions: Sendable {
     public var webPushMaximumOrigins: Int = 64
     /// Web Push: a push-service connection idle this long is closed.
     public var webPushIdleTimeout: Duration = .seconds(120)
+    /// Huawei Push Kit: tokens per request when a fan-out sends one body to many tokens (E.1: at most 1000; 1
+    /// sends one request per token, for comparison in loadtest/hms).
+    public var hmsTokensPerRequest: Int = 1000
     /// Provider response-time histograms (nil: none).
     public var metrics: ProviderMetrics? = nil
 
@@ -139,6 +142,10 @@ public final class ProviderRegistry: Sendable {
             auth = .oauth(source(key: key, grant: .clientCredentials(client), url: url, ca: application.trustedCAPEM))
         case .webPush(let vapid):
             auth = .vapid(try webPushSender(vapid, application: application))
+        case .hms(let client):
+            let url = application.authURL ?? ProviderApplication.hmsTokenURL
+            let key = "hms:\(client.clientID):\(Self.digest(client.clientSecret)):\(url):\(Self.digest(application.trustedCAPEM))"
+            auth = .oauth(source(key: key, grant: .hmsClientCredentials(client), url: url, ca: application.trustedCAPEM))
         }
 
         var configuration = Self.poolConfiguration(for: application, options: options)
@@ -158,7 +165,8 @@ public final class ProviderRegistry: Sendable {
             throw Self.poolError(error)
         }
         let client = ProviderClient(application: application, pool: pool, auth: auth, goAway: memo, clock: now, log: log,
-                                    responseTime: options.metrics?.responseTime(application.platform))
+                                    responseTime: options.metrics?.responseTime(application.platform),
+                                    hmsTokensPerRequest: options.hmsTokensPerRequest)
         return state.withLock { state in
             if let existing = state.clients[application.id], existing.application.fingerprint == application.fingerprint {
                 return existing

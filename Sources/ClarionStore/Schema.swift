@@ -51,5 +51,7 @@ public enum Schema {
                   sql: PackageResources.V019__campaign_variant_holdout_sql),
         Migration(version: 20, name: "resources live in an SNS region",
                   sql: PackageResources.V020__regions_sql),
+        Migration(version: 21, name: "HMS platform applications",
+                  sql: PackageResources.V021__hms_platform_sql),
     ]
 }

@@ -135,7 +135,10 @@ import Testing
         let written = try demo.write(to: dir.path)
         let names = Set(written.map { URL(fileURLWithPath: $0).lastPathComponent })
         #expect(names == ["AuthKey_\(demo.apns.keyID).p8", "apns.json", "apns-certificate.json", "apns-client-certificate.pem",
-                          "apns-client-key.pem", "apns-client-ca.pem", "fcm-service-account.json", "adm-client.json", "emulator.json"])
+                          "apns-client-key.pem", "apns-client-ca.pem", "fcm-service-account.json", "adm-client.json", "hms-client.json",
+                          "emulator.json"])
+        let hmsPath = dir.appendingPathComponent("hms-client.json").path
+        #expect(try FileManager.default.attributesOfItem(atPath: hmsPath)[.posixPermissions] as? Int == 0o600)
         let keyPath = dir.appendingPathComponent("AuthKey_\(demo.apns.keyID).p8").path
         let mode = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
         #expect(mode == 0o600)

@@ -197,7 +197,7 @@ import Testing
     }
 
     @Test("Fault flags: malformed settings are refused", arguments: ["throttle", "throttle=", "throttle=0", "throttle=1.5", "throttle=x",
-                                                                      "latency-ms=-1", "providers=hms", "bogus=1", "seed=-3",
+                                                                      "latency-ms=-1", "providers=wns", "bogus=1", "seed=-3",
                                                                       "stall-window=2000", "stall-window=0:2000", "stall-window=5:0", "stall-window=a:b"])
     func badFlags(setting: String) {
         var faults = EmulatorFaults()

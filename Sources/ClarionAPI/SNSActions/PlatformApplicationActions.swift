@@ -6,7 +6,7 @@ import Foundation
 /// CreatePlatformApplication, Get/SetPlatformApplicationAttributes, ListPlatformApplications,
 /// DeletePlatformApplication (docs/providers.md C.7).
 enum PlatformApplicationActions {
-    static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM", "WEBPUSH"]
+    static let platforms: Set<String> = ["APNS", "APNS_SANDBOX", "GCM", "ADM", "WEBPUSH", "HMS"]
     static let secretAttributes: Set<String> = ["PlatformCredential", "PlatformPrincipal"]
     static let eventAttributes = ["EventEndpointCreated", "EventEndpointUpdated", "EventEndpointDeleted", "EventDeliveryFailure"]
     static let storedAttributes: Set<String> = Set(eventAttributes).union([
@@ -15,10 +15,10 @@ enum PlatformApplicationActions {
     ]).union(clarionAttributes)
     /// Clarion's own attributes: where the provider is (every provider base URL is configurable, so the same
     /// code talks to Apple, Google and Amazon in production and to the emulator in tests), extra trust, and
-    /// the FCM project-id override, and the send-rate limit (`ClarionSendRate`, deliveries per second per
+    /// the FCM project-id override, the Huawei app id (`HMSAppID`, default the client id), and the send-rate limit (`ClarionSendRate`, deliveries per second per
     /// gateway process; empty removes the limit).
     static let clarionAttributes: Set<String> = ["ProviderEndpoint", "ProviderAuthEndpoint", "ProviderCACertificate",
-                                                 "FCMProjectID", "ClarionSendRate"]
+                                                 "FCMProjectID", "ClarionSendRate", ProviderAttribute.hmsAppID]
     static let settable = storedAttributes.union(secretAttributes).union(["Enabled"])
 
     static func register(_ table: inout SNSActionTable, _ context: SNSActionContext) {
@@ -31,7 +31,7 @@ enum PlatformApplicationActions {
                 throw SNSError.invalidParameter("Name", reason: "must be 1 to 256 characters of A-Z, a-z, 0-9, '_', '-', '.'")
             }
             guard platforms.contains(platform) else {
-                throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM, WEBPUSH")
+                throw SNSError.invalidParameter("Platform", reason: "\(platform) is not one of ADM, APNS, APNS_SANDBOX, GCM, HMS, WEBPUSH")
             }
             var split = try validate(attributes, request: request, platform: platform)
             let account = try await context.accountKey(request.caller)
@@ -211,6 +211,11 @@ enum PlatformApplicationActions {
         var all = attributes
         all[ProviderAttribute.platformCredential] = credentials.credential
         all[ProviderAttribute.platformPrincipal] = credentials.principal
+        if platform == .hms {
+            // Huawei's ids go into a form and the send path: checked now, not at the first send (the secret only
+            // Huawei can judge; a wrong one disables the application at the first token exchange, with the reason).
+            _ = try ProviderCredentials.parse(platform: platform, attributes: all)
+        }
         try ProviderApplication.checkSettings(platform: platform, attributes: all)
     }
 

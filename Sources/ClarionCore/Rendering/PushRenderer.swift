@@ -24,6 +24,7 @@ public enum PushRenderer {
         case .fcm: return renderFCM(content, context)
         case .adm: return renderADM(content, context)
         case .webPush: return renderWebPush(content, context)
+        case .hms: return renderHMS(content, context)
         }
     }
 

@@ -40,6 +40,7 @@ private let now: Double = 1_800_000_000
 private let teamID = "TEAM123456", keyID = "KEY1234567", bundleID = "com.example.app"
 private let clientEmail = "fuzz@clarion-fuzz.iam.gserviceaccount.com", project = "clarion-fuzz"
 private let admClientID = "amzn1.application-oa2-client.fuzz", admSecret = "fuzz-secret"
+private let hmsClientID = "107000001", hmsSecret = "hms-fuzz-secret"
 
 private struct Emulator: Sendable {
     let emulator: ProviderEmulator
@@ -56,6 +57,7 @@ private let fixture: Emulator = {
     configuration.apns.teams = [.init(teamID: teamID, bundleIDs: [bundleID])]
     configuration.fcm.serviceAccounts = [.init(clientEmail: clientEmail, projectID: project, publicKeyPEM: rsaKey.verifyingKey.pem)]
     configuration.adm.clients = [.init(clientID: admClientID, clientSecret: admSecret)]
+    configuration.hms.clients = [.init(clientID: hmsClientID, clientSecret: hmsSecret)]
     let emulator = try! ProviderEmulator(configuration: configuration, clock: { now })
 
     let apnsJWT = try! JWT.sign(header: ["kid": .string(keyID)], claims: ["iss": .string(teamID), "iat": .double(now)], key: apnsKey)
@@ -71,8 +73,10 @@ private let fixture: Emulator = {
     }
     let fcmToken = token("/token", "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)")
     let admToken = token("/auth/o2/token", "grant_type=client_credentials&scope=messaging%3Apush&client_id=\(admClientID)&client_secret=\(admSecret)")
+    let hmsToken = token("/oauth2/v3/token", "grant_type=client_credentials&client_id=\(hmsClientID)&client_secret=\(hmsSecret)")
     return Emulator(emulator: emulator, substitutions: [
         ("$APNS_JWT", apnsJWT), ("$FCM_ASSERTION", assertion), ("$FCM_TOKEN", fcmToken), ("$ADM_TOKEN", admToken),
+        ("$HMS_TOKEN", hmsToken),
     ])
 }()
 

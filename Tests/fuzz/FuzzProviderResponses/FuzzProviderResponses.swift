@@ -2,15 +2,16 @@ import ClarionCore
 import Foundation
 import FuzzSupport
 
-/// Provider answers as the dispatcher reads them: APNs, FCM and ADM responses (status, `Retry-After` in seconds or
+/// Provider answers as the dispatcher reads them: APNs, FCM, ADM and Huawei Push Kit responses (status, `Retry-After` in seconds or
 /// as an HTTP date, JSON error bodies, APNs' 410 `timestamp`), OAuth token-exchange refusals and APNs GOAWAY debug
 /// data, classified into outcomes and then fed to the retry policy. A provider (or whatever answers at a configured
 /// `ProviderEndpoint`) is not trusted to send sane values.
 ///
 /// Input: fields separated by 0x1E: the status (decimal), header lines (`name: value`), body.
 ///
-/// Invariants: a `Retry-After` read is finite and not negative; an APNs 200 is accepted; a retry is scheduled no
-/// earlier than now and before the message expires.
+/// Invariants: a `Retry-After` read is finite and not negative; an APNs 200 is accepted; Push Kit gives exactly one
+/// outcome per token sent, and only a token it was sent can be called invalid by a partial success; a retry is
+/// scheduled no earlier than now and before the message expires.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzProviderResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let fields = FuzzFields(data, size, limit: 3)
@@ -27,7 +28,17 @@ public func fuzzProviderResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
     }
     let apns = APNsResponseClassifier.classify(response, tokenUpdatedAt: now.addingTimeInterval(-60), now: now)
     if status == 200 { require(apns == .accepted(providerID: response[header: "apns-id"]), "APNs 200 read as \(apns)") }
-    let outcomes = [
+    // Push Kit (E.1a): three tokens, one of which a partial success's msg may name.
+    let hmsTokens = ["IQAAAAfuzz1", "IQAAAAfuzz2", "IQAAAAfuzz3"]
+    let hms = HMSResponseClassifier.classify(response, tokens: hmsTokens, now: now)
+    require(hms.count == hmsTokens.count, "Push Kit gave \(hms.count) outcomes for \(hmsTokens.count) tokens")
+    let answer = HMSResponseClassifier.read(fields[2])
+    if answer.code == HMSResponseClassifier.partialSuccess {
+        for (token, outcome) in zip(hmsTokens, hms) where outcome.label == "token_invalid" {
+            require(answer.illegalTokens.contains(token), "a partial success disabled \(token), which it did not name")
+        }
+    }
+    let outcomes = hms + [
         apns,
         FCMResponseClassifier.classify(response, now: now),
         ADMResponseClassifier.classify(response, sentToken: "amzn1.adm-registration.v3.fuzz", now: now),

@@ -128,6 +128,30 @@ private func checkRendered(_ push: RenderedPush, platform: Platform, attributes:
         if let idKey { require(data[idKey] == .string(deliveryID), "ADM data lacks the delivery id under \(idKey)") }
     case .webPush:
         break  // checked above, before the body is read as JSON
+    case .hms:
+        // Push Kit v1 (docs/providers.md E.1): at most 4096 bytes without the tokens, `token` the endpoint's token as a
+        // one-element list, `data` a string, collapse_key in -1...100, ttl a duration.
+        require(platform.provider == .hms, "HMS request for \(platform)")
+        let sized = push.body(token: "", deliveryID: deliveryID)
+        require(sized.count - 2 <= PushProvider.hms.payloadLimit, "HMS body of \(sized.count) bytes passed the size check")
+        guard let message = root["message"]?.objectValue else { fatalError("fuzz invariant: HMS body has no message") }
+        require(message["token"] == .array([.string(token)]), "HMS message.token is not [the endpoint's token]")
+        for target in ["topic", "condition"] { require(message[target] == nil, "HMS message keeps a publisher target \(target)") }
+        if let data = message["data"] { require(data.stringValue != nil, "HMS data is not a string") }
+        if let android = message["android"]?.objectValue {
+            if let key = android["collapse_key"] { require((key.intValue).map { (-1...100).contains($0) } == true, "HMS collapse_key \(key.jsonText)") }
+            if let ttl = android["ttl"] {
+                let text = ttl.stringValue ?? ""
+                require(text.hasSuffix("s") && Int(text.dropLast()).map { $0 >= 1 } == true, "HMS android.ttl \(ttl.jsonText)")
+            }
+            if android["notification"] != nil {
+                require(android["notification"]?["click_action"]?["type"] != nil, "HMS android.notification without click_action")
+            }
+        }
+        if let idKey {
+            let data = (try? JSONValue.parse(message["data"]?.stringValue ?? ""))?.objectValue
+            require(data?[idKey] == .string(deliveryID), "HMS data lacks the delivery id under \(idKey)")
+        }
     }
 }
 
