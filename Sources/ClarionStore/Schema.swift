@@ -51,5 +51,7 @@ public enum Schema {
                   sql: PackageResources.V019__campaign_variant_holdout_sql),
         Migration(version: 20, name: "resources live in an SNS region",
                   sql: PackageResources.V020__regions_sql),
+        Migration(version: 22, name: "local-time sends, frequency capping and quiet hours",
+                  sql: PackageResources.V022__local_time_frequency_cap_quiet_hours_sql),
     ]
 }
