@@ -57,15 +57,17 @@ struct DeliveryAccounting {
     }
 
     /// Over its app's frequency cap (schema v22): a target, counted `capped`, never sent.
-    mutating func recordCapped() {
+    mutating func recordCapped(_ facts: DeliveryFacts) {
         effects.counters.targeted += 1
         effects.counters.capped += 1
+        facts.counters?.capped.increment()
     }
 
     /// In its app's quiet hours with a `skip` campaign: a target, counted `quiet_skipped`, never sent.
-    mutating func recordQuietSkipped() {
+    mutating func recordQuietSkipped(_ facts: DeliveryFacts) {
         effects.counters.targeted += 1
         effects.counters.quietSkipped += 1
+        facts.counters?.quietSkipped.increment()
     }
 
     /// In its app's quiet hours with a `defer` campaign: a target, counted `deferred`, handed to the retry queue

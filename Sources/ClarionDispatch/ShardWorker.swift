@@ -516,8 +516,8 @@ final class ShardWorker {
                 accounting.recordHeldOut()
             } else if let decision = entry.timing, let facts = entry.facts {
                 switch decision {
-                case .capped: accounting.recordCapped()
-                case .quietSkipped: accounting.recordQuietSkipped()
+                case .capped: accounting.recordCapped(facts)
+                case .quietSkipped: accounting.recordQuietSkipped(facts)
                 case .deferred(let until): accounting.recordDeferred(facts, until: until)
                 case .otherZone: break
                 }

@@ -1,5 +1,6 @@
 import ClarionCore
 @testable import ClarionDispatch
+import ClarionMetrics
 import ClarionStore
 import ClarionTestSupport
 import Foundation
@@ -53,12 +54,14 @@ struct TimingFanOutTests {
     }
 
     /// Publishes one message with `timing` (nil: a transactional publish) and waits for it to finish.
-    static func send(_ fixture: FanOutFixture, _ timing: CampaignTiming?, clock: ShiftedClock, transport: RecordingTransport)
-        async throws -> MessageStatus
+    static func send(_ fixture: FanOutFixture, _ timing: CampaignTiming?, clock: ShiftedClock, transport: RecordingTransport,
+                     metrics: DeliveryMetrics? = nil) async throws -> MessageStatus
     {
         let key = try fixture.publishToTopic("hello", attributes: timing.map(attributes) ?? "{}")
+        var configuration = configuration("node-a", clock: clock)
+        configuration.metrics = metrics
         let node = RunningDispatcher(Dispatcher(pool: fixture.pool, directory: TestDirectory(transports: ["ios": transport]),
-                                                configuration: configuration("node-a", clock: clock)))
+                                                configuration: configuration))
         let status = try await fixture.waitForFinal(key)
         await node.stop()
         return status
@@ -77,7 +80,11 @@ struct TimingFanOutTests {
             clock.advance(60)
         }
         // N + 1: over the cap, counted `capped`, nothing sent; the message still completes.
-        let fourth = try await Self.send(fixture, campaign, clock: clock, transport: transport)
+        let registry = MetricsRegistry()
+        let fourth = try await Self.send(fixture, campaign, clock: clock, transport: transport,
+                                         metrics: DeliveryMetrics(registry: registry))
+        #expect(await registry.exposition().contains(
+            "clarion_deliveries_total{platform=\"APNS\",application=\"ios\",outcome=\"capped\"} 60\n"))
         #expect(fourth.state == .completed)
         #expect(fourth.counters.capped == 60 && fourth.counters.sent == 0 && fourth.counters.targeted == 60)
         #expect(transport.sendCount == 180)
