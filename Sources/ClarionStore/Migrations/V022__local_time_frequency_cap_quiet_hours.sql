@@ -29,7 +29,7 @@ ALTER TABLE fanout_shards ADD COLUMN deferred bigint NOT NULL DEFAULT 0;
 ALTER TABLE fanout_shards ADD COLUMN quiet_skipped bigint NOT NULL DEFAULT 0;
 
 -- The cap's history: one row per endpoint with the (message, time) pairs of its capped-kind pushes still inside
--- the longest window any app uses. One set-based statement per page of targets (`FanOutJobs.admitCapped`) prunes
+-- its app's window. One set-based statement per page of targets (`FanOutJobs.admitCapped`) prunes
 -- and appends under the row lock ON CONFLICT takes, so two nodes sending two campaigns to one endpoint at once
 -- cannot both take its last slot; a message already recorded for the endpoint is admitted again (a shard resumed
 -- after a crash re-reads its page). No foreign key (as `fanout_shards`, schema v9): a statement-level trigger forgets
