@@ -6,7 +6,8 @@ One `clarion serve` on PostgreSQL and a standalone emulator. Endpoints get their
 and UTC for the endpoints without a zone), each due at that zone's next local time; the UTC unit is released when
 due and reaches only the endpoints without a zone (the emulator's own records). The mobile app's cap (1 per hour)
 then caps the next campaign push for those endpoints (`capped` in GET /v1/messages/{id} and the campaign report),
-while a transactional publish is exempt. The other zones' units, hours ahead, are cancelled at the end."""
+while a transactional publish is exempt. A user target's devices are scheduled each at its own zone's local time
+(an endpoint target is refused). The other units, hours ahead, are cancelled at the end."""
 import json
 import os
 import shutil
@@ -167,8 +168,30 @@ def test_time_zones_local_send_and_frequency_cap():
             code, report = call(node.url + "/v1/campaigns/local-e2e/report", "GET", headers=bearer)
             assert code == 200 and report["deliveries"]["capped"] == 2, report
 
-            for zone in ["Asia/Tokyo", "America/Los_Angeles"]:
-                code, cancelled = call(node.url + f"/v1/messages/{units[zone]['id']}/cancel", "POST", headers=bearer)
+            # A user target: each of the user's devices is one message, scheduled at its own device's local time;
+            # an endpoint target is refused (stored by reference, its zone unknown).
+            for n, zone in enumerate(["Asia/Tokyo", None]):
+                body = {"token": f"fcm-local-alice-{n}", "user_id": "alice"}
+                if zone:
+                    body["time_zone"] = zone
+                assert call(endpoints, "POST", body, bearer)[0] == 201
+            now = datetime.now(timezone.utc)
+            status, answer = call(publish, "POST", {
+                "targets": [{"user": {"app": "GCM:local-android", "user_id": "alice"}}], "message": "hi alice",
+                "send_at_local": "07:30", "fallback_time_zone": "America/Los_Angeles"}, bearer)
+            assert status == 202 and len(answer["messages"]) == 2, answer
+            alice = [m["id"] for m in answer["messages"]]
+            assert sorted(m["time_zone"] for m in answer["messages"]) == ["America/Los_Angeles", "Asia/Tokyo"], answer
+            for m in answer["messages"]:
+                due = datetime.fromisoformat(m["send_at"].replace("Z", "+00:00"))
+                assert m["state"] == "Scheduled" and abs((due - next_local("07:30", m["time_zone"], now)).total_seconds()) < 2, m
+                assert state(m["id"])["state"] == "Scheduled"
+            status, answer = call(publish, "POST", {"targets": [{"endpoint": first["id"]}], "message": "x",
+                                                    "send_at_local": "07:30"}, bearer)
+            assert status == 400 and answer["error"]["field"] == "targets[0]", answer
+
+            for message in [units[z]["id"] for z in ["Asia/Tokyo", "America/Los_Angeles"]] + alice:
+                code, cancelled = call(node.url + f"/v1/messages/{message}/cancel", "POST", headers=bearer)
                 assert code == 200 and cancelled["state"] == "Cancelled", cancelled
         finally:
             node.stop()

@@ -166,9 +166,10 @@ package enum NativePublishRoutes {
                 if parsed.sendAt != nil {
                     throw JSONAPIError.invalidField("send_at_local", "Give 'send_at' or 'send_at_local', not both.")
                 }
-                if let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
-                    // The zones are planned from a topic's endpoints; a direct or user target has no fan-out to plan.
-                    throw JSONAPIError.invalidField(direct.path, "'send_at_local' plans a topic's fan-out per time zone: every target must be a topic.")
+                if let direct = parsed.targets.first(where: { $0.object["endpoint"] != nil }) {
+                    // A topic's fan-out is planned per zone, a user's devices are one message each (scheduled at each
+                    // device's local time); an endpoint target is stored by reference, its zone unknown until sent.
+                    throw JSONAPIError.invalidField(direct.path, "'send_at_local' takes topic and user targets: an endpoint target is not one of them.")
                 }
                 parsed.scheduleRequested = true
             }
@@ -338,8 +339,17 @@ package enum NativePublishRoutes {
                 }
                 // A user's disabled devices are skipped: publishing to a user reaches the devices that can receive.
                 for endpoint in found where endpoint.enabled {
-                    planned.append(Planned(targetIndex: index, message: new(.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))),
-                                           endpointID: endpoint.externalID, topicName: nil, field: user.path))
+                    let target = MessageTarget.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))
+                    if let local = body.timing.local {
+                        // `send_at_local`: each device's message is due at the local time of its own zone.
+                        let zone = body.timing.effectiveZoneName(endpoint.attributes[NativeEndpointRoutes.timeZoneAttribute])
+                        let at = local.next(after: now, in: TimeZoneName.zone(zone)!)
+                        planned.append(Planned(targetIndex: index, message: new(target, zoneSendAt: at), endpointID: endpoint.externalID,
+                                               topicName: nil, field: user.path, zone: zone, sendAt: at))
+                    } else {
+                        planned.append(Planned(targetIndex: index, message: new(target), endpointID: endpoint.externalID, topicName: nil,
+                                               field: user.path))
+                    }
                 }
             } else {
                 throw JSONAPIError.invalidField(target.path, "A target is one of {\"endpoint\": id}, {\"topic\": id}, {\"user\": {\"app\": id, \"user_id\": id}}.")
