@@ -229,6 +229,19 @@ BEGIN
 END $$;
 
 
+--
+-- Name: frequency_history_forget(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.frequency_history_forget() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM frequency_history h USING gone g WHERE h.endpoint = g.id;
+    RETURN NULL;
+END $$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -493,6 +506,9 @@ CREATE TABLE public.fanout_shards (
     planned_targets bigint DEFAULT 0 NOT NULL,
     filtered bigint DEFAULT 0 NOT NULL,
     held_out bigint DEFAULT 0 NOT NULL,
+    capped bigint DEFAULT 0 NOT NULL,
+    deferred bigint DEFAULT 0 NOT NULL,
+    quiet_skipped bigint DEFAULT 0 NOT NULL,
     CONSTRAINT fanout_shards_check CHECK (((lo <= checkpoint) AND (checkpoint <= hi))),
     CONSTRAINT fanout_shards_state_check CHECK ((state = ANY (ARRAY['ready'::text, 'leased'::text, 'done'::text])))
 );
@@ -509,6 +525,17 @@ ALTER TABLE public.fanout_shards ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+
+--
+-- Name: frequency_history; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.frequency_history (
+    endpoint bigint NOT NULL,
+    messages bigint[] NOT NULL,
+    sent_at timestamp with time zone[] NOT NULL
 );
 
 
@@ -644,7 +671,18 @@ CREATE TABLE public.mobile_apps (
     dry_run_validation boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     events_require_api_token boolean DEFAULT false NOT NULL,
-    events_require_api_token_for_user_change boolean DEFAULT true NOT NULL
+    events_require_api_token_for_user_change boolean DEFAULT true NOT NULL,
+    frequency_cap_max integer,
+    frequency_cap_window_seconds integer,
+    quiet_start_minute smallint,
+    quiet_end_minute smallint,
+    quiet_time_zone text,
+    CONSTRAINT mobile_apps_frequency_cap_check CHECK (((frequency_cap_max IS NULL) = (frequency_cap_window_seconds IS NULL))),
+    CONSTRAINT mobile_apps_frequency_cap_max_check CHECK (((frequency_cap_max >= 1) AND (frequency_cap_max <= 1000))),
+    CONSTRAINT mobile_apps_frequency_cap_window_seconds_check CHECK (((frequency_cap_window_seconds >= 60) AND (frequency_cap_window_seconds <= 2592000))),
+    CONSTRAINT mobile_apps_quiet_end_minute_check CHECK (((quiet_end_minute >= 0) AND (quiet_end_minute <= 1439))),
+    CONSTRAINT mobile_apps_quiet_hours_check CHECK (((((quiet_start_minute IS NULL) = (quiet_end_minute IS NULL)) AND (quiet_start_minute IS DISTINCT FROM quiet_end_minute)) OR (quiet_start_minute IS NULL))),
+    CONSTRAINT mobile_apps_quiet_start_minute_check CHECK (((quiet_start_minute >= 0) AND (quiet_start_minute <= 1439)))
 );
 
 
@@ -997,6 +1035,14 @@ ALTER TABLE ONLY public.events
 
 ALTER TABLE ONLY public.fanout_shards
     ADD CONSTRAINT fanout_shards_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: frequency_history frequency_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.frequency_history
+    ADD CONSTRAINT frequency_history_pkey PRIMARY KEY (endpoint);
 
 
 --
@@ -1411,6 +1457,13 @@ CREATE TRIGGER endpoints_created_events AFTER INSERT ON public.endpoints REFEREN
 --
 
 CREATE TRIGGER endpoints_deleted_events AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.clarion_endpoints_deleted();
+
+
+--
+-- Name: endpoints endpoints_forget_frequency_history; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER endpoints_forget_frequency_history AFTER DELETE ON public.endpoints REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.frequency_history_forget();
 
 
 --

@@ -56,6 +56,32 @@ struct DeliveryAccounting {
         effects.counters.heldOut += 1
     }
 
+    /// Over its app's frequency cap (schema v22): a target, counted `capped`, never sent.
+    mutating func recordCapped(_ facts: DeliveryFacts) {
+        effects.counters.targeted += 1
+        effects.counters.capped += 1
+        facts.counters?.capped.increment()
+    }
+
+    /// In its app's quiet hours with a `skip` campaign: a target, counted `quiet_skipped`, never sent.
+    mutating func recordQuietSkipped(_ facts: DeliveryFacts) {
+        effects.counters.targeted += 1
+        effects.counters.quietSkipped += 1
+        facts.counters?.quietSkipped.increment()
+    }
+
+    /// In its app's quiet hours with a `defer` campaign: a target, counted `deferred`, handed to the retry queue
+    /// due at the end of the quiet hours with no attempt used (the retry worker sends it as attempt 1 and counts
+    /// its outcome then; a TTL ending before that expires it).
+    mutating func recordDeferred(_ facts: DeliveryFacts, until: Date) {
+        effects.counters.targeted += 1
+        effects.counters.deferred += 1
+        effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt - 1, notBefore: until,
+                                             reason: Self.quietHoursReason))
+    }
+
+    static let quietHoursReason = "QuietHours"
+
     mutating func recordSkipped(targeted: Bool) {
         if targeted { effects.counters.targeted += 1 }
         effects.counters.skipped += 1

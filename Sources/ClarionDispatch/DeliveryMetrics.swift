@@ -10,14 +10,16 @@ import Synchronization
 /// `clarion_deliveries_total{platform,application,outcome}` counts each delivery once, at its final outcome:
 /// `accepted`, failures by class (`token_invalid`, `message_invalid`, `credentials_invalid`, `retryable` when the
 /// retries ran out, `rejected`), `expired`, `skipped_stale` and `skipped_disabled` (endpoints not sent to), and
-/// `filtered` (a subscription's filter policy did not match the message). `clarion_deliveries_sent_total` counts pushes handed to a provider (every attempt), and
+/// `filtered` (a subscription's filter policy did not match the message), `capped` (over the mobile app's frequency
+/// cap) and `quiet_skipped` (dropped by its quiet hours); a delivery quiet hours defer is counted at its outcome when
+/// it is sent. `clarion_deliveries_sent_total` counts pushes handed to a provider (every attempt), and
 /// `clarion_delivery_retries_total` each retry scheduled.
 ///
 /// The counters of one application are resolved once per lane (`counters(platform:application:)`, under a lock);
 /// the delivery path then only adds to atomics.
 public final class DeliveryMetrics: Sendable {
     public static let outcomes = ["accepted", "token_invalid", "message_invalid", "credentials_invalid", "retryable",
-                                  "rejected", "expired", "skipped_stale", "skipped_disabled", "filtered"]
+                                  "rejected", "expired", "skipped_stale", "skipped_disabled", "filtered", "capped", "quiet_skipped"]
 
     let deliveries: CounterFamily
     let sent: CounterFamily
@@ -97,6 +99,9 @@ public final class ApplicationDeliveryCounters: Sendable, Hashable {
     let skippedDisabled: Counter
     /// A subscriber whose filter policy does not match the message (not sent, not a failure).
     public let filtered: Counter
+    /// Over the mobile app's frequency cap; dropped by its quiet hours (schema v22).
+    let capped: Counter
+    let quietSkipped: Counter
 
     init(metrics: DeliveryMetrics, platform: String, application: String) {
         func outcome(_ name: String) -> Counter { metrics.deliveries.labels(platform, application, name) }
@@ -112,6 +117,8 @@ public final class ApplicationDeliveryCounters: Sendable, Hashable {
         skippedStale = outcome("skipped_stale")
         skippedDisabled = outcome("skipped_disabled")
         filtered = outcome("filtered")
+        capped = outcome("capped")
+        quietSkipped = outcome("quiet_skipped")
     }
 
     /// A final failure, by class.

@@ -27,6 +27,20 @@ final class ShardWorker {
         var otherVariant = false
         /// A campaign variant's message: the endpoint is in the holdout, counted `held_out`, not sent.
         var heldOut = false
+        /// What the message's timing (`Clarion.Timing`) decided for this delivery; nil: send now.
+        var timing: TimingDecision? = nil
+    }
+
+    /// A delivery's fate under its message's `Clarion.Timing` and its app's cap and quiet hours (schema v22).
+    enum TimingDecision: Equatable {
+        /// A `send_at_local` message of another zone: that zone's message counts and sends it (uncounted here).
+        case otherZone
+        /// Over the app's frequency cap: counted `capped`, not sent.
+        case capped
+        /// In quiet hours, `skip`: counted `quiet_skipped`, not sent.
+        case quietSkipped
+        /// In quiet hours, `defer`: counted `deferred`, sent by the retry queue at `until`.
+        case deferred(until: Date)
     }
 
     let claim: ShardClaim
@@ -60,6 +74,10 @@ final class ShardWorker {
     private var filters: SubscriptionFilters?
     /// A campaign variant's message (`Clarion.Variant`): which endpoints it sends to.
     private var split: VariantSplit?
+    /// `Clarion.Timing` of the message (local-time zone, cap, quiet hours), and the decisions for the current page
+    /// by target key (made once per page: `decideTiming`).
+    private var timing: CampaignTiming?
+    private var timingDecisions: [Int64: TimingDecision] = [:]
     /// A paced message (`"pace"`): sends are taken from the budget all nodes share (`FanOutJobs.takePaceBudget`);
     /// `paceTokens` were granted and not used yet, and the next ask is not before `nextPaceAsk`.
     private var paced = false
@@ -107,7 +125,9 @@ final class ShardWorker {
         let job = try await context.jobs.message(claim.message)
         let content = MessageContent(job)
         filters = SubscriptionFilters(job: job)
-        split = VariantSplit.parse(MessageContent.attributes(json: job.attributesJSON)[VariantSplit.attributeName])
+        let reserved = MessageContent.attributes(json: job.attributesJSON)
+        split = VariantSplit.parse(reserved[VariantSplit.attributeName])
+        timing = CampaignTiming.parse(reserved[CampaignTiming.attributeName])
         paced = job.paced
         let staleBefore = configuration.staleAfter.map { configuration.now().addingTimeInterval(-$0) }
         var page: [ShardTarget] = []
@@ -158,6 +178,7 @@ final class ShardWorker {
                         let laneStart = clock.now
                         try await context.lanes(for: page.map(\.application), content: content, into: &lanes)
                         timings.laneSeconds += DispatcherTimings.seconds(laneStart.duration(to: clock.now))
+                        if timing != nil { try await decideTiming(page, message: job.key) }
                     }
                     let target = page[index]
                     index += 1
@@ -255,7 +276,71 @@ final class ShardWorker {
 
     // MARK: Stream -> window
 
+    /// Decides a page's deliveries under the message's timing, before any is sent: the zone of a `send_at_local`
+    /// message, then quiet hours (`skip` first: a dropped push does not use the cap), then the cap, with one
+    /// statement per application of the page (`FanOutJobs.admitCapped`), never one per endpoint; admitted
+    /// deliveries in quiet hours are deferred. Only deliveries `enqueue` would send are considered, so a filtered,
+    /// disabled or held-out endpoint never uses up its cap.
+    private func decideTiming(_ page: [ShardTarget], message: Int64) async throws(StoreError) {
+        timingDecisions.removeAll(keepingCapacity: true)
+        guard let timing else { return }
+        let now = configuration.now()
+        var capCandidates: [Int64: [Int64]] = [:]
+        var quietUntil: [Int64: Date] = [:]
+        for target in page {
+            let zoneName = timing.effectiveZoneName(target.timeZone)
+            if let zone = timing.zone, zone != zoneName {
+                timingDecisions[target.key] = .otherZone
+                continue
+            }
+            if let split {
+                guard case .variant(let chosen) = split.choose(endpointKey: target.endpoint), chosen == split.index else { continue }
+            }
+            if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false { continue }
+            guard target.enabled, !target.stale, let lane = lanes[target.application], lane.unsent == nil else { continue }
+            let application = lane.application
+            if let mode = timing.quiet, let quiet = application.quietHours {
+                let zone = TimeZoneName.zone(target.timeZone ?? "")
+                    ?? timing.fallback.flatMap(TimeZoneName.zone)
+                    ?? application.quietTimeZone.flatMap(TimeZoneName.zone)
+                    ?? TimeZone(identifier: "UTC")!
+                if let until = quiet.release(at: now, in: zone) {
+                    if mode == .skip {
+                        timingDecisions[target.key] = .quietSkipped
+                        continue
+                    }
+                    quietUntil[target.key] = until
+                }
+            }
+            if timing.cap, application.frequencyCap != nil {
+                capCandidates[target.application, default: []].append(target.endpoint)
+            } else if let until = quietUntil[target.key] {
+                timingDecisions[target.key] = .deferred(until: until)
+            }
+        }
+        guard !capCandidates.isEmpty else { return }
+        for (application, endpoints) in capCandidates {
+            guard let cap = lanes[application]?.application.frequencyCap else { continue }
+            let admitted = try await context.jobs.admitCapped(message: message, endpoints: endpoints, cap: cap, now: now)
+            let asked = Set(endpoints)
+            for target in page where target.application == application && asked.contains(target.endpoint)
+                && timingDecisions[target.key] == nil {
+                if !admitted.contains(target.endpoint) {
+                    timingDecisions[target.key] = .capped
+                } else if let until = quietUntil[target.key] {
+                    timingDecisions[target.key] = .deferred(until: until)
+                }
+            }
+        }
+    }
+
     private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
+        let decision = timingDecisions[target.key]
+        if decision == .otherZone {
+            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, otherVariant: true))
+            window.complete(sequence, .expired, sent: false)
+            return
+        }
         // A campaign variant's message decides first: an endpoint of another variant is that message's target, not
         // this one's (uncounted here); one in the holdout is counted `held_out` by its variant's message.
         if let split {
@@ -289,6 +374,13 @@ final class ShardWorker {
             endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
             expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate,
             counters: lane.counters)
+        if let decision {
+            // Counted in `popCompleted` (`capped`, `quiet_skipped`, or `deferred` with a retry due at the end of the
+            // quiet hours); nothing goes to the provider now.
+            let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false, timing: decision))
+            window.complete(sequence, .expired, sent: false)
+            return
+        }
         let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
         if let unsent = lane.unsent {
             window.complete(sequence, unsent, sent: false)
@@ -422,6 +514,13 @@ final class ShardWorker {
                 // Another variant's message counts this endpoint.
             } else if entry.heldOut {
                 accounting.recordHeldOut()
+            } else if let decision = entry.timing, let facts = entry.facts {
+                switch decision {
+                case .capped: accounting.recordCapped(facts)
+                case .quietSkipped: accounting.recordQuietSkipped(facts)
+                case .deferred(let until): accounting.recordDeferred(facts, until: until)
+                case .otherZone: break
+                }
             } else if entry.filtered {
                 accounting.recordFiltered()
             } else if entry.skipped {

@@ -103,7 +103,7 @@ def test_a_known_workload_moves_each_counter_by_exactly_its_share(stack):
     assert delta("clarion_deliveries", "clarion_deliveries_total", outcome="accepted") == 5, after_text
     assert delta("clarion_deliveries", "clarion_deliveries_total", outcome="token_invalid") == 1, after_text
     for outcome in ("message_invalid", "credentials_invalid", "retryable", "rejected", "expired", "skipped_stale",
-                    "skipped_disabled", "filtered"):
+                    "skipped_disabled", "filtered", "capped", "quiet_skipped"):
         assert delta("clarion_deliveries", "clarion_deliveries_total", outcome=outcome) == 0, outcome
     assert delta("clarion_deliveries_sent", "clarion_deliveries_sent_total") == 6
     assert delta("clarion_delivery_retries", "clarion_delivery_retries_total") == 0

@@ -127,6 +127,10 @@ public enum PublishNamespaceRequest: Sendable, Hashable {
     public static func parse(_ body: JSONObject, attributes: [String: MessageAttributeValue] = [:])
         throws(JSONAPIError) -> PublishNamespaceRequest?
     {
+        if attributes[CampaignTiming.attributeName] != nil {
+            let field = "attributes.\(CampaignTiming.attributeName)"
+            throw JSONAPIError.invalidField(field, "The attribute '\(CampaignTiming.attributeName)' is reserved; use 'send_at_local', 'fallback_time_zone', 'frequency_cap' and 'quiet_hours'.")
+        }
         if attributes[VariantSplit.attributeName] != nil {
             let field = "attributes.\(VariantSplit.attributeName)"
             throw JSONAPIError.invalidField(field, "The attribute '\(VariantSplit.attributeName)' is reserved; use 'variants' and 'holdout'.")

@@ -157,13 +157,15 @@ enum NativeEndpointRoutes {
         ("device_manufacturer", "DeviceManufacturer"), ("device_model", "DeviceModel"),
     ]
     static let userIDLimit = 256
+    /// Every field a create or PATCH takes (the OpenAPI document's `EndpointCreate` lists exactly these).
+    static let acceptedFields = Set(["token", "enabled", "custom_user_data", "user_id", "time_zone"] + deviceFields.map(\.field))
 
     static func register(on routes: inout Router, context c: NativeAPIContext) {
         routes.add(.post, "/v1/applications/{id}/endpoints", errorFormat: .json, .json { request throws(JSONAPIError) in
             let caller = try await c.caller(request)
             let application = try await c.application(request.pathParameters["id"] ?? "", caller, field: "id")
             let body = try NativeFields.body(request)
-            try body.allowOnly(Set(["token", "enabled", "custom_user_data", "user_id"] + deviceFields.map(\.field)))
+            try body.allowOnly(acceptedFields)
             let token = try NativeRules.token(try body.requiredString("token"), platform: application.platform)
             var new = NewEndpoint(applicationKey: application.key, token: token)
             new.customUserData = try body.string("custom_user_data")
@@ -177,6 +179,7 @@ enum NativeEndpointRoutes {
             for (field, attribute) in deviceFields {
                 if let value = try body.string(field, maxBytes: 256) { facts[attribute] = value }
             }
+            if let zone = try timeZone(body) { facts[timeZoneAttribute] = zone }
             let creation: EndpointCreation
             do throws(StoreError) {
                 creation = try await c.endpoints.create(new, externalID: c.makeID())
@@ -224,7 +227,7 @@ enum NativeEndpointRoutes {
             let caller = try await c.caller(request)
             let record = try await c.endpoint(request.pathParameters["id"] ?? "", caller, field: "id")
             let body = try NativeFields.body(request)
-            try body.allowOnly(Set(["token", "enabled", "custom_user_data", "user_id"] + deviceFields.map(\.field)))
+            try body.allowOnly(acceptedFields)
             var changes = EndpointChanges()
             if let token = try body.string("token") { changes.token = try NativeRules.token(token, platform: record.platform) }
             changes.enabled = try body.bool("enabled")
@@ -237,6 +240,7 @@ enum NativeEndpointRoutes {
             for (field, attribute) in deviceFields {
                 if let value = try body.string(field, maxBytes: 256) { changes.attributes[attribute] = value }
             }
+            if let zone = try timeZone(body) { changes.attributes[timeZoneAttribute] = zone }
             do throws(StoreError) {
                 let updated = try await c.endpoints.update(externalID: record.externalID, changes)
                 return NativeResponse.json(render(updated, caller))
@@ -266,6 +270,17 @@ enum NativeEndpointRoutes {
         })
     }
 
+    /// The endpoint's IANA time zone (`time_zone`; schema v22): the `TimeZone` entry of its attribute map, which
+    /// the dispatcher reads for `send_at_local` and quiet hours and SNS's GetEndpointAttributes shows.
+    static let timeZoneAttribute = "TimeZone"
+
+    /// `time_zone`, checked with Foundation's `TimeZone(identifier:)` (ClarionCore `TimeZoneName`); nil when absent.
+    static func timeZone(_ body: NativeFields) throws(JSONAPIError) -> String? {
+        guard let name = try body.string("time_zone", maxBytes: TimeZoneName.maximumLength + 1) else { return nil }
+        guard TimeZoneName.zone(name) != nil else { throw LocalTimingRequest.invalidZone("time_zone", name) }
+        return name
+    }
+
     static func checkedUserID(_ user: String?) throws(JSONAPIError) -> String? {
         if let user, user.isEmpty { throw JSONAPIError.invalidField("user_id", "The field 'user_id' must not be empty; use null to clear it.") }
         return user
@@ -284,6 +299,7 @@ enum NativeEndpointRoutes {
             ("user_id", NativeResponse.text(record.userID)),
         ])
         for (field, attribute) in deviceFields { object[field] = NativeResponse.text(record.attributes[attribute]) }
+        object["time_zone"] = NativeResponse.text(record.attributes[timeZoneAttribute])
         object["created_at"] = NativeResponse.time(record.createdAt)
         object["updated_at"] = NativeResponse.time(record.updatedAt)
         return .object(object)

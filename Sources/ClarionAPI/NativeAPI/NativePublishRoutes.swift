@@ -25,6 +25,9 @@ package enum NativePublishRoutes {
         let field: String
         /// The campaign variant this message sends (`"variants"`), by name.
         var variant: String? = nil
+        /// A `send_at_local` message: the zone it serves and when it is due there.
+        var zone: String? = nil
+        var sendAt: Date? = nil
     }
 
     static func register(on routes: inout Router, context c: NativeAPIContext) {
@@ -114,11 +117,14 @@ package enum NativePublishRoutes {
         package var pace: MessagePace? = nil
         /// `variants` and `holdout` of a campaign publish: one message per variant and topic.
         package var variants: CampaignVariants? = nil
+        /// `send_at_local`, `fallback_time_zone`, `frequency_cap`, `quiet_hours` (docs/api.md, "Local-time sends,
+        /// frequency capping and quiet hours"): what the stored messages' `Clarion.Timing` says; empty: nothing.
+        package var timing = CampaignTiming()
 
         package static func parse(_ request: HTTPRequest) throws(JSONAPIError) -> PublishBody {
             let body = try NativeFields.body(request)
             try body.allowOnly(["targets", "message", "attributes", "ttl", "campaign", "namespace", "send_at", "pace",
-                                "variants", "holdout"])
+                                "variants", "holdout", "send_at_local", "fallback_time_zone", "frequency_cap", "quiet_hours"])
             let hasCampaign = body.object["campaign"].map { $0 != .null } ?? false
             let variants = try CampaignVariants.parse(body.object, hasCampaign: hasCampaign) { (value, field) throws(JSONAPIError) in
                 let (text, structure) = try messageText(value, field: field)
@@ -155,6 +161,18 @@ package enum NativePublishRoutes {
             parsed.scheduleRequested = parsed.sendAt != nil
             parsed.pace = try PublishPace.parse(body.object["pace"])
             parsed.variants = variants
+            parsed.timing = try LocalTimingRequest.parse(body, isCampaign: hasCampaign)
+            if parsed.timing.local != nil {
+                if parsed.sendAt != nil {
+                    throw JSONAPIError.invalidField("send_at_local", "Give 'send_at' or 'send_at_local', not both.")
+                }
+                if let direct = parsed.targets.first(where: { $0.object["endpoint"] != nil }) {
+                    // A topic's fan-out is planned per zone, a user's devices are one message each (scheduled at each
+                    // device's local time); an endpoint target is stored by reference, its zone unknown until sent.
+                    throw JSONAPIError.invalidField(direct.path, "'send_at_local' takes topic and user targets: an endpoint target is not one of them.")
+                }
+                parsed.scheduleRequested = true
+            }
             if variants != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
                 // The split is made per endpoint in the topic's fan-out; a direct publish has no audience to split.
                 throw JSONAPIError.invalidField(direct.path, "'variants' and 'holdout' split a topic's audience: every target must be a topic.")
@@ -197,13 +215,20 @@ package enum NativePublishRoutes {
                     throw messageError(error, prefix: "variants[\(number)].message")
                 }
             }
-            func new(_ target: MessageTarget, variant: Int? = nil) -> NewMessage {
+            func new(_ target: MessageTarget, variant: Int? = nil, zone: String? = nil, zoneSendAt: Date? = nil) -> NewMessage {
                 let id = c.makeID()
                 var stored = attributesJSON
+                var timing = body.timing
+                timing.zone = zone
+                var timed = attributes
+                if !timing.isEmpty {
+                    timed[CampaignTiming.attributeName] = timing.attributeValue()
+                    stored = storedAttributes(timed)
+                }
                 var (messageText, messageStructure) = (text, structure)
                 if let namespace {
                     // Each message carries its own id in the namespace (stable across retries).
-                    var marked = attributes
+                    var marked = timed
                     if let variant, let variants = body.variants, let campaign = namespace.campaignID {
                         let chosen = variants.variants[variant]
                         (messageText, messageStructure) = (chosen.text, chosen.structure)
@@ -214,8 +239,11 @@ package enum NativePublishRoutes {
                     }
                     stored = storedAttributes(marked)
                 }
+                // A zone's message is due at that zone's local time; its TTL counts from then.
+                let due = zoneSendAt ?? sendAt
+                let expires = zoneSendAt.flatMap { at in body.ttl.flatMap { $0 > 0 ? at.addingTimeInterval(TimeInterval($0)) : nil } } ?? expiresAt
                 return NewMessage(externalID: id, accountKey: caller.accountKey, target: target, message: messageText,
-                                  structure: messageStructure?.rawValue, attributesJSON: stored, expiresAt: expiresAt, sendAt: sendAt,
+                                  structure: messageStructure?.rawValue, attributesJSON: stored, expiresAt: expires, sendAt: due,
                                   pace: body.pace)
             }
             if let id = try target.string("endpoint"), id.hasPrefix("arn:") {
@@ -260,11 +288,33 @@ package enum NativePublishRoutes {
             } else if let id = try target.string("topic") {
                 let topic = try await c.topic(id, caller, field: target.name("topic"))
                 let topicTarget = MessageTarget.topic(key: topic.key, arn: NativeID.topicARN(topic.name, caller))
+                // `send_at_local`: one message per zone among the topic's endpoints (and per variant), each due at that
+                // zone's next local time; without it, one zone of nil (every endpoint, at `send_at` or now).
+                var zones: [(name: String?, at: Date?)] = [(nil, nil)]
+                if let local = body.timing.local {
+                    let names: [String]
+                    do throws(StoreError) {
+                        names = try await c.jobs.endpointZones(topicKey: topic.key, fallback: body.timing.effectiveZoneName(nil))
+                    } catch {
+                        throw JSONAPIError.store(error)
+                    }
+                    zones = names.map { name in (name, local.next(after: now, in: TimeZoneName.zone(name)!)) }
+                    if zones.isEmpty { zones = [(body.timing.effectiveZoneName(nil), local.next(after: now, in: TimeZoneName.zone(body.timing.effectiveZoneName(nil))!))] }
+                }
                 if let variants = body.variants {
                     // One message per variant: each is rendered once per platform and sends only to its endpoints.
-                    for (number, variant) in variants.variants.enumerated() {
-                        planned.append(Planned(targetIndex: index, message: new(topicTarget, variant: number), endpointID: nil,
-                                               topicName: topic.name, field: target.name("topic"), variant: variant.name))
+                    for zone in zones {
+                        for (number, variant) in variants.variants.enumerated() {
+                            planned.append(Planned(targetIndex: index, message: new(topicTarget, variant: number, zone: zone.name, zoneSendAt: zone.at),
+                                                   endpointID: nil, topicName: topic.name, field: target.name("topic"), variant: variant.name,
+                                                   zone: zone.name, sendAt: zone.at))
+                        }
+                    }
+                } else if body.timing.local != nil {
+                    for zone in zones {
+                        planned.append(Planned(targetIndex: index, message: new(topicTarget, zone: zone.name, zoneSendAt: zone.at),
+                                               endpointID: nil, topicName: topic.name, field: target.name("topic"),
+                                               zone: zone.name, sendAt: zone.at))
                     }
                 } else {
                     planned.append(Planned(targetIndex: index, message: new(topicTarget), endpointID: nil, topicName: topic.name,
@@ -289,8 +339,17 @@ package enum NativePublishRoutes {
                 }
                 // A user's disabled devices are skipped: publishing to a user reaches the devices that can receive.
                 for endpoint in found where endpoint.enabled {
-                    planned.append(Planned(targetIndex: index, message: new(.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))),
-                                           endpointID: endpoint.externalID, topicName: nil, field: user.path))
+                    let target = MessageTarget.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))
+                    if let local = body.timing.local {
+                        // `send_at_local`: each device's message is due at the local time of its own zone.
+                        let zone = body.timing.effectiveZoneName(endpoint.attributes[NativeEndpointRoutes.timeZoneAttribute])
+                        let at = local.next(after: now, in: TimeZoneName.zone(zone)!)
+                        planned.append(Planned(targetIndex: index, message: new(target, zoneSendAt: at), endpointID: endpoint.externalID,
+                                               topicName: nil, field: user.path, zone: zone, sendAt: at))
+                    } else {
+                        planned.append(Planned(targetIndex: index, message: new(target), endpointID: endpoint.externalID, topicName: nil,
+                                               field: user.path))
+                    }
                 }
             } else {
                 throw JSONAPIError.invalidField(target.path, "A target is one of {\"endpoint\": id}, {\"topic\": id}, {\"user\": {\"app\": id, \"user_id\": id}}.")
@@ -320,9 +379,11 @@ package enum NativePublishRoutes {
                 if let topic = plan.topicName { item["topic"] = .string(topic) }
                 if let variant = plan.variant { item["variant"] = .string(variant) }
                 if prepared.scheduleRequested {
-                    item["state"] = .string(prepared.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
-                    item["send_at"] = NativeResponse.time(prepared.sendAt)
+                    let due = plan.sendAt ?? prepared.sendAt
+                    item["state"] = .string(due == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
+                    item["send_at"] = NativeResponse.time(due)
                 }
+                if let zone = plan.zone { item["time_zone"] = .string(zone) }
                 items.append(.object(item))
             case .failure(let error):
                 let refusal = storeRefusal(error, field: plan.field)
@@ -357,7 +418,8 @@ package enum NativePublishRoutes {
                 "targeted": number(counters.targeted), "sent": number(counters.sent), "accepted": number(counters.accepted),
                 "failed": number(counters.failed), "retried": number(counters.retried), "skipped": number(counters.skipped),
                 "expired": number(counters.expired), "filtered": number(counters.filtered),
-                "held_out": number(counters.heldOut),
+                "held_out": number(counters.heldOut), "capped": number(counters.capped),
+                "deferred": number(counters.deferred), "quiet_skipped": number(counters.quietSkipped),
             ],
             "failures_by_reason": .object(failures),
             "pending_retries": number(status.pendingRetries),

@@ -56,3 +56,40 @@ package enum PublishPace {
         throw JSONAPIError.invalidField(field, shape)
     }
 }
+
+/// `send_at_local`, `fallback_time_zone`, `frequency_cap` and `quiet_hours` of a publish (docs/api.md, "Local-time
+/// sends, frequency capping and quiet hours"), read into the `Clarion.Timing` its messages carry.
+///
+/// A campaign publish (`"campaign"`) is capped and defers in quiet hours unless it says otherwise; any other
+/// publish is transactional: exempt from both unless it opts in (`"frequency_cap": true`, `"quiet_hours": "defer"`
+/// or `"skip"`).
+package enum LocalTimingRequest {
+    package static func parse(_ body: NativeFields, isCampaign: Bool) throws(JSONAPIError) -> CampaignTiming {
+        var timing = CampaignTiming()
+        if let text = try body.string("send_at_local") {
+            guard let local = LocalClockTime(text) else {
+                throw JSONAPIError.invalidField("send_at_local", "The field 'send_at_local' must be a local time \"HH:MM\" (00:00 to 23:59), such as \"09:00\".")
+            }
+            timing.local = local
+        }
+        if let name = try body.string("fallback_time_zone") {
+            guard TimeZoneName.zone(name) != nil else { throw invalidZone("fallback_time_zone", name) }
+            timing.fallback = name
+        }
+        timing.cap = try body.bool("frequency_cap") ?? isCampaign
+        switch try body.string("quiet_hours") {
+        case nil: timing.quiet = isCampaign ? .defer_ : nil
+        case "defer": timing.quiet = .defer_
+        case "skip": timing.quiet = .skip
+        case "ignore": timing.quiet = nil
+        default:
+            throw JSONAPIError.invalidField("quiet_hours", "The field 'quiet_hours' must be \"defer\", \"skip\" or \"ignore\".")
+        }
+        return timing
+    }
+
+    /// The error for a zone name Foundation does not know (or an abbreviation or offset, which are refused).
+    package static func invalidZone(_ field: String, _ name: String) -> JSONAPIError {
+        JSONAPIError.invalidField(field, "The field '\(field)' must be an IANA time zone name such as \"Europe/Berlin\" or \"UTC\"; '\(name.prefix(64))' is not one.")
+    }
+}

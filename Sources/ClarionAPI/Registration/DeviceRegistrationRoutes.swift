@@ -153,9 +153,14 @@ package enum DeviceRegistrationRoutes {
             throw JSONAPIError.invalidField(item.name("FcmDeviceToken"),
                                             "Give either '\(item.name("ApnsDeviceToken"))' or '\(item.name("FcmDeviceToken"))', not both.")
         }
-        return Parsed(appID: app, apiToken: token, request: NewRegistrationRequest(
+        // `TimeZone` (Clarion's addition, schema v22): the device's IANA zone for `send_at_local` and quiet hours.
+        let zone = try item.string("TimeZone", maxLength: TimeZoneName.maximumLength + 1)
+        if let zone, TimeZoneName.zone(zone) == nil { throw LocalTimingRequest.invalidZone(item.name("TimeZone"), zone) }
+        var request = NewRegistrationRequest(
             id: makeID(), userID: user, platform: platform, deviceToken: device, callbackURL: callback?.url,
-            callbackHeaders: callback?.headers ?? [:]))
+            callbackHeaders: callback?.headers ?? [:])
+        request.timeZone = zone
+        return Parsed(appID: app, apiToken: token, request: request)
     }
 
     /// Stores the requests whose app and API token check out. The others are dropped without a trace (their ids

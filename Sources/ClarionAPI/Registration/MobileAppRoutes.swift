@@ -165,7 +165,14 @@ public struct MobileAppAdmin: Sendable {
                     ("firebase_project_id", app.firebaseProjectID.map(JSONValue.string) ?? .null),
                     ("dry_run_validation", .bool(app.dryRunValidation)),
                     ("events_require_api_token", .bool(app.eventsRequireAPIToken)),
-                    ("events_require_api_token_for_user_change", .bool(app.eventsRequireAPITokenForUserChange))])
+                    ("events_require_api_token_for_user_change", .bool(app.eventsRequireAPITokenForUserChange)),
+                    ("frequency_cap", app.frequencyCap.map { cap in
+                        .object(JSONObject([("max", .number(JSONNumber(cap.max))), ("window_seconds", .number(JSONNumber(cap.windowSeconds)))]))
+                    } ?? .null),
+                    ("quiet_hours", app.quietHours.map { quiet in
+                        .object(JSONObject([("start", .string(quiet.start.description)), ("end", .string(quiet.end.description)),
+                                            ("time_zone", app.quietTimeZone.map(JSONValue.string) ?? .null)]))
+                    } ?? .null)])
     }
 }
 
@@ -175,7 +182,47 @@ public struct MobileAppAdmin: Sendable {
 enum MobileAppRoutes {
     /// What `PATCH /v1/mobile-apps/{id}` changes. Unknown members are refused, so a misspelt security setting is
     /// an error rather than silently ignored.
-    static let settable: Set<String> = ["dry_run_validation", "events_require_api_token", "events_require_api_token_for_user_change"]
+    static let settable: Set<String> = ["dry_run_validation", "events_require_api_token", "events_require_api_token_for_user_change",
+                                        "frequency_cap", "quiet_hours"]
+
+    /// `frequency_cap` (`{"max": 1-1000, "window_seconds": 60-2592000}`) and `quiet_hours` (`{"start": "HH:MM",
+    /// "end": "HH:MM", "time_zone"?: IANA name}`, start and end different) of a create or update, into `changes`;
+    /// `null` removes one (schema v22; docs/api.md, "Local-time sends, frequency capping and quiet hours").
+    static func timingChanges(_ body: JSONObject, into changes: inout MobileAppChanges) throws(JSONAPIError) {
+        if let value = body["frequency_cap"] {
+            let shape = "The field 'frequency_cap' must be null or {\"max\": 1 to 1000, \"window_seconds\": 60 to 2592000}."
+            if value == .null {
+                changes.frequencyCap = .some(nil)
+            } else {
+                guard let object = value.objectValue, object.count == 2, let max = object["max"]?.intValue,
+                      let window = object["window_seconds"]?.intValue, let cap = FrequencyCap(max: max, windowSeconds: window) else {
+                    throw JSONAPIError.invalidField("frequency_cap", shape)
+                }
+                changes.frequencyCap = .some(cap)
+            }
+        }
+        if let value = body["quiet_hours"] {
+            let shape = "The field 'quiet_hours' must be null or {\"start\": \"HH:MM\", \"end\": \"HH:MM\", \"time_zone\": an IANA name (optional)} with start and end different."
+            if value == .null {
+                changes.quietHours = .some(nil)
+            } else {
+                guard let object = value.objectValue, object.allSatisfy({ ["start", "end", "time_zone"].contains($0.key) }),
+                      let start = object["start"]?.stringValue.flatMap(LocalClockTime.init),
+                      let end = object["end"]?.stringValue.flatMap(LocalClockTime.init),
+                      let quiet = QuietHours(start: start, end: end) else {
+                    throw JSONAPIError.invalidField("quiet_hours", shape)
+                }
+                var zone: String?
+                if let zoneValue = object["time_zone"], zoneValue != .null {
+                    guard let name = zoneValue.stringValue, TimeZoneName.zone(name) != nil else {
+                        throw LocalTimingRequest.invalidZone("quiet_hours.time_zone", zoneValue.stringValue ?? zoneValue.jsonText)
+                    }
+                    zone = name
+                }
+                changes.quietHours = .some((quiet, zone))
+            }
+        }
+    }
 
     static func register(on router: inout Router, context c: RegistrationContext) {
         router.add(.post, "/v1/mobile-apps", maxBodyBytes: 64 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
@@ -187,11 +234,17 @@ enum MobileAppRoutes {
             let dryRun = try body.bool("dry_run_validation") ?? false
             let requireToken = try body.bool("events_require_api_token") ?? false
             let requireTokenForUserChange = try body.bool("events_require_api_token_for_user_change") ?? true
+            var timing = MobileAppChanges()
+            try timingChanges(body.object, into: &timing)
             do throws(MobileAppAdminError) {
                 let app = try await c.admin.createApp(
                     accountID: principal.accountID, name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
                     firebaseProjectID: project, dryRunValidation: dryRun, eventsRequireAPIToken: requireToken,
                     eventsRequireAPITokenForUserChange: requireTokenForUserChange)
+                if timing.frequencyCap != nil || timing.quietHours != nil {
+                    return .json(MobileAppAdmin.json(try await c.admin.updateApp(accountID: principal.accountID, app: app.externalID, timing)).encoded(),
+                                 status: 201)
+                }
                 return .json(MobileAppAdmin.json(app).encoded(), status: 201)
             } catch {
                 throw error.apiError
@@ -213,9 +266,10 @@ enum MobileAppRoutes {
             for member in body.object where !settable.contains(member.key) {
                 throw JSONAPIError.invalidField(member.key, "Unknown field '\(member.key)'; settable: \(settable.sorted().joined(separator: ", ")).")
             }
-            let changes = MobileAppChanges(dryRunValidation: try body.bool("dry_run_validation"),
+            var changes = MobileAppChanges(dryRunValidation: try body.bool("dry_run_validation"),
                                            eventsRequireAPIToken: try body.bool("events_require_api_token"),
                                            eventsRequireAPITokenForUserChange: try body.bool("events_require_api_token_for_user_change"))
+            try timingChanges(body.object, into: &changes)
             do throws(MobileAppAdminError) {
                 let app = try await c.admin.updateApp(accountID: principal.accountID, app: id, changes)
                 return .json(MobileAppAdmin.json(app).encoded(), status: 200)

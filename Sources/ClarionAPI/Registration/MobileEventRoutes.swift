@@ -63,10 +63,11 @@ enum MobileEventRoutes {
             }
             authenticated = true
         }
-        let report = MobileDeviceReport(
+        var report = MobileDeviceReport(
             userID: event.userID, token: event.registrationToken, appVersion: event.appVersion, language: event.language,
             osType: event.osType, osVersion: event.osVersion, manufacturer: event.manufacturer, model: event.model,
             refreshedAt: event.refreshedAt)
+        report.timeZone = event.timeZone
         let change: MobileDeviceChange
         do {
             change = try await c.devices.record(applicationKey: application, report,
@@ -183,6 +184,8 @@ package struct MobileEvent: Sendable, Equatable {
     var appID: String
     var appVersion: String
     package var language: String?
+    /// `app.time_zone`: an IANA name (schema v22), the endpoint's `TimeZone`.
+    package var timeZone: String? = nil
     package var osType: String
     var osVersion: String?
     var manufacturer: String?
@@ -225,6 +228,10 @@ package struct MobileEvent: Sendable, Equatable {
             }
             language = code.lowercased()
         }
+        let timeZone = try optionalString(app, "time_zone", path: "app.time_zone")
+        if let timeZone, TimeZoneName.zone(timeZone) == nil {
+            throw MobileEventError.type("app.time_zone", "an IANA time zone name such as Europe/Berlin")
+        }
         let os = try requiredObject(root, "os", path: "os")
         let osType = try requiredString(os, "type", path: "os.type")
         guard osTypes.contains(osType) else {
@@ -238,9 +245,11 @@ package struct MobileEvent: Sendable, Equatable {
         let project = try requiredString(firebase, "project_id", path: "firebase.project_id")
         let token = try requiredString(firebase, "registration_token", path: "firebase.registration_token")
         guard token.utf8.count <= 4096 else { throw MobileEventError.type("firebase.registration_token", "at most 4096 bytes") }
-        return MobileEvent(userID: userID, eventType: eventType, timestamp: timestamp, appID: appID, appVersion: appVersion,
-                           language: language, osType: osType, osVersion: osVersion, manufacturer: manufacturer, model: model,
-                           firebaseProjectID: project, registrationToken: token, refreshedAt: refreshedAt)
+        var event = MobileEvent(userID: userID, eventType: eventType, timestamp: timestamp, appID: appID, appVersion: appVersion,
+                                language: language, osType: osType, osVersion: osVersion, manufacturer: manufacturer, model: model,
+                                firebaseProjectID: project, registrationToken: token, refreshedAt: refreshedAt)
+        event.timeZone = timeZone
+        return event
     }
 
     static func requiredString(_ object: JSONObject, _ key: String, path: String) throws(MobileEventError) -> String {

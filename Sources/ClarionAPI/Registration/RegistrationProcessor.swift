@@ -152,9 +152,14 @@ public final class RegistrationProcessor: Sendable {
         guard r.deviceToken.utf8.count <= limit else { return (.failed, .deviceTokenTooLong) }
         guard let application else { return (.failed, .failedToStoreDevice) }
         do {
+            let zone = r.timeZone.map { [NativeEndpointRoutes.timeZoneAttribute: $0] } ?? [:]
             if let existing = try await endpoints.find(applicationKey: application, token: r.deviceToken) {
                 // The same device registering again for its user is a success; another user's device is not taken over.
-                return existing.userID == r.userID ? (.success, nil) : (.failed, .duplicateExists)
+                guard existing.userID == r.userID else { return (.failed, .duplicateExists) }
+                if let zone = r.timeZone, existing.attributes[NativeEndpointRoutes.timeZoneAttribute] != zone {
+                    _ = try await endpoints.update(externalID: existing.externalID, EndpointChanges(attributes: [NativeEndpointRoutes.timeZoneAttribute: zone]))
+                }
+                return (.success, nil)
             }
             if r.dryRunValidation, let validator {
                 let outcome = await validator.validate(applicationKey: application, token: r.deviceToken)
@@ -172,7 +177,7 @@ public final class RegistrationProcessor: Sendable {
                 }
             }
             let creation = try await endpoints.create(
-                NewEndpoint(applicationKey: application, token: r.deviceToken, userID: r.userID), externalID: UUID())
+                NewEndpoint(applicationKey: application, token: r.deviceToken, userID: r.userID, attributes: zone), externalID: UUID())
             switch creation {
             case .created, .existing: return (.success, nil)
             case .conflict: return (.failed, .duplicateExists)

@@ -1,10 +1,21 @@
+import ClarionCore
 import ClarionStore
 import Foundation
 
 /// CreatePlatformEndpoint, Get/SetEndpointAttributes, DeleteEndpoint, ListEndpointsByPlatformApplication
 /// (docs/providers.md C.8).
 enum EndpointActions {
-    static let attributeNames: Set<String> = ["Token", "Enabled", "CustomUserData"]
+    static let attributeNames: Set<String> = ["Token", "Enabled", "CustomUserData", timeZoneAttribute]
+    /// Clarion's own endpoint attribute (schema v22): the device's IANA time zone, for `send_at_local` and quiet hours.
+    static let timeZoneAttribute = "TimeZone"
+
+    static func checkedTimeZone(_ attributes: [String: String]) throws(SNSError) -> [String: String] {
+        guard let zone = attributes[timeZoneAttribute] else { return [:] }
+        guard TimeZoneName.zone(zone) != nil else {
+            throw SNSError.invalidParameter("Attributes", reason: "TimeZone must be an IANA time zone name such as Europe/Berlin")
+        }
+        return [timeZoneAttribute: zone]
+    }
     static let notFound = SNSError.notFound("Endpoint does not exist")
     static let customUserDataLimit = 2048
 
@@ -23,12 +34,20 @@ enum EndpointActions {
             }
             try checkCustomUserData(customUserData)
             let enabled = try attributes["Enabled"].map { (value) throws(SNSError) -> Bool in try SNSAttributes.bool("Enabled", value) }
+            // TimeZone is a device fact, not identity (as in the native API): written after SNS's same-token rule.
+            let zone = try checkedTimeZone(attributes)
             let new = NewEndpoint(applicationKey: app.key, token: token, customUserData: customUserData, enabled: enabled)
             let id = context.makeID()
             let outcome = try await store { () async throws(StoreError) in try await context.endpoints.create(new, externalID: id) }
             let arn = endpointARN(request, outcome.record)
             if case .conflict = outcome {
                 throw SNSError.invalidParameter("Token", reason: "Endpoint \(arn) already exists with the same Token, but different attributes.")
+            }
+            if !zone.isEmpty, outcome.record.attributes[timeZoneAttribute] != zone[timeZoneAttribute] {
+                let external = outcome.record.externalID
+                _ = try await store { () async throws(StoreError) in
+                    try await context.endpoints.update(externalID: external, EndpointChanges(attributes: zone))
+                }
             }
             return XMLResponse { $0.element("EndpointArn", arn) }
         }
@@ -42,7 +61,7 @@ enum EndpointActions {
             let record = try await endpoint(request, context)
             let attributes = try request.parameters.stringMap("Attributes")
             try SNSAttributes.requireKnown(attributes, attributeNames)
-            var changes = EndpointChanges()
+            var changes = EndpointChanges(attributes: try checkedTimeZone(attributes))
             if let token = attributes["Token"] { changes.token = try normalizedToken(token, platform: record.platform) }
             if let enabled = attributes["Enabled"] {
                 changes.enabled = try SNSAttributes.bool("Enabled", enabled)
@@ -104,6 +123,7 @@ enum EndpointActions {
     static func visibleAttributes(_ record: EndpointRecord) -> [String: String] {
         var out = ["Token": WebPushRules.shownToken(record.token, platform: record.platform), "Enabled": record.enabled ? "true" : "false"]
         if let data = record.customUserData { out["CustomUserData"] = data }
+        if let zone = record.attributes[timeZoneAttribute] { out[timeZoneAttribute] = zone }
         out.merge(PlatformApplicationActions.disabledAttributes(enabled: record.enabled, reason: record.disabledReason,
                                                                 at: record.disabledAt)) { $1 }
         return out

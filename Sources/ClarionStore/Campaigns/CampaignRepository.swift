@@ -163,10 +163,13 @@ public struct CampaignRepository: Sendable {
                 coalesce(sum(s.targeted), 0), coalesce(sum(s.sent), 0), coalesce(sum(s.accepted), 0),
                 coalesce(sum(s.failed), 0), coalesce(sum(s.skipped), 0), coalesce(sum(s.expired), 0),
                 coalesce(sum(s.planned_targets) FILTER (WHERE NOT EXISTS (
-                    SELECT 1 FROM messages vm WHERE vm.id = s.message AND vm.attributes ? 'Clarion.Variant')), 0) + (
+                    -- A variant's or a local-time zone's message plans the whole topic and sends to its part only.
+                    SELECT 1 FROM messages vm WHERE vm.id = s.message AND (vm.attributes ? 'Clarion.Variant'
+                        OR (vm.attributes->'Clarion.Timing'->>'StringValue')::jsonb ? 'zone'))), 0) + (
                     SELECT count(*) FROM messages m
                     WHERE NOT m.planned AND m.target_kind = 'endpoint' AND m.id IN (SELECT id FROM scope)),
-                coalesce(sum(s.filtered), 0), coalesce(sum(s.held_out), 0)
+                coalesce(sum(s.filtered), 0), coalesce(sum(s.held_out), 0), coalesce(sum(s.capped), 0),
+                coalesce(sum(s.deferred), 0), coalesce(sum(s.quiet_skipped), 0)
             FROM fanout_shards s WHERE s.message IN (SELECT id FROM scope)
             """, [key])
         guard let row = totals.first else { throw StoreError(.invalidData, "report totals returned nothing") }
@@ -181,6 +184,9 @@ public struct CampaignRepository: Sendable {
         report.expired = row.int64(7) ?? 0
         report.filtered = row.int64(9) ?? 0
         report.heldOut = row.int64(10) ?? 0
+        report.capped = row.int64(11) ?? 0
+        report.deferred = row.int64(12) ?? 0
+        report.quietSkipped = row.int64(13) ?? 0
 
         // Per variant (schema v21): a campaign variant's messages carry `Clarion.Variant`, which only Clarion writes
         // (the publish refuses it from a publisher). Each endpoint is counted by exactly one variant's message.

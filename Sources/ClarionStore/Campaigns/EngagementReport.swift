@@ -54,6 +54,12 @@ public struct EngagementReport: Sendable, Hashable {
     public var filtered: Int64 = 0
     /// Endpoints of a campaign's holdout: counted, never sent (schema v21).
     public var heldOut: Int64 = 0
+    /// Over the app's frequency cap: not sent (schema v22).
+    public var capped: Int64 = 0
+    /// Held by quiet hours and sent at their end (their outcomes are in `sent`, `accepted`, ... once sent).
+    public var deferred: Int64 = 0
+    /// Dropped by quiet hours (`"quiet_hours": "skip"`).
+    public var quietSkipped: Int64 = 0
     /// Per variant, in variant order; empty for a campaign without variants.
     public var variants: [VariantRow] = []
     public var failuresByReason: [String: Int64] = [:]
@@ -98,7 +104,8 @@ public struct EngagementReport: Sendable, Hashable {
         object["deliveries"] = .object(JSONObject([
             ("targeted", number(targeted)), ("sent", number(sent)), ("accepted", number(accepted)),
             ("failed", number(failed)), ("skipped", number(skipped)), ("expired", number(expired)),
-            ("filtered", number(filtered)), ("held_out", number(heldOut)),
+            ("filtered", number(filtered)), ("held_out", number(heldOut)), ("capped", number(capped)),
+            ("deferred", number(deferred)), ("quiet_skipped", number(quietSkipped)),
         ]))
         object["variants"] = .array(variants.map { v in
             .object(JSONObject([
@@ -143,6 +150,9 @@ public struct EngagementReport: Sendable, Hashable {
         if expired > 0 { rows.append(("Expired", String(expired))) }
         if filtered > 0 { rows.append(("Filtered", String(filtered))) }
         if heldOut > 0 { rows.append(("Held out", String(heldOut))) }
+        if capped > 0 { rows.append(("Capped", String(capped))) }
+        if deferred > 0 { rows.append(("Deferred", String(deferred))) }
+        if quietSkipped > 0 { rows.append(("Quiet-hours skipped", String(quietSkipped))) }
         rows.append(("Unique opens", String(uniqueOpens)))
         rows.append(("Open rate", openRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-"))
         if let p = timeToOpen {

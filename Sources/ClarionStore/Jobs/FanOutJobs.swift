@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 /// The fan-out job queue in PostgreSQL (docs/architecture.md, "The life of a publish", steps 3-6): plan, claim, stream targets,
@@ -328,7 +329,7 @@ public struct FanOutJobs: Sendable {
                 result = try c.query("""
                     SELECT s.id, e.id, e.application, e.token, e.enabled,
                         coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at),
-                        s.filter_policy::text, s.scope
+                        s.filter_policy::text, s.scope, e.attributes->>'TimeZone'
                     FROM (SELECT id, endpoint, filter_policy,
                               CASE WHEN filter_policy IS NOT NULL THEN attributes->>'FilterPolicyScope' END AS scope
                           FROM subscriptions
@@ -354,6 +355,7 @@ public struct FanOutJobs: Sendable {
                 if kind == .topic {
                     target.filterPolicy = row.string(7)
                     target.filterPolicyScope = row.string(8)
+                    target.timeZone = row.string(9)
                 }
                 out.append(target)
             }
@@ -372,15 +374,32 @@ public struct FanOutJobs: Sendable {
         guard !keys.isEmpty else { return [] }
         return try await pool.withConnection { (c) throws(StoreError) -> [DispatchApplication] in
             let result = try c.query("""
-                SELECT id, account, name, platform, enabled, disabled_reason, attributes::text, md5(credentials_sealed)
-                FROM platform_applications WHERE id = ANY($1::bigint[])
+                SELECT a.id, a.account, a.name, a.platform, a.enabled, a.disabled_reason, a.attributes::text,
+                    md5(a.credentials_sealed), m.frequency_cap_max, m.frequency_cap_window_seconds, m.quiet_start_minute,
+                    m.quiet_end_minute, m.quiet_time_zone
+                FROM platform_applications a
+                -- The mobile app the application belongs to (schema v22: its cap and quiet hours); the oldest when
+                -- several name it.
+                LEFT JOIN LATERAL (
+                    SELECT * FROM mobile_apps m
+                    WHERE m.apns_application = a.id OR m.fcm_application = a.id OR m.adm_application = a.id
+                    ORDER BY m.id LIMIT 1) m ON true
+                WHERE a.id = ANY($1::bigint[])
                 """, [PGArrayParameter(text: PGArrayLiteral.int64s(keys))])
             var out: [DispatchApplication] = []
             for row in result.rows {
-                out.append(DispatchApplication(
+                var application = DispatchApplication(
                     key: try row.requireInt64(0), account: try row.requireInt64(1), name: try row.requireString(2),
                     platform: try row.requireString(3), enabled: row.bool(4) ?? false, disabledReason: row.string(5),
-                    attributes: row.stringMap(6) ?? [:], credentialsVersion: row.string(7)))
+                    attributes: row.stringMap(6) ?? [:], credentialsVersion: row.string(7))
+                if let max = row.int(8), let window = row.int(9) {
+                    application.frequencyCap = FrequencyCap(max: max, windowSeconds: window)
+                }
+                if let start = row.int(10).flatMap(LocalClockTime.init(minutes:)), let end = row.int(11).flatMap(LocalClockTime.init(minutes:)) {
+                    application.quietHours = QuietHours(start: start, end: end)
+                    application.quietTimeZone = row.string(12)
+                }
+                out.append(application)
             }
             return out
         }
@@ -414,7 +433,8 @@ public struct FanOutJobs: Sendable {
                         UPDATE fanout_shards SET checkpoint = greatest(checkpoint, least($3, hi)),
                             targeted = targeted + $4, sent = sent + $5, accepted = accepted + $6, failed = failed + $7,
                             retried = retried + $8, skipped = skipped + $9, expired = expired + $10,
-                            filtered = filtered + $14, held_out = held_out + $15, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
+                            filtered = filtered + $14, held_out = held_out + $15, capped = capped + $16,
+                            deferred = deferred + $17, quiet_skipped = quiet_skipped + $18, state = CASE WHEN state = 'done' THEN 'done' ELSE $11 END,
                             lease_owner = CASE WHEN state = 'done' OR $11 = 'leased' THEN lease_owner END,
                             lease_expires_at = CASE WHEN state <> 'done' AND $11 = 'leased'
                                                     THEN now() + make_interval(secs => $12) END,
@@ -422,7 +442,8 @@ public struct FanOutJobs: Sendable {
                         WHERE id = $1 AND claims = $2 AND state IN ('leased', 'done') AND lease_owner = $13
                         RETURNING state
                         """, [claim.shard, claim.claim, key, n.targeted, n.sent, n.accepted, n.failed, n.retried,
-                              n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered, n.heldOut])
+                              n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered, n.heldOut,
+                              n.capped, n.deferred, n.quietSkipped])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
                     var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
                                                        effects: effects, retryShard: claim.shard)
@@ -967,7 +988,8 @@ public struct FanOutJobs: Sendable {
                 coalesce(sum(s.expired), 0),
                 (SELECT count(*) FROM delivery_retries r WHERE r.message = m.id), coalesce(sum(s.filtered), 0),
                 m.send_at, m.pace_per_second, m.pace_over_seconds, m.pace_started_at, m.pace_granted,
-                m.first_delivery_at, coalesce(sum(s.held_out), 0)
+                m.first_delivery_at, coalesce(sum(s.held_out), 0), coalesce(sum(s.capped), 0),
+                coalesce(sum(s.deferred), 0), coalesce(sum(s.quiet_skipped), 0)
             FROM messages m LEFT JOIN fanout_shards s ON s.message = m.id
             WHERE m.id = $1
             GROUP BY m.id
@@ -991,7 +1013,8 @@ public struct FanOutJobs: Sendable {
             counters: DeliveryCounters(
                 targeted: row.int64(13) ?? 0, sent: row.int64(14) ?? 0, accepted: row.int64(15) ?? 0,
                 failed: row.int64(16) ?? 0, retried: row.int64(17) ?? 0, skipped: row.int64(18) ?? 0,
-                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0, heldOut: row.int64(28) ?? 0) + http.counters,
+                expired: row.int64(19) ?? 0, filtered: row.int64(21) ?? 0, heldOut: row.int64(28) ?? 0,
+                capped: row.int64(29) ?? 0, deferred: row.int64(30) ?? 0, quietSkipped: row.int64(31) ?? 0) + http.counters,
             failuresByReason: byReason, pendingRetries: (row.int64(20) ?? 0) + http.pending, publishedAt: try row.requireDate(6),
             startedAt: row.date(7), completedAt: row.date(8), expiresAt: row.date(9), firstDeliveryAt: row.date(27))
         status.sendAt = row.date(22)

@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 
 // Records of the fan-out job queue (docs/architecture.md, "The life of a publish"). Plain Sendable values: rows are mapped to
@@ -18,6 +19,9 @@ import Foundation
 /// `sent` counts provider hand-offs (retries included), `retried` the retries scheduled, `filtered` the subscribers
 /// whose filter policy did not match the message (not sent, not a failure), `heldOut` the endpoints of a campaign
 /// variant's holdout (schema v21: counted, not sent, so the uplift of the sent ones can be measured).
+/// Schema v22: `capped` (over the app's frequency cap, not sent) and `quietSkipped` (in quiet hours, dropped) are
+/// final and in the invariant's right side; `deferred` (in quiet hours, handed to the retry queue due at their end)
+/// is informational like `retried`: the delivery's outcome is counted when it is sent.
 public struct DeliveryCounters: Sendable, Hashable {
     public var targeted: Int64 = 0
     public var sent: Int64 = 0
@@ -28,10 +32,17 @@ public struct DeliveryCounters: Sendable, Hashable {
     public var expired: Int64 = 0
     public var filtered: Int64 = 0
     public var heldOut: Int64 = 0
+    public var capped: Int64 = 0
+    public var deferred: Int64 = 0
+    public var quietSkipped: Int64 = 0
 
     public init(targeted: Int64 = 0, sent: Int64 = 0, accepted: Int64 = 0, failed: Int64 = 0, retried: Int64 = 0,
-                skipped: Int64 = 0, expired: Int64 = 0, filtered: Int64 = 0, heldOut: Int64 = 0) {
+                skipped: Int64 = 0, expired: Int64 = 0, filtered: Int64 = 0, heldOut: Int64 = 0,
+                capped: Int64 = 0, deferred: Int64 = 0, quietSkipped: Int64 = 0) {
         self.heldOut = heldOut
+        self.capped = capped
+        self.deferred = deferred
+        self.quietSkipped = quietSkipped
         self.targeted = targeted
         self.sent = sent
         self.accepted = accepted
@@ -45,7 +56,7 @@ public struct DeliveryCounters: Sendable, Hashable {
     public var isZero: Bool { self == DeliveryCounters() }
 
     /// Deliveries with a final outcome (or not attempted at all).
-    public var finished: Int64 { accepted + failed + skipped + expired + filtered + heldOut }
+    public var finished: Int64 { accepted + failed + skipped + expired + filtered + heldOut + capped + quietSkipped }
 
     public static func += (lhs: inout DeliveryCounters, rhs: DeliveryCounters) {
         lhs.targeted += rhs.targeted
@@ -57,6 +68,9 @@ public struct DeliveryCounters: Sendable, Hashable {
         lhs.expired += rhs.expired
         lhs.filtered += rhs.filtered
         lhs.heldOut += rhs.heldOut
+        lhs.capped += rhs.capped
+        lhs.deferred += rhs.deferred
+        lhs.quietSkipped += rhs.quietSkipped
     }
 }
 
@@ -185,6 +199,8 @@ public struct ShardTarget: Sendable, Hashable {
     /// The subscription's FilterPolicy text and FilterPolicyScope (topic messages only; nil: no policy).
     public var filterPolicy: String? = nil
     public var filterPolicyScope: String? = nil
+    /// The endpoint's IANA zone (its `TimeZone` attribute; topic messages only, nil otherwise or when unset).
+    public var timeZone: String? = nil
 }
 
 /// A platform application as the dispatcher sees it.
@@ -200,6 +216,11 @@ public struct DispatchApplication: Sendable, Hashable {
     /// A digest of the sealed credentials (nil without any): changes whenever they are replaced, so a transport
     /// resolved for this application can be reused while it is the same.
     public let credentialsVersion: String?
+    /// The frequency cap and quiet hours of the mobile app this application belongs to (schema v22; nil: none).
+    public var frequencyCap: FrequencyCap? = nil
+    public var quietHours: QuietHours? = nil
+    /// The zone of quiet hours for endpoints without one (before the message's fallback zone).
+    public var quietTimeZone: String? = nil
 
     public init(key: Int64, account: Int64, name: String, platform: String, enabled: Bool, disabledReason: String?,
                 attributes: [String: String], credentialsVersion: String? = nil) {

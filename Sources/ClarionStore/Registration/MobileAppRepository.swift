@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import Foundation
 
@@ -18,6 +19,12 @@ public struct MobileAppRecord: Sendable, Equatable {
     /// An event may move a device token bound to one `user_id` to another only with one of the app's API tokens.
     public let eventsRequireAPITokenForUserChange: Bool
     public let createdAt: Date
+    /// At most so many campaign pushes per endpoint per rolling window (schema v22); nil: no cap.
+    public var frequencyCap: FrequencyCap? = nil
+    /// Quiet hours in each endpoint's local time (schema v22); nil: none.
+    public var quietHours: QuietHours? = nil
+    /// The quiet hours' zone for endpoints without one (when the campaign gives no fallback zone).
+    public var quietTimeZone: String? = nil
 }
 
 /// One line of the account's overview (`clarion apps list`): a platform application of a mobile app, a mobile app
@@ -74,6 +81,10 @@ public struct MobileAppChanges: Sendable {
     public var dryRunValidation: Bool?
     public var eventsRequireAPIToken: Bool?
     public var eventsRequireAPITokenForUserChange: Bool?
+    /// `.some(nil)` removes the cap.
+    public var frequencyCap: FrequencyCap??
+    /// `.some(nil)` removes the quiet hours; the zone goes with them.
+    public var quietHours: (hours: QuietHours, timeZone: String?)??
 
     public init(dryRunValidation: Bool? = nil, eventsRequireAPIToken: Bool? = nil, eventsRequireAPITokenForUserChange: Bool? = nil) {
         self.dryRunValidation = dryRunValidation
@@ -105,7 +116,8 @@ public struct MobileAppRepository: Sendable {
     static let columns = """
         m.id, m.external_id, m.account, m.name, m.apns_application, m.fcm_application, m.adm_application,
         m.firebase_project_id, m.dry_run_validation, m.created_at, m.events_require_api_token,
-        m.events_require_api_token_for_user_change
+        m.events_require_api_token_for_user_change, m.frequency_cap_max, m.frequency_cap_window_seconds,
+        m.quiet_start_minute, m.quiet_end_minute, m.quiet_time_zone
         """
 
     /// Creates the app. The platform applications must belong to the same account (`.notFound` otherwise); a
@@ -150,11 +162,19 @@ public struct MobileAppRepository: Sendable {
                 WITH m AS (
                     UPDATE mobile_apps SET dry_run_validation = coalesce($3, dry_run_validation),
                         events_require_api_token = coalesce($4, events_require_api_token),
-                        events_require_api_token_for_user_change = coalesce($5, events_require_api_token_for_user_change)
+                        events_require_api_token_for_user_change = coalesce($5, events_require_api_token_for_user_change),
+                        frequency_cap_max = CASE WHEN $6 THEN $7 ELSE frequency_cap_max END,
+                        frequency_cap_window_seconds = CASE WHEN $6 THEN $8 ELSE frequency_cap_window_seconds END,
+                        quiet_start_minute = CASE WHEN $9 THEN $10 ELSE quiet_start_minute END,
+                        quiet_end_minute = CASE WHEN $9 THEN $11 ELSE quiet_end_minute END,
+                        quiet_time_zone = CASE WHEN $9 THEN $12 ELSE quiet_time_zone END
                     WHERE external_id = $1 AND account = $2 RETURNING *)
                 SELECT \(Self.columns) FROM m
                 """, [externalID, accountKey, changes.dryRunValidation, changes.eventsRequireAPIToken,
-                      changes.eventsRequireAPITokenForUserChange]).first else {
+                      changes.eventsRequireAPITokenForUserChange, changes.frequencyCap != nil,
+                      (changes.frequencyCap ?? nil)?.max, (changes.frequencyCap ?? nil)?.windowSeconds,
+                      changes.quietHours != nil, (changes.quietHours ?? nil)?.hours.start.minutes,
+                      (changes.quietHours ?? nil)?.hours.end.minutes, (changes.quietHours ?? nil)?.timeZone]).first else {
                 throw StoreError(.notFound, "no mobile app \(externalID)")
             }
             return try Self.record(row)
@@ -239,10 +259,16 @@ public struct MobileAppRepository: Sendable {
 
     static func record(_ row: PGRow) throws(StoreError) -> MobileAppRecord {
         guard let id = row.uuid(1) else { throw StoreError(.invalidData, "mobile app without external id") }
-        return MobileAppRecord(key: try row.requireInt64(0), externalID: id, accountKey: try row.requireInt64(2),
+        var record = MobileAppRecord(key: try row.requireInt64(0), externalID: id, accountKey: try row.requireInt64(2),
                                name: try row.requireString(3), apnsApplication: row.int64(4), fcmApplication: row.int64(5),
                                admApplication: row.int64(6), firebaseProjectID: row.string(7),
                                dryRunValidation: row.bool(8) ?? false, eventsRequireAPIToken: row.bool(10) ?? false,
                                eventsRequireAPITokenForUserChange: row.bool(11) ?? true, createdAt: try row.requireDate(9))
+        if let max = row.int(12), let window = row.int(13) { record.frequencyCap = FrequencyCap(max: max, windowSeconds: window) }
+        if let start = row.int(14).flatMap(LocalClockTime.init(minutes:)), let end = row.int(15).flatMap(LocalClockTime.init(minutes:)) {
+            record.quietHours = QuietHours(start: start, end: end)
+            record.quietTimeZone = row.string(16)
+        }
+        return record
     }
 }

@@ -12,6 +12,9 @@ public struct MobileDeviceReport: Sendable, Equatable {
     public var model: String?
     /// When the token was (re)issued, as the device says; never later than the store's clock.
     public var refreshedAt: Date
+    /// The device's IANA time zone (`app.time_zone`, schema v22): written to the endpoint's `TimeZone` attribute;
+    /// nil keeps what the endpoint has.
+    public var timeZone: String? = nil
 
     public init(userID: String, token: String, appVersion: String, language: String? = nil, osType: String,
                 osVersion: String? = nil, manufacturer: String? = nil, model: String? = nil, refreshedAt: Date) {
@@ -142,10 +145,11 @@ public struct MobileDeviceRepository: Sendable {
             _ = try c.query("""
                 UPDATE endpoints SET app_version = $2, language = $3, os_type = $4, os_version = $5,
                     device_manufacturer = $6, device_model = $7, token_refreshed_at = least($8::timestamptz, now()),
+                    attributes = CASE WHEN $9::text IS NULL THEN attributes ELSE attributes || jsonb_build_object('TimeZone', $9::text) END,
                     updated_at = now()
                 WHERE id = $1
                 """, [endpointKey, report.appVersion, report.language, report.osType, report.osVersion, report.manufacturer,
-                      report.model, report.refreshedAt])
+                      report.model, report.refreshedAt, report.timeZone])
         }
     }
 

@@ -23,6 +23,8 @@ public struct NewRegistrationRequest: Sendable {
     public var deviceToken: String
     public var callbackURL: String?
     public var callbackHeaders: [String: String]
+    /// `TimeZone`: the device's IANA zone (schema v22), the endpoint's `TimeZone` attribute; nil leaves it.
+    public var timeZone: String? = nil
 
     public init(id: UUID, userID: String, platform: RegistrationPlatform, deviceToken: String, callbackURL: String? = nil,
                 callbackHeaders: [String: String] = [:]) {
@@ -79,6 +81,8 @@ public struct ClaimedRegistration: Sendable {
     public let callbackURL: String?
     public let callbackHeaders: [String: String]
     public let attempts: Int
+    /// The request's `TimeZone` (schema v22), written to the endpoint's `TimeZone` attribute.
+    public let timeZone: String?
 }
 
 /// A webhook to queue with a registration's final state, in the same transaction.
@@ -138,7 +142,9 @@ public struct RegistrationRepository: Sendable {
         var ids: [String?] = [], bodies: [String?] = [], urls: [String?] = [], headers: [String?] = []
         for request in requests {
             ids.append(request.id.lowercasedText)
-            bodies.append(PGJSON(["userId": request.userID, "platform": request.platform.rawValue, "token": request.deviceToken]).text)
+            var body = ["userId": request.userID, "platform": request.platform.rawValue, "token": request.deviceToken]
+            if let zone = request.timeZone { body["timeZone"] = zone }
+            bodies.append(PGJSON(body).text)
             urls.append(request.callbackURL)
             headers.append(request.callbackURL == nil ? nil : PGJSON(request.callbackHeaders).text)
         }
@@ -194,7 +200,7 @@ public struct RegistrationRepository: Sendable {
                 SELECT r.id, m.id, m.account, m.apns_application, m.fcm_application, m.dry_run_validation,
                        r.request->>'userId', r.request->>'platform', r.request->>'token',
                        t.id IS NOT NULL AND t.revoked_at IS NULL, t.token_hash, t.token_sealed,
-                       r.callback_url, r.callback_headers::text, r.attempts, t.id
+                       r.callback_url, r.callback_headers::text, r.attempts, t.id, r.request->>'timeZone'
                 FROM registration_requests r JOIN mobile_apps m ON m.id = r.mobile_app
                 LEFT JOIN mobile_app_tokens t ON t.id = r.token_id
                 WHERE r.id = ANY($1::uuid[]) ORDER BY r.created_at
@@ -205,7 +211,8 @@ public struct RegistrationRepository: Sendable {
                     fcm: row.int64(4), dryRun: row.bool(5) ?? false, userID: row.string(6) ?? "",
                     platform: RegistrationPlatform(rawValue: row.string(7) ?? ""), token: row.string(8) ?? "",
                     tokenValid: row.bool(9) ?? false, hash: row.bytes(10), sealed: row.bytes(11), url: row.string(12),
-                    headers: RepositoryJSON.decode(row.string(13)), attempts: row.int(14) ?? 1, tokenID: row.int64(15)))
+                    headers: RepositoryJSON.decode(row.string(13)), attempts: row.int(14) ?? 1, tokenID: row.int64(15),
+                    timeZone: row.string(16)))
             }
             return out
         }
@@ -216,7 +223,7 @@ public struct RegistrationRepository: Sendable {
                 id: row.id, appKey: row.appKey, accountKey: row.accountKey, apnsApplication: row.apns, fcmApplication: row.fcm,
                 dryRunValidation: row.dryRun, userID: row.userID, platform: row.platform, deviceToken: row.token,
                 tokenValid: row.tokenValid, apiToken: apiToken, tokenID: row.tokenID, callbackURL: row.url, callbackHeaders: row.headers,
-                attempts: row.attempts)
+                attempts: row.attempts, timeZone: row.timeZone)
         }
     }
 
@@ -237,6 +244,7 @@ public struct RegistrationRepository: Sendable {
         let headers: [String: String]
         let attempts: Int
         let tokenID: Int64?
+        let timeZone: String?
     }
 
     /// Records the final state and queues the webhook, in one transaction. Returns false when the request was no

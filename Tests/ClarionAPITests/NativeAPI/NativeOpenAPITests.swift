@@ -42,6 +42,7 @@ struct NativeOpenAPITests {
         let platform = (schemas["ApplicationCreate"]?["properties"] as? [String: Any])?["platform"] as? [String: Any]
         #expect(Set(platform?["enum"] as? [String] ?? []) == PlatformApplicationActions.platforms)
         let create = Set((schemas["EndpointCreate"]?["properties"] as? [String: Any])?.keys.map { $0 } ?? [])
-        #expect(create == Set(["token", "enabled", "custom_user_data", "user_id"] + NativeEndpointRoutes.deviceFields.map(\.field)))
+        #expect(create == NativeEndpointRoutes.acceptedFields)
+        #expect(create.isSuperset(of: ["token", "time_zone"] + NativeEndpointRoutes.deviceFields.map(\.field)))
     }
 }

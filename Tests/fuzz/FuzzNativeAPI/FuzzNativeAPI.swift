@@ -132,6 +132,22 @@ private func publish(_ body: [UInt8], _ extra: String) {
     let stored = NativePublishRoutes.storedAttributes(parsed.attributes)
     require((try? JSONValue.parse(stored, duplicateKeys: .reject))?.objectValue?.count == parsed.attributes.count,
             "stored attributes are not one JSON member per attribute")
+    // Local-time sends (`send_at_local`, `fallback_time_zone`, `frequency_cap`, `quiet_hours`): a local time only on
+    // topic and user targets and never with `send_at`, a fallback zone Foundation knows, and the `Clarion.Timing` the stored
+    // messages carry reads back the same; its next occurrence is after the publish and within a day and an hour
+    // (a DST gap moves it at most an hour).
+    let timing = parsed.timing
+    if let local = timing.local {
+        require(parsed.sendAt == nil, "send_at_local with send_at")
+        require(parsed.targets.allSatisfy { $0.object["endpoint"] == nil }, "send_at_local with an endpoint target")
+        require(LocalClockTime(local.description) == local, "the local time does not read back")
+        let now = Date(timeIntervalSince1970: Double(parsed.text.utf8.count) * 3_601)
+        let next = local.next(after: now, in: TimeZoneName.zone(timing.effectiveZoneName(nil))!)
+        require(next > now && next.timeIntervalSince(now) <= 90_000, "next local time \(next) after \(now)")
+    }
+    if let fallback = timing.fallback { require(TimeZoneName.zone(fallback) != nil, "fallback zone \(fallback)") }
+    require(CampaignTiming.parse(timing.attributeValue()) == timing, "Clarion.Timing does not read back")
+    require(parsed.attributes[CampaignTiming.attributeName] == nil, "a publisher set Clarion.Timing")
     if let variants = parsed.variants {
         // Campaign variants (A/B): the parser's bounds hold, and the split each stored message carries reads back
         // the same and always chooses one of its variants.
@@ -227,6 +243,7 @@ private func mobileEvent(_ body: [UInt8], _ extra: String) {
     }
     require(!event.userID.isEmpty && event.userID.utf8.count <= 1024, "user_id length")
     require(!event.firebaseProjectID.isEmpty, "empty project id")
+    if let zone = event.timeZone { require(TimeZoneName.zone(zone) != nil, "app.time_zone \(zone)") }
 }
 
 private func paging(_ body: [UInt8], _ extra: String) {
