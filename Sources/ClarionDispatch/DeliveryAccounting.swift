@@ -30,11 +30,20 @@ struct DeliveryAccounting {
     }
 
     var policy: RetryPolicy
+    /// Outcomes are also counted per application (`OutcomeEffects.applications`, `application_delivery_counts`).
+    let countsApplications: Bool
     private(set) var effects = OutcomeEffects()
     private var disabledApplications: Set<Int64> = []
 
-    init(policy: RetryPolicy) {
+    init(policy: RetryPolicy, countsApplications: Bool = true) {
         self.policy = policy
+        self.countsApplications = countsApplications
+    }
+
+    /// Adds one to an application's count of a class (updated in place: one hash lookup).
+    private mutating func count(_ application: Int64, _ outcomeClass: WritableKeyPath<ApplicationOutcomeCounts, Int64>) {
+        guard countsApplications else { return }
+        effects.applications[application, default: ApplicationOutcomeCounts()][keyPath: outcomeClass] += 1
     }
 
     /// Moves the accumulated writes out.
@@ -45,20 +54,25 @@ struct DeliveryAccounting {
 
     /// A subscriber whose filter policy did not match the message: a target of the topic, never sent, never a
     /// failure. The one place a delivery is counted filtered (a metrics counter belongs here).
-    mutating func recordFiltered() {
+    mutating func recordFiltered(application: Int64) {
         effects.counters.targeted += 1
         effects.counters.filtered += 1
+        count(application, \.filtered)
     }
 
     /// An endpoint of a campaign variant's holdout (`VariantSplit`): a target, counted `held_out`, never sent.
-    mutating func recordHeldOut() {
+    mutating func recordHeldOut(application: Int64) {
         effects.counters.targeted += 1
         effects.counters.heldOut += 1
+        count(application, \.heldOut)
     }
 
-    mutating func recordSkipped(targeted: Bool) {
+    /// A disabled or stale endpoint, not sent. `application`: its application (0 when not known: counted against
+    /// none in `application_delivery_counts`).
+    mutating func recordSkipped(targeted: Bool, application: Int64) {
         if targeted { effects.counters.targeted += 1 }
         effects.counters.skipped += 1
+        count(application, \.skipped)
     }
 
     /// Records one outcome. `targeted`: count the delivery as a target (first attempt from a shard; retries
@@ -72,8 +86,10 @@ struct DeliveryAccounting {
         // `unitRandom` is drawn only when a success is sampled or a retry jittered: the system generator is a
         // getrandom(2) call, which per delivery was a visible share of the gateway's CPU.
         if targeted { effects.counters.targeted += 1 }
+        let application = facts.application
         if sent {
             effects.counters.sent += 1
+            count(application, \.sent)
             facts.counters?.sent.increment()
         }
         let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
@@ -81,18 +97,21 @@ struct DeliveryAccounting {
         case .accepted:
             if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
+            count(application, \.accepted)
             facts.counters?.accepted.increment()
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .tokenReplaced(let newToken, _):
             if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
+            count(application, \.accepted)
             facts.counters?.accepted.increment()
             effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .expired:
             effects.counters.expired += 1
+            count(application, \.expired)
             facts.counters?.expired.increment()
             return .final
         case .tokenInvalid(let reason, let at):
@@ -115,11 +134,13 @@ struct DeliveryAccounting {
                                unitRandom: unitRandom()) {
             case .retry(let at):
                 effects.counters.retried += 1
+                count(application, \.retried)
                 facts.counters?.retried.increment()
                 effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt, notBefore: at, reason: reason))
                 return .retry
             case .stop(.expired):
                 effects.counters.expired += 1
+                count(application, \.expired)
                 facts.counters?.expired.increment()
                 return .final
             case .stop:
@@ -131,6 +152,16 @@ struct DeliveryAccounting {
 
     private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int, status: Int?) {
         effects.counters.failed += 1
+        switch outcome {
+        case .tokenInvalid: count(facts.application, \.tokenInvalid)
+        case .messageInvalid: count(facts.application, \.messageInvalid)
+        case .credentialsInvalid:
+            count(facts.application, \.credentialsInvalid)
+        case .rejected: count(facts.application, \.rejected)
+        case .retryable, .authTokenExpired:
+            count(facts.application, \.retryExhausted)
+        case .accepted, .tokenReplaced, .expired: break   // never a failure
+        }
         facts.counters?.failed(outcome)
         let key = Self.reasonKey(reason)
         effects.failures[key, default: 0] += 1

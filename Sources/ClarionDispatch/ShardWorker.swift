@@ -19,6 +19,8 @@ import Foundation
 final class ShardWorker {
     struct Entry {
         var key: Int64
+        /// The target's platform application (its counts in `application_delivery_counts`).
+        var application: Int64
         var facts: DeliveryFacts?
         var skipped: Bool
         /// The subscription's filter policy did not match the message: not sent, counted `filtered`.
@@ -70,7 +72,7 @@ final class ShardWorker {
         self.claim = claim
         self.context = context
         self.checkpointKey = claim.checkpoint
-        self.accounting = DeliveryAccounting(policy: context.configuration.retryPolicy)
+        self.accounting = DeliveryAccounting(policy: context.configuration.retryPolicy, countsApplications: context.configuration.applicationCounts)
     }
 
     func run() async -> ShardWorkerExit {
@@ -261,12 +263,12 @@ final class ShardWorker {
         if let split {
             let choice = split.choose(endpointKey: target.endpoint)
             if choice.variant != split.index {
-                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, otherVariant: true))
+                let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, otherVariant: true))
                 window.complete(sequence, .expired, sent: false)
                 return
             }
             if case .heldOut = choice {
-                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, heldOut: true))
+                let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, heldOut: true))
                 window.complete(sequence, .expired, sent: false)
                 return
             }
@@ -275,13 +277,13 @@ final class ShardWorker {
         // whatever the state of its endpoint (counted `filtered`, in `popCompleted`).
         if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false {
             lanes[target.application]?.counters?.filtered.increment()
-            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, filtered: true))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, filtered: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
         guard target.enabled, !target.stale, let lane = lanes[target.application] else {
             lanes[target.application]?.counters?.skipped(stale: target.stale)
-            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
@@ -289,7 +291,7 @@ final class ShardWorker {
             endpoint: target.endpoint, application: target.application, token: target.token, attempt: 1,
             expiresAt: lane.expiresAt, publishedAt: publishedAt, successSampleRate: lane.successSampleRate,
             counters: lane.counters)
-        let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
+        let sequence = window.append(Entry(key: target.key, application: target.application, facts: facts, skipped: false))
         if let unsent = lane.unsent {
             window.complete(sequence, unsent, sent: false)
             return
@@ -421,11 +423,11 @@ final class ShardWorker {
             } else if entry.otherVariant {
                 // Another variant's message counts this endpoint.
             } else if entry.heldOut {
-                accounting.recordHeldOut()
+                accounting.recordHeldOut(application: entry.application)
             } else if entry.filtered {
-                accounting.recordFiltered()
+                accounting.recordFiltered(application: entry.application)
             } else if entry.skipped {
-                accounting.recordSkipped(targeted: true)
+                accounting.recordSkipped(targeted: true, application: entry.application)
             } else if let facts = entry.facts {
                 accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, providerStatus: status,
                                   unitRandom: random())

@@ -51,5 +51,8 @@ public enum Schema {
                   sql: PackageResources.V019__campaign_variant_holdout_sql),
         Migration(version: 20, name: "resources live in an SNS region",
                   sql: PackageResources.V020__regions_sql),
+        // 21 and 22 are taken by work on other branches.
+        Migration(version: 23, name: "exact per-application delivery counts by minute, for the console",
+                  sql: PackageResources.V023__application_delivery_counts_sql),
     ]
 }
