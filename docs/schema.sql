@@ -146,9 +146,10 @@ CREATE FUNCTION public.clarion_event_document(event_type text, topic_arn text, a
         'EventType', event_type,
         'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'Service', 'SNS',
-        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 4), account_id, platform, app_name),
-        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 4), account_id, platform,
-                              app_name, endpoint_id)) || fields)::text
+        'Resource', format('arn:%s:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 2), split_part(topic_arn, ':', 4),
+                           account_id, platform, app_name),
+        'EndpointArn', format('arn:%s:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 2),
+                              split_part(topic_arn, ':', 4), account_id, platform, app_name, endpoint_id)) || fields)::text
 $$;
 
 

@@ -52,7 +52,7 @@ public enum Schema {
         Migration(version: 20, name: "resources live in an SNS region",
                   sql: PackageResources.V020__regions_sql),
         // 21 and 22 are taken by work on other branches.
-        Migration(version: 23, name: "exact per-application delivery counts by minute, for the console",
+        Migration(version: 23, name: "exact per-application delivery counts by minute, for the console; event ARNs in their partition",
                   sql: PackageResources.V023__application_delivery_counts_sql),
     ]
 }

@@ -1,4 +1,4 @@
--- 23: exact per-application delivery counts by minute, for the console
+-- 23: exact per-application delivery counts by minute, for the console; event ARNs in their partition
 --
 -- Issue 17.
 -- The console's "last hour" read the delivery log, which logs successes only at the application's
@@ -40,3 +40,19 @@ CREATE TABLE application_delivery_counts (
 
 -- Pruning by age reads this index; the summary reads the primary key (one application, the last 60 minutes).
 CREATE INDEX application_delivery_counts_minute_idx ON application_delivery_counts (minute);
+
+-- Issue 16, in this migration because it is the branch's one number: endpoint lifecycle events (V017) wrote their
+-- ARNs with the partition `aws` whatever the region. They take the event topic ARN's partition now, as its region
+-- (`arn:aws-cn:sns:cn-north-1:...` for a topic in cn-north-1: the partition is the region's, docs/api.md "Regions").
+CREATE OR REPLACE FUNCTION clarion_event_document(event_type text, topic_arn text, account_id text, platform text,
+                                                  app_name text, endpoint_id uuid, fields jsonb)
+RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT (jsonb_build_object(
+        'EventType', event_type,
+        'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'Service', 'SNS',
+        'Resource', format('arn:%s:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 2), split_part(topic_arn, ':', 4),
+                           account_id, platform, app_name),
+        'EndpointArn', format('arn:%s:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 2),
+                              split_part(topic_arn, ':', 4), account_id, platform, app_name, endpoint_id)) || fields)::text
+$$;
