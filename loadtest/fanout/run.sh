@@ -39,7 +39,7 @@ if [ -n "${COUNTS_COMPARE:-}" ]; then
     for round in $(seq 1 "$COUNTS_COMPARE"); do
         for mode in off on; do
             echo "== round $round, application counts $mode"
-            COUNTS=$mode "$BIN" run "$WORK" "$N" | tee "$WORK/run.out" | grep -E "^(deliveries/s|gateway CPU|counts|publish)|CPU/delivery"
+            COUNTS=$mode "$BIN" run "$WORK" "$N" | tee "$WORK/run.out" | grep -E "^(deliveries/s|gateway CPU|counts|publish|worker wall)|CPU/delivery"
             echo "$mode $(awk '/^deliveries\/s/ {print $2}' "$WORK/run.out") $(awk '/gateway CPU\/delivery/ {print $(NF-1)}' "$WORK/run.out")" >> "$WORK/compare"
         done
     done

@@ -358,7 +358,18 @@ public struct ApplicationOutcomeCounts: Sendable, Hashable {
     public var failed: Int64 { tokenInvalid + messageInvalid + credentialsInvalid + rejected + retryExhausted }
 
     public static func += (lhs: inout ApplicationOutcomeCounts, rhs: ApplicationOutcomeCounts) {
-        lhs = ApplicationOutcomeCounts(values: zip(lhs.values, rhs.values).map { $0 + $1 })
+        lhs.sent += rhs.sent
+        lhs.accepted += rhs.accepted
+        lhs.tokenInvalid += rhs.tokenInvalid
+        lhs.messageInvalid += rhs.messageInvalid
+        lhs.credentialsInvalid += rhs.credentialsInvalid
+        lhs.rejected += rhs.rejected
+        lhs.retryExhausted += rhs.retryExhausted
+        lhs.retried += rhs.retried
+        lhs.expired += rhs.expired
+        lhs.skipped += rhs.skipped
+        lhs.filtered += rhs.filtered
+        lhs.heldOut += rhs.heldOut
     }
 }
 
