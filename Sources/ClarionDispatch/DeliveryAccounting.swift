@@ -45,6 +45,11 @@ struct DeliveryAccounting {
         self.countsApplications = countsApplications
     }
 
+    /// The dispatcher's retry policy and whether it counts per application.
+    init(_ configuration: DispatcherConfiguration) {
+        self.init(policy: configuration.retryPolicy, countsApplications: configuration.applicationCounts)
+    }
+
     /// The outcome classes of `ApplicationOutcomeCounts`.
     enum OutcomeClass {
         case sent, accepted, tokenInvalid, messageInvalid, credentialsInvalid, rejected, retryExhausted, retried, expired

@@ -114,11 +114,11 @@ struct RetryWorker {
         // Account per shard; retries without a shard (rows from before schema v4) count against no shard.
         let now = configuration.now()
         var perShard: [Int64: DeliveryAccounting] = [:]
-        var unsharded = DeliveryAccounting(policy: configuration.retryPolicy, countsApplications: configuration.applicationCounts)
+        var unsharded = DeliveryAccounting(configuration)
         var finished: [Int64] = []
         var disabled: Set<Int64> = []
         for (i, claim) in claims.enumerated() where !isDeferred[i] {
-            var accounting = claim.shard.flatMap { perShard[$0] } ?? DeliveryAccounting(policy: configuration.retryPolicy, countsApplications: configuration.applicationCounts)
+            var accounting = claim.shard.flatMap { perShard[$0] } ?? DeliveryAccounting(configuration)
             if claim.shard == nil { accounting = unsharded }
             let disposition: DeliveryAccounting.Disposition
             if skipped[i] {

@@ -72,7 +72,7 @@ final class ShardWorker {
         self.claim = claim
         self.context = context
         self.checkpointKey = claim.checkpoint
-        self.accounting = DeliveryAccounting(policy: context.configuration.retryPolicy, countsApplications: context.configuration.applicationCounts)
+        self.accounting = DeliveryAccounting(context.configuration)
     }
 
     func run() async -> ShardWorkerExit {
