@@ -146,9 +146,10 @@ CREATE FUNCTION public.clarion_event_document(event_type text, topic_arn text, a
         'EventType', event_type,
         'Timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'Service', 'SNS',
-        'Resource', format('arn:aws:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 4), account_id, platform, app_name),
-        'EndpointArn', format('arn:aws:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 4), account_id, platform,
-                              app_name, endpoint_id)) || fields)::text
+        'Resource', format('arn:%s:sns:%s:%s:app/%s/%s', split_part(topic_arn, ':', 2), split_part(topic_arn, ':', 4),
+                           account_id, platform, app_name),
+        'EndpointArn', format('arn:%s:sns:%s:%s:endpoint/%s/%s/%s', split_part(topic_arn, ':', 2),
+                              split_part(topic_arn, ':', 4), account_id, platform, app_name, endpoint_id)) || fields)::text
 $$;
 
 
@@ -313,6 +314,28 @@ ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+
+--
+-- Name: application_delivery_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.application_delivery_counts (
+    application bigint NOT NULL,
+    minute timestamp with time zone NOT NULL,
+    sent bigint DEFAULT 0 NOT NULL,
+    accepted bigint DEFAULT 0 NOT NULL,
+    token_invalid bigint DEFAULT 0 NOT NULL,
+    message_invalid bigint DEFAULT 0 NOT NULL,
+    credentials_invalid bigint DEFAULT 0 NOT NULL,
+    rejected bigint DEFAULT 0 NOT NULL,
+    retry_exhausted bigint DEFAULT 0 NOT NULL,
+    retried bigint DEFAULT 0 NOT NULL,
+    expired bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL,
+    filtered bigint DEFAULT 0 NOT NULL,
+    held_out bigint DEFAULT 0 NOT NULL
 );
 
 
@@ -966,6 +989,14 @@ ALTER TABLE ONLY public.api_keys
 
 
 --
+-- Name: application_delivery_counts application_delivery_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.application_delivery_counts
+    ADD CONSTRAINT application_delivery_counts_pkey PRIMARY KEY (application, minute);
+
+
+--
 -- Name: campaigns campaigns_account_external_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1233,6 +1264,13 @@ CREATE INDEX access_keys_account_idx ON public.access_keys USING btree (account)
 --
 
 CREATE INDEX api_keys_account_idx ON public.api_keys USING btree (account);
+
+
+--
+-- Name: application_delivery_counts_minute_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX application_delivery_counts_minute_idx ON public.application_delivery_counts USING btree (minute);
 
 
 --

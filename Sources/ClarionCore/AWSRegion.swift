@@ -21,6 +21,39 @@ public enum AWSRegion {
     }
 }
 
+/// The AWS partition a region belongs to, as ARNs name it (`arn:<partition>:sns:<region>:...`). SNS writes the
+/// partition of the region into every ARN it returns, and an ARN from another partition names nothing: a topic in
+/// `cn-north-1` is `arn:aws-cn:sns:cn-north-1:<account>:<name>`, one in `us-gov-west-1` is
+/// `arn:aws-us-gov:sns:us-gov-west-1:...`, and the root principal of an account there is `arn:aws-cn:iam::<id>:root`.
+///
+/// From botocore's `data/partitions.json` (each partition's `regionRegex`): `aws-cn` `^cn\-\w+\-\d+$`, `aws-us-gov`
+/// `^us\-gov\-\w+\-\d+$`, `aws-iso` `^us\-iso\-\w+\-\d+$`, `aws-iso-b` `^us\-isob\-\w+\-\d+$`, `aws-iso-e`
+/// `^eu\-isoe\-\w+\-\d+$`, `aws-iso-f` `^us\-isof\-\w+\-\d+$`; every other valid region name is `aws`. (`aws-eusc`'s
+/// `eusc-de-east-1` does not have the two-letter shape `AWSRegion.isValidName` accepts, so no node serves it.)
+public enum AWSPartition: String, Sendable, CaseIterable {
+    case aws = "aws"
+    case china = "aws-cn"
+    case govCloud = "aws-us-gov"
+    case iso = "aws-iso"
+    case isoB = "aws-iso-b"
+    case isoE = "aws-iso-e"
+    case isoF = "aws-iso-f"
+
+    /// The partition of a region name (checked by `AWSRegion.isValidName` elsewhere).
+    public init(region: String) {
+        if region.hasPrefix("cn-") { self = .china }
+        else if region.hasPrefix("us-gov-") { self = .govCloud }
+        else if region.hasPrefix("us-iso-") { self = .iso }
+        else if region.hasPrefix("us-isob-") { self = .isoB }
+        else if region.hasPrefix("eu-isoe-") { self = .isoE }
+        else if region.hasPrefix("us-isof-") { self = .isoF }
+        else { self = .aws }
+    }
+
+    /// `arn:<partition>:iam::<account>:root`, an account's root principal in this partition (what AddPermission writes).
+    public func rootPrincipal(account: String) -> String { "arn:\(rawValue):iam::\(account):root" }
+}
+
 /// The regions a node serves: any valid region name (CLARION_REGIONS unset), or exactly the configured list.
 public enum ServedRegions: Sendable, Equatable {
     case any

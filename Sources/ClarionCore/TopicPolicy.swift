@@ -2,7 +2,7 @@
 ///
 ///     {"Version": "2008-10-17" | "2012-10-17", "Id": "...",
 ///      "Statement": [{"Sid": "...", "Effect": "Allow" | "Deny",
-///                     "Principal": "*" | {"AWS": "*" | "<account id>" | "arn:aws:iam::<account id>:root" | [...]},
+///                     "Principal": "*" | {"AWS": "*" | "<account id>" | "arn:<partition>:iam::<account id>:root" | [...]},
 ///                     "Action": "SNS:Publish" | "sns:*" | "*" | [...],
 ///                     "Resource": "<this topic's ARN>" | "*" | [...],
 ///                     "Condition": {"StringEquals": {"AWS:SourceOwner" | "AWS:SourceAccount": "<account id>" | [...]}}}]}
@@ -135,15 +135,20 @@ public struct TopicPolicy: Sendable, Equatable {
         }
     }
 
-    /// "*", a 12-digit account id, or `arn:aws:iam::<id>:root` (what AddPermission writes) as the id.
+    /// "*", a 12-digit account id, or `arn:<partition>:iam::<id>:root` (what AddPermission writes; any partition of
+    /// `AWSPartition`) as the id.
     static func account(_ text: String) throws(TopicPolicyError) -> String {
         if text == "*" { return text }
         var id = Substring(text)
-        if id.hasPrefix("arn:aws:iam::") && id.hasSuffix(":root") {
-            id = id.dropFirst("arn:aws:iam::".count).dropLast(":root".count)
+        for partition in AWSPartition.allCases {
+            let prefix = "arn:" + partition.rawValue + ":iam::"
+            if id.hasPrefix(prefix) && id.hasSuffix(":root") {
+                id = id.dropFirst(prefix.count).dropLast(":root".count)
+                break
+            }
         }
         guard isAccountID(id) else {
-            throw TopicPolicyError("unsupported principal \(text): name an account id or arn:aws:iam::<account id>:root (Clarion has no IAM users or roles)")
+            throw TopicPolicyError("unsupported principal \(text): name an account id or arn:<partition>:iam::<account id>:root (Clarion has no IAM users or roles)")
         }
         return String(id)
     }
@@ -196,7 +201,10 @@ public struct TopicPolicy: Sendable, Equatable {
         if list.contains(where: { $0.objectValue?["Sid"]?.stringValue == label }) {
             throw TopicPolicyError("Statement already exists")
         }
-        let principals = accounts.map { JSONValue.string("arn:aws:iam::\($0):root") }
+        // The topic's partition (its ARN's second field): `arn:aws-cn:iam::<id>:root` for a topic in cn-north-1.
+        let fields = topicARN.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        let partition = fields.count > 1 ? AWSPartition(rawValue: String(fields[1])) ?? .aws : .aws
+        let principals = accounts.map { JSONValue.string(partition.rootPrincipal(account: $0)) }
         let actionValues = actions.map { JSONValue.string("SNS:" + $0) }
         list.append(.object(JSONObject([
             ("Sid", .string(label)), ("Effect", .string("Allow")),

@@ -30,30 +30,87 @@ struct DeliveryAccounting {
     }
 
     var policy: RetryPolicy
+    /// Outcomes are also counted per application (`OutcomeEffects.applications`, `application_delivery_counts`).
+    let countsApplications: Bool
     private(set) var effects = OutcomeEffects()
     private var disabledApplications: Set<Int64> = []
 
-    init(policy: RetryPolicy) {
+    /// The application whose counts are being added to, and its counts so far: a shard's deliveries come in runs of
+    /// one application, so most deliveries add to this without hashing (folded into `effects.applications` when the
+    /// application changes and on `take`).
+    private var current: (application: Int64, counts: ApplicationOutcomeCounts)?
+
+    init(policy: RetryPolicy, countsApplications: Bool = true) {
         self.policy = policy
+        self.countsApplications = countsApplications
+    }
+
+    /// The dispatcher's retry policy and whether it counts per application.
+    init(_ configuration: DispatcherConfiguration) {
+        self.init(policy: configuration.retryPolicy, countsApplications: configuration.applicationCounts)
+    }
+
+    /// The outcome classes of `ApplicationOutcomeCounts`.
+    enum OutcomeClass {
+        case sent, accepted, tokenInvalid, messageInvalid, credentialsInvalid, rejected, retryExhausted, retried, expired
+        case skipped, filtered, heldOut
+    }
+
+    /// Adds one to an application's count of a class.
+    private mutating func count(_ application: Int64, _ outcomeClass: OutcomeClass) {
+        guard countsApplications else { return }
+        if current?.application != application {
+            foldCurrent()
+            current = (application, ApplicationOutcomeCounts())
+        }
+        switch outcomeClass {
+        case .sent: current!.counts.sent += 1
+        case .accepted: current!.counts.accepted += 1
+        case .tokenInvalid: current!.counts.tokenInvalid += 1
+        case .messageInvalid: current!.counts.messageInvalid += 1
+        case .credentialsInvalid: current!.counts.credentialsInvalid += 1
+        case .rejected: current!.counts.rejected += 1
+        case .retryExhausted: current!.counts.retryExhausted += 1
+        case .retried: current!.counts.retried += 1
+        case .expired: current!.counts.expired += 1
+        case .skipped: current!.counts.skipped += 1
+        case .filtered: current!.counts.filtered += 1
+        case .heldOut: current!.counts.heldOut += 1
+        }
+    }
+
+    private mutating func foldCurrent() {
+        guard let (application, counts) = current else { return }
+        current = nil
+        if let earlier = effects.applications[application] {
+            var sum = earlier
+            sum += counts
+            effects.applications[application] = sum
+        } else {
+            effects.applications[application] = counts
+        }
     }
 
     /// Moves the accumulated writes out.
     mutating func take() -> OutcomeEffects {
+        foldCurrent()
         defer { effects = OutcomeEffects() }
         return effects
     }
 
     /// A subscriber whose filter policy did not match the message: a target of the topic, never sent, never a
     /// failure. The one place a delivery is counted filtered (a metrics counter belongs here).
-    mutating func recordFiltered() {
+    mutating func recordFiltered(application: Int64) {
         effects.counters.targeted += 1
         effects.counters.filtered += 1
+        count(application, .filtered)
     }
 
     /// An endpoint of a campaign variant's holdout (`VariantSplit`): a target, counted `held_out`, never sent.
-    mutating func recordHeldOut() {
+    mutating func recordHeldOut(application: Int64) {
         effects.counters.targeted += 1
         effects.counters.heldOut += 1
+        count(application, .heldOut)
     }
 
     /// Over its app's frequency cap (schema v22): a target, counted `capped`, never sent.
@@ -82,9 +139,12 @@ struct DeliveryAccounting {
 
     static let quietHoursReason = "QuietHours"
 
-    mutating func recordSkipped(targeted: Bool) {
+    /// A disabled or stale endpoint, not sent. `application`: its application (0 when not known: counted against
+    /// none in `application_delivery_counts`).
+    mutating func recordSkipped(targeted: Bool, application: Int64) {
         if targeted { effects.counters.targeted += 1 }
         effects.counters.skipped += 1
+        count(application, .skipped)
     }
 
     /// Records one outcome. `targeted`: count the delivery as a target (first attempt from a shard; retries
@@ -98,8 +158,10 @@ struct DeliveryAccounting {
         // `unitRandom` is drawn only when a success is sampled or a retry jittered: the system generator is a
         // getrandom(2) call, which per delivery was a visible share of the gateway's CPU.
         if targeted { effects.counters.targeted += 1 }
+        let application = facts.application
         if sent {
             effects.counters.sent += 1
+            count(application, .sent)
             facts.counters?.sent.increment()
         }
         let dwell = Self.milliseconds(now.timeIntervalSince(facts.publishedAt))
@@ -107,18 +169,21 @@ struct DeliveryAccounting {
         case .accepted:
             if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
+            count(application, .accepted)
             facts.counters?.accepted.increment()
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .tokenReplaced(let newToken, _):
             if effects.firstAcceptedAt == nil { effects.firstAcceptedAt = now }
             effects.counters.accepted += 1
+            count(application, .accepted)
             facts.counters?.accepted.increment()
             effects.replace.append(TokenReplacement(endpoint: facts.endpoint, oldToken: facts.token, newToken: newToken))
             sampleSuccess(facts, dwell: dwell, status: providerStatus, unitRandom: unitRandom)
             return .final
         case .expired:
             effects.counters.expired += 1
+            count(application, .expired)
             facts.counters?.expired.increment()
             return .final
         case .tokenInvalid(let reason, let at):
@@ -141,11 +206,13 @@ struct DeliveryAccounting {
                                unitRandom: unitRandom()) {
             case .retry(let at):
                 effects.counters.retried += 1
+                count(application, .retried)
                 facts.counters?.retried.increment()
                 effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt, notBefore: at, reason: reason))
                 return .retry
             case .stop(.expired):
                 effects.counters.expired += 1
+                count(application, .expired)
                 facts.counters?.expired.increment()
                 return .final
             case .stop:
@@ -157,6 +224,16 @@ struct DeliveryAccounting {
 
     private mutating func fail(_ outcome: DeliveryOutcome, reason: String, facts: DeliveryFacts, dwell: Int, status: Int?) {
         effects.counters.failed += 1
+        switch outcome {
+        case .tokenInvalid: count(facts.application, .tokenInvalid)
+        case .messageInvalid: count(facts.application, .messageInvalid)
+        case .credentialsInvalid:
+            count(facts.application, .credentialsInvalid)
+        case .rejected: count(facts.application, .rejected)
+        case .retryable, .authTokenExpired:
+            count(facts.application, .retryExhausted)
+        case .accepted, .tokenReplaced, .expired: break   // never a failure
+        }
         facts.counters?.failed(outcome)
         let key = Self.reasonKey(reason)
         effects.failures[key, default: 0] += 1

@@ -148,8 +148,8 @@ final class DirectBatchWorker {
                 continue
             }
             guard target.enabled, !target.stale, let application = applications[target.application] else {
-                var accounting = DeliveryAccounting(policy: configuration.retryPolicy)
-                accounting.recordSkipped(targeted: true)
+                var accounting = DeliveryAccounting(configuration)
+                accounting.recordSkipped(targeted: true, application: target.application)
                 members[i].effects = accounting.take()
                 continue
             }
@@ -244,7 +244,7 @@ final class DirectBatchWorker {
     }
 
     private func record(_ i: Int, _ outcome: DeliveryOutcome, sent: Bool, providerStatus: Int? = nil) {
-        var accounting = DeliveryAccounting(policy: configuration.retryPolicy)
+        var accounting = DeliveryAccounting(configuration)
         if let facts = members[i].facts {
             accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: configuration.now(),
                               providerStatus: providerStatus, unitRandom: configuration.unitRandom())

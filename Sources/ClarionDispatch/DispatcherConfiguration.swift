@@ -65,6 +65,9 @@ public struct DispatcherConfiguration: Sendable {
     public var unitRandom: @Sendable () -> Double
     /// Delivery counters for `/metrics`; nil counts nothing (`CLARION_METRICS=off`).
     public var metrics: DeliveryMetrics? = nil
+    /// Count outcomes per application and minute in the checkpoints (`application_delivery_counts`, schema v23:
+    /// the console's exact figures). Off only to measure what counting costs (`loadtest/fanout`, `COUNTS=off`).
+    public var applicationCounts = true
 
     public init(
         owner: String = DispatcherConfiguration.defaultOwner(), shardWorkers: Int = 4, drainingWorkers: Int? = nil,

@@ -114,15 +114,15 @@ struct RetryWorker {
         // Account per shard; retries without a shard (rows from before schema v4) count against no shard.
         let now = configuration.now()
         var perShard: [Int64: DeliveryAccounting] = [:]
-        var unsharded = DeliveryAccounting(policy: configuration.retryPolicy)
+        var unsharded = DeliveryAccounting(configuration)
         var finished: [Int64] = []
         var disabled: Set<Int64> = []
         for (i, claim) in claims.enumerated() where !isDeferred[i] {
-            var accounting = claim.shard.flatMap { perShard[$0] } ?? DeliveryAccounting(policy: configuration.retryPolicy)
+            var accounting = claim.shard.flatMap { perShard[$0] } ?? DeliveryAccounting(configuration)
             if claim.shard == nil { accounting = unsharded }
             let disposition: DeliveryAccounting.Disposition
             if skipped[i] {
-                accounting.recordSkipped(targeted: false)
+                accounting.recordSkipped(targeted: false, application: claim.target.application)
                 disposition = .final
             } else if claim.vanished != nil {
                 let facts = DeliveryFacts(
@@ -181,6 +181,7 @@ struct RetryWorker {
     }
 
     private func merge(_ part: OutcomeEffects, into effects: inout OutcomeEffects) {
+        for (application, counts) in part.applications { effects.applications[application, default: .init()] += counts }
         effects.log += part.log
         effects.disable += part.disable
         effects.replace += part.replace

@@ -19,6 +19,8 @@ import Foundation
 final class ShardWorker {
     struct Entry {
         var key: Int64
+        /// The target's platform application (its counts in `application_delivery_counts`).
+        var application: Int64
         var facts: DeliveryFacts?
         var skipped: Bool
         /// The subscription's filter policy did not match the message: not sent, counted `filtered`.
@@ -88,7 +90,7 @@ final class ShardWorker {
         self.claim = claim
         self.context = context
         self.checkpointKey = claim.checkpoint
-        self.accounting = DeliveryAccounting(policy: context.configuration.retryPolicy)
+        self.accounting = DeliveryAccounting(context.configuration)
     }
 
     func run() async -> ShardWorkerExit {
@@ -337,7 +339,7 @@ final class ShardWorker {
     private func enqueue(_ target: ShardTarget, publishedAt: Date, message: Int64) {
         let decision = timingDecisions[target.key]
         if decision == .otherZone {
-            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, otherVariant: true))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, otherVariant: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
@@ -346,12 +348,12 @@ final class ShardWorker {
         if let split {
             let choice = split.choose(endpointKey: target.endpoint)
             if choice.variant != split.index {
-                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, otherVariant: true))
+                let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, otherVariant: true))
                 window.complete(sequence, .expired, sent: false)
                 return
             }
             if case .heldOut = choice {
-                let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, heldOut: true))
+                let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, heldOut: true))
                 window.complete(sequence, .expired, sent: false)
                 return
             }
@@ -360,13 +362,13 @@ final class ShardWorker {
         // whatever the state of its endpoint (counted `filtered`, in `popCompleted`).
         if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false {
             lanes[target.application]?.counters?.filtered.increment()
-            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: false, filtered: true))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: false, filtered: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
         guard target.enabled, !target.stale, let lane = lanes[target.application] else {
             lanes[target.application]?.counters?.skipped(stale: target.stale)
-            let sequence = window.append(Entry(key: target.key, facts: nil, skipped: true))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: nil, skipped: true))
             window.complete(sequence, .expired, sent: false)
             return
         }
@@ -377,11 +379,11 @@ final class ShardWorker {
         if let decision {
             // Counted in `popCompleted` (`capped`, `quiet_skipped`, or `deferred` with a retry due at the end of the
             // quiet hours); nothing goes to the provider now.
-            let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false, timing: decision))
+            let sequence = window.append(Entry(key: target.key, application: target.application, facts: facts, skipped: false, timing: decision))
             window.complete(sequence, .expired, sent: false)
             return
         }
-        let sequence = window.append(Entry(key: target.key, facts: facts, skipped: false))
+        let sequence = window.append(Entry(key: target.key, application: target.application, facts: facts, skipped: false))
         if let unsent = lane.unsent {
             window.complete(sequence, unsent, sent: false)
             return
@@ -513,7 +515,7 @@ final class ShardWorker {
             } else if entry.otherVariant {
                 // Another variant's message counts this endpoint.
             } else if entry.heldOut {
-                accounting.recordHeldOut()
+                accounting.recordHeldOut(application: entry.application)
             } else if let decision = entry.timing, let facts = entry.facts {
                 switch decision {
                 case .capped: accounting.recordCapped(facts)
@@ -522,9 +524,9 @@ final class ShardWorker {
                 case .otherZone: break
                 }
             } else if entry.filtered {
-                accounting.recordFiltered()
+                accounting.recordFiltered(application: entry.application)
             } else if entry.skipped {
-                accounting.recordSkipped(targeted: true)
+                accounting.recordSkipped(targeted: true, application: entry.application)
             } else if let facts = entry.facts {
                 accounting.record(outcome, facts: facts, sent: sent, targeted: true, now: now, providerStatus: status,
                                   unitRandom: random())

@@ -55,5 +55,7 @@ public enum Schema {
                   sql: PackageResources.V021__hms_platform_sql),
         Migration(version: 22, name: "local-time sends, frequency capping and quiet hours",
                   sql: PackageResources.V022__local_time_frequency_cap_quiet_hours_sql),
+        Migration(version: 23, name: "exact per-application delivery counts by minute, for the console; event ARNs in their partition",
+                  sql: PackageResources.V023__application_delivery_counts_sql),
     ]
 }

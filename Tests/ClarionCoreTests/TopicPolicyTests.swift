@@ -49,6 +49,24 @@ import Testing
         #expect(!policy.allows(account: "444444444444", action: "Publish"))
     }
 
+    @Test("a topic in cn-north-1 or us-gov-west-1: AddPermission writes the root principal of its partition, and any partition's parses")
+    func partitions() throws {
+        for (region, partition) in [("cn-north-1", "aws-cn"), ("us-gov-west-1", "aws-us-gov")] {
+            let arn = "arn:\(partition):sns:\(region):111111111111:orders"
+            let added = try TopicPolicy.adding(to: TopicPolicy.defaultPolicy(topicARN: arn, owner: Self.owner), topicARN: arn,
+                                               label: "let-b", accounts: [Self.other], actions: ["Publish"])
+            #expect(added.contains(#""Principal":{"AWS":"arn:\#(partition):iam::222222222222:root"}"#), "\(added)")
+            #expect(try TopicPolicy.parse(added, topicARN: arn).allows(account: Self.other, action: "Publish"))
+        }
+        let text = #"{"Statement":{"Effect":"Allow","Principal":{"AWS":["arn:aws-cn:iam::222222222222:root","arn:aws-us-gov:iam::333333333333:root"]},"Action":"SNS:Publish","Resource":"*"}}"#
+        let policy = try TopicPolicy.parse(text, topicARN: Self.arn)
+        #expect(policy.allows(account: "222222222222", action: "Publish") && policy.allows(account: "333333333333", action: "Publish"))
+        #expect(throws: TopicPolicyError.self) {
+            try TopicPolicy.parse(#"{"Statement":{"Effect":"Allow","Principal":{"AWS":"arn:aws-mars:iam::222222222222:root"},"Action":"*","Resource":"*"}}"#,
+                                  topicARN: Self.arn)
+        }
+    }
+
     @Test("IAM evaluation: an explicit Deny overrides an Allow")
     func denyWins() throws {
         let text = #"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"*","Resource":"*"},{"Sid":"no-b","Effect":"Deny","Principal":{"AWS":"222222222222"},"Action":"SNS:Publish","Resource":"*"}]}"#
@@ -62,7 +80,7 @@ import Testing
         (#"[]"#, "the policy must be a JSON object"),
         (#"{"Statement":{"Effect":"Allow","NotPrincipal":"*","Action":"*","Resource":"*"}}"#, "unsupported statement element NotPrincipal"),
         (#"{"Statement":{"Effect":"Allow","Principal":{"Service":"s3.amazonaws.com"},"Action":"*","Resource":"*"}}"#, "unsupported principal type Service: name accounts under AWS"),
-        (#"{"Statement":{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::222222222222:user/bob"},"Action":"*","Resource":"*"}}"#, "unsupported principal arn:aws:iam::222222222222:user/bob: name an account id or arn:aws:iam::<account id>:root (Clarion has no IAM users or roles)"),
+        (#"{"Statement":{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::222222222222:user/bob"},"Action":"*","Resource":"*"}}"#, "unsupported principal arn:aws:iam::222222222222:user/bob: name an account id or arn:<partition>:iam::<account id>:root (Clarion has no IAM users or roles)"),
         (#"{"Statement":{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"*"}}"#, "unsupported action sqs:SendMessage: name SNS:<topic action> (GetTopicAttributes, SetTopicAttributes, AddPermission, RemovePermission, DeleteTopic, Subscribe, ListSubscriptionsByTopic, Publish, Receive), SNS:* or *"),
         (#"{"Statement":{"Effect":"Allow","Principal":"*","Action":"*","Resource":"arn:aws:sns:us-east-1:111111111111:other"}}"#, "Resource must be this topic's ARN (arn:aws:sns:us-east-1:111111111111:orders), not arn:aws:sns:us-east-1:111111111111:other"),
         (#"{"Statement":{"Effect":"Allow","Principal":"*","Action":"*","Resource":"*","Condition":{"ArnLike":{"aws:SourceArn":"x"}}}}"#, "unsupported condition operator ArnLike: only StringEquals is evaluated"),

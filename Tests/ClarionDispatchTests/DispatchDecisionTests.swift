@@ -60,8 +60,40 @@ struct DispatchDecisionTests {
         #expect(effects.counters == DeliveryCounters(targeted: 3, sent: 3, accepted: 0, failed: 1, retried: 1, skipped: 0, expired: 1))
         #expect(effects.failures == ["TooManyRequests": 1])
         #expect(effects.log.count == 1 && effects.log[0].attempts == 3)
+        // The same outcomes by application class (schema v23): retried, expired, and given up after the last attempt.
+        var counts = ApplicationOutcomeCounts()
+        (counts.sent, counts.retried, counts.expired, counts.retryExhausted) = (3, 1, 1, 1)
+        #expect(effects.applications == [3: counts])
         let rest = accounting.take()
         #expect(rest.isEmpty)
+    }
+
+    @Test("every outcome class is counted per application, and not at all when application counts are off")
+    func applicationCounts() {
+        func run(_ counting: Bool) -> [Int64: ApplicationOutcomeCounts] {
+            var accounting = DeliveryAccounting(policy: .standard, countsApplications: counting)
+            let outcomes: [DeliveryOutcome] = [
+                .accepted(providerID: nil), .tokenReplaced(newToken: "new", providerID: nil),
+                .tokenInvalid(reason: "Unregistered", invalidSince: nil), .messageInvalid(reason: "PayloadTooLarge"),
+                .credentialsInvalid(reason: "InvalidProviderToken"), .rejected(reason: "Forbidden"), .expired,
+            ]
+            for outcome in outcomes {
+                accounting.record(outcome, facts: Self.facts(), sent: outcome != .expired, targeted: true, now: Self.now,
+                                  unitRandom: 0)
+            }
+            accounting.recordSkipped(targeted: true, application: 3)
+            accounting.recordFiltered(application: 4)
+            accounting.recordHeldOut(application: 4)
+            return accounting.take().applications
+        }
+        var three = ApplicationOutcomeCounts()
+        (three.sent, three.accepted, three.tokenInvalid, three.messageInvalid) = (6, 2, 1, 1)
+        (three.credentialsInvalid, three.rejected, three.expired, three.skipped) = (1, 1, 1, 1)
+        var four = ApplicationOutcomeCounts()
+        (four.filtered, four.heldOut) = (1, 1)
+        #expect(run(true) == [3: three, 4: four])
+        #expect(three.failed == 4)
+        #expect(run(false).isEmpty)
     }
 
     @Test("token-invalid disables the endpoint with the provider's time; credentials disable the application once")

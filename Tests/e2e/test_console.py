@@ -140,6 +140,7 @@ def test_console_in_a_real_browser(stack):
     s, e = call(node.url + f"/v1/applications/GCM:other-{name}/endpoints", "POST",
                 {"token": "console-markup-token-" + "z" * 40, "user_id": markup}, bearer)
     assert s == 201, e
+    markup_endpoint = e["id"]
     topic = "console-news"
     assert call(node.url + "/v1/topics", "POST", {"name": topic}, bearer)[0] == 201
     for e in endpoints:
@@ -158,6 +159,16 @@ def test_console_in_a_real_browser(stack):
         return mine if len(mine) == 3 else None
 
     records = wait_for(delivered, timeout=30, what="the three campaign pushes at the emulator")
+    # One push to the other application, whose SuccessFeedbackSampleRate is SNS's default 0: the delivery log keeps
+    # no success of it, and its row must still count it (exact counts per application and minute, schema v23).
+    assert call(node.url + "/v1/publish", "POST", {"targets": [{"endpoint": markup_endpoint}], "message": "hi"}, bearer)[0] == 202
+
+    def counted():
+        s, body = call(node.url + f"/v1/applications/GCM:other-{name}/summary", "GET", None, bearer)
+        return body if s == 200 and body["last_hour"]["accepted"] == 1 else None
+
+    other_summary = wait_for(counted, timeout=30, what="the other application's push counted")
+    assert other_summary["last_hour"]["logged_successes"] == 0 and other_summary["last_hour"]["sent"] == 1
     for token in tokens:
         delivery = json.loads(json.loads(records[token]["payload"])["message"]["data"]["acme"])["delivery_id"]
         assert call(node.url + "/v1/beacons/open", "POST", {"delivery_id": delivery})[0] == 204
@@ -197,6 +208,10 @@ def test_console_in_a_real_browser(stack):
     # name, platform, status, enabled / disabled / stale endpoints, send rate, outcomes (3 campaign pushes logged)
     assert cells[:6] == [name, "GCM", "enabled", "4", "0", "0"], cells
     assert "3 succeeded" in cells[7] and "0 failed" in cells[7], cells
+    assert "(3 sent, " in cells[6], cells
+    other_row = browser.find_element(By.CSS_SELECTOR, f'#applications-table tr[data-application="GCM:other-{name}"]')
+    other_cells = [c.text for c in other_row.find_elements(By.TAG_NAME, "td")]
+    assert "1 succeeded, 0 failed" in other_cells[7] and "(1 sent, " in other_cells[6], other_cells
 
     # --- Publish to the topic; the message page reaches Completed ---------------------------------------------------
     s, published = call(node.url + "/v1/publish", "POST", {"targets": [{"topic": topic}], "message": "Hello console"}, bearer)
@@ -223,6 +238,7 @@ def test_console_in_a_real_browser(stack):
     cells = [c.text for c in browser.find_element(
         By.CSS_SELECTOR, f'#applications-table tr[data-application="{app}"]').find_elements(By.TAG_NAME, "td")]
     assert cells[3:6] == ["3", "1", "0"] and "1 failed" in cells[7] and "6 succeeded" in cells[7], cells
+    assert "(7 sent, " in cells[6], cells   # exact: 3 campaign pushes, then 4 for the topic message
     shot(browser, "applications")
 
     # --- Topics ----------------------------------------------------------------------------------------------------

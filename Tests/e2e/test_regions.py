@@ -225,7 +225,7 @@ def test_an_unlisted_region_gets_the_sns_scope_error_when_regions_are_configured
     try:
         node.wait_ready()
         listed = client(node.url, "us-gov-west-1").create_topic(Name="gov")["TopicArn"]
-        assert listed == f"arn:aws:sns:us-gov-west-1:{ACCOUNT}:gov"
+        assert listed == f"arn:aws-us-gov:sns:us-gov-west-1:{ACCOUNT}:gov"  # its partition (issue 16)
         assert client(node.url, "eu-central-2").list_topics()["Topics"] == []
         message = refused(lambda: client(node.url, "us-east-1").list_topics(), "SignatureDoesNotMatch", 403)
         assert message == "Credential should be scoped to a valid region, not 'us-east-1'. "
@@ -241,3 +241,46 @@ def test_a_malformed_regions_setting_stops_the_node_with_the_reason():
                                 env={"PATH": "/usr/bin:/bin", "CLARION_REGIONS": value})
         assert result.returncode != 0
         assert "CLARION_REGIONS" in result.stderr and reason in result.stderr, result.stderr
+
+
+def test_china_and_govcloud_regions_write_and_read_their_partitions_arns(stack):
+    """Issue 16: an ARN's partition is its region's (botocore data/partitions.json: cn-* is aws-cn, us-gov-* is
+    aws-us-gov), in every ARN the node writes (topics, applications, endpoints, subscriptions, AddPermission's
+    principal) and reads; an ARN naming the region with another partition is refused."""
+    node, emulator = stack
+    fcm = open(os.path.join(emulator.demo, "fcm-service-account.json")).read()
+    for region, partition in (("cn-north-1", "aws-cn"), ("us-gov-west-1", "aws-us-gov")):
+        sns = client(node.url, region)
+        prefix = f"arn:{partition}:sns:{region}:{ACCOUNT}:"
+        topic = sns.create_topic(Name="partitioned")["TopicArn"]
+        assert topic == prefix + "partitioned"
+        assert [t["TopicArn"] for t in sns.list_topics()["Topics"]] == [topic]
+        assert sns.get_topic_attributes(TopicArn=topic)["Attributes"]["TopicArn"] == topic
+        app = sns.create_platform_application(Name="partitioned", Platform="GCM", Attributes={
+            "PlatformCredential": fcm, "ProviderEndpoint": emulator.url})["PlatformApplicationArn"]
+        assert app == prefix + "app/GCM/partitioned"
+        token = f"fcm-{region}-partitioned"
+        endpoint = sns.create_platform_endpoint(PlatformApplicationArn=app, Token=token)["EndpointArn"]
+        assert endpoint.startswith(prefix + "endpoint/GCM/partitioned/")
+        assert sns.get_endpoint_attributes(EndpointArn=endpoint)["Attributes"]["Token"] == token
+        subscription = sns.subscribe(TopicArn=topic, Protocol="application", Endpoint=endpoint)["SubscriptionArn"]
+        assert subscription.startswith(topic + ":")
+        assert sns.get_subscription_attributes(SubscriptionArn=subscription)["Attributes"]["TopicArn"] == topic
+        h2(emulator.url + "/_emulator/reset", "POST")
+        sns.publish(TopicArn=topic, Message="to the partition")
+        sns.publish(TargetArn=endpoint, Message="directly")
+        wait_for(lambda: len(delivered(emulator)) >= 2, timeout=60, what=f"{region}'s deliveries")
+        assert delivered(emulator) == [token, token]
+        # AddPermission writes the other account's root principal in the topic's partition.
+        sns.add_permission(TopicArn=topic, Label="friend", AWSAccountId=["210987654321"], ActionName=["Publish"])
+        policy = json.loads(sns.get_topic_attributes(TopicArn=topic)["Attributes"]["Policy"])
+        friend = [s for s in policy["Statement"] if s.get("Sid") == "friend"]
+        assert friend[0]["Principal"]["AWS"] == f"arn:{partition}:iam::210987654321:root", policy
+        # The region's resources under the partition `aws` are no ARN SNS writes: refused, nothing found or changed.
+        wrong = topic.replace(f"arn:{partition}:", "arn:aws:", 1)
+        message = refused(lambda: sns.publish(TopicArn=wrong, Message="hi"), "InvalidParameter", 400)
+        assert message.startswith("Invalid parameter: TopicArn"), message
+        refused(lambda: sns.get_endpoint_attributes(EndpointArn=endpoint.replace(f"arn:{partition}:", "arn:aws:", 1)),
+                "InvalidParameter", 400)
+    # The partition `aws` stays what it was.
+    assert client(node.url, "us-east-1").create_topic(Name="partitioned")["TopicArn"] == f"arn:aws:sns:us-east-1:{ACCOUNT}:partitioned"

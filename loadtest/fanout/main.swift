@@ -107,6 +107,8 @@ func runBench(directory: String, count: Int) async {
     do {
         let c = try PGConnection(conninfo: url)
         try Migrator().migrate(c)
+        // Per-application counts (schema v23) have no foreign key to truncate them with: this run's only.
+        try c.execute("TRUNCATE application_delivery_counts")
         let apnsAttributes = PGJSON([ProviderAttribute.appleTeamID: teamID, ProviderAttribute.appleBundleID: bundleID,
                                      ProviderAttribute.providerEndpoint: base])
         // REUSE=1 with DATABASE_URL: keep the endpoints a previous run seeded (same N), point the applications
@@ -193,6 +195,8 @@ func runBench(directory: String, count: Int) async {
         checkpointInterval: 0.25, maxInFlightPerShard: setting("INFLIGHT", 4_000), submitBatchSize: 256,
         pageSize: setting("PAGE", 5_000), shardSize: setting("SHARD", 10_000), maxPollInterval: 0.1)
     configuration.metrics = metrics.map { DeliveryMetrics(registry: $0) }
+    // COUNTS=off: no per-application counts (schema v23) in the checkpoints, to measure what they cost.
+    configuration.applicationCounts = ProcessInfo.processInfo.environment["COUNTS"] != "off"
     print("settings             WORKERS=\(workers) INFLIGHT=\(configuration.maxInFlightPerShard) PAGE=\(configuration.pageSize) "
           + "SHARD=\(configuration.shardSize) CHECKPOINT_EVERY=\(configuration.checkpointEvery) "
           + "CONNS=\(registry.options.connectionsPerPool) FCM_CONNS=\(registry.options.fcmConnectionsPerPool) LOOPS=\(registry.options.eventLoopThreads)")
@@ -320,6 +324,16 @@ func runBench(directory: String, count: Int) async {
         print("metrics              on: clarion_deliveries_total{outcome=\"accepted\"} sums to \(accepted) (the fan-out's message says \(delivered), plus \(latency.done) direct publishes)")
     } else {
         print("metrics              off")
+    }
+    if configuration.applicationCounts {
+        // The counts must agree with the message's own, or the measurement measured nothing.
+        let counted = (try? PGConnection(conninfo: url).query(
+            "SELECT coalesce(sum(accepted), 0)::bigint, count(*) FROM application_delivery_counts").first)
+            .map { ($0?.int64(0) ?? -1, $0?.int64(1) ?? 0) } ?? (-1, 0)
+        print("counts               on: application_delivery_counts accepted sums to \(counted.0) in \(counted.1) rows "
+              + "(the fan-out's message says \(delivered), plus \(latency.done) direct publishes)")
+    } else {
+        print("counts               off")
     }
     // Where the shard workers' wall time went (summed over workers; includes the direct publishes' workers).
     let waits = max(1, timings.outcomeWaits)

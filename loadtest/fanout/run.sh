@@ -33,7 +33,22 @@ for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
 [ -s "$WORK/port" ] || { echo "emulator did not start" >&2; cat "$WORK/emulator.log" >&2; exit 1; }
 
 echo "fan-out of $N endpoints ($CONFIG build, $(nproc) cores, emulator on the same machine); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-if [ -n "${METRICS_COMPARE:-}" ]; then
+if [ -n "${COUNTS_COMPARE:-}" ]; then
+    # Per-application counts (schema v23, issue 17) off and on, alternated, each round a whole fan-out from a fresh
+    # seed: the cost of the accounting and of the checkpoints' upsert. COUNTS_COMPARE=<rounds per mode>.
+    for round in $(seq 1 "$COUNTS_COMPARE"); do
+        for mode in off on; do
+            echo "== round $round, application counts $mode"
+            COUNTS=$mode "$BIN" run "$WORK" "$N" | tee "$WORK/run.out" | grep -E "^(deliveries/s|gateway CPU|counts|publish|worker wall)|CPU/delivery"
+            echo "$mode $(awk '/^deliveries\/s/ {print $2}' "$WORK/run.out") $(awk '/gateway CPU\/delivery/ {print $(NF-1)}' "$WORK/run.out")" >> "$WORK/compare"
+        done
+    done
+    awk '{ n[$1]++; d[$1] += $2; c[$1] += $3 } END {
+        printf "counts off           mean %.0f deliveries/s, %.2f µs CPU/delivery over %d rounds\n", d["off"]/n["off"], c["off"]/n["off"], n["off"];
+        printf "counts on            mean %.0f deliveries/s, %.2f µs CPU/delivery over %d rounds\n", d["on"]/n["on"], c["on"]/n["on"], n["on"];
+        printf "ratio on/off         %.3f deliveries/s, %.3f CPU/delivery\n", (d["on"]/n["on"]) / (d["off"]/n["off"]), (c["on"]/n["on"]) / (c["off"]/n["off"]) }' "$WORK/compare"
+    H2LOAD=0
+elif [ -n "${METRICS_COMPARE:-}" ]; then
     # Metrics on and off in one run (issue 17): alternate the modes so drift in the machine's load hits both;
     # each round is a whole fan-out from a fresh seed. METRICS_COMPARE=<rounds per mode>.
     for round in $(seq 1 "$METRICS_COMPARE"); do

@@ -26,8 +26,7 @@ public enum ConsoleRoutes {
     public static let contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         + "connect-src 'self'; font-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-    /// How far back an application's delivery figures and an endpoint's deliveries are read.
-    static let applicationWindow: TimeInterval = 3600
+    /// How far back an endpoint's deliveries are read (an application's figures: `ConsoleRepository.deliveryCounts`).
     static let endpointDeliveryWindow: TimeInterval = 86_400
 
     /// - Parameter staleAfterDays: the dispatcher's `CLARION_STALE_AFTER_DAYS`, so "stale" means what it skips.
@@ -45,12 +44,34 @@ public enum ConsoleRoutes {
             do throws(StoreError) {
                 let counts = try await console.endpointCounts(
                     applicationKey: record.key, staleBefore: now.addingTimeInterval(-Double(staleAfterDays) * 86_400))
-                let log = try await console.deliveryLogSummary(applicationKey: record.key, since: now.addingTimeInterval(-applicationWindow))
+                // Exact counts (schema v23) and the log's failures by reason over the same window, on the database's clock.
+                let window = try await console.deliveryCounts(applicationKey: record.key)
+                let log = try await console.deliveryLogSummary(applicationKey: record.key, since: window.since)
+                let n = window.counts
                 return NativeResponse.json([
                     "application": NativeApplicationRoutes.render(record, caller),
                     "endpoints": ["enabled": number(counts.enabled), "disabled": number(counts.disabled), "stale": number(counts.stale)],
                     "last_hour": [
-                        "since": NativeResponse.time(now.addingTimeInterval(-applicationWindow)),
+                        "since": NativeResponse.time(window.since),
+                        "until": NativeResponse.time(window.now),
+                        "sent": number(n.sent),
+                        "accepted": number(n.accepted),
+                        "failed": number(n.failed),
+                        "failed_by_class": [
+                            "token_invalid": number(n.tokenInvalid), "message_invalid": number(n.messageInvalid),
+                            "credentials_invalid": number(n.credentialsInvalid), "rejected": number(n.rejected),
+                            "retry_exhausted": number(n.retryExhausted),
+                        ],
+                        "retried": number(n.retried),
+                        "expired": number(n.expired),
+                        "skipped": number(n.skipped),
+                        "filtered": number(n.filtered),
+                        "held_out": number(n.heldOut),
+                        "send_rate": [
+                            "per_second": rate(Double(n.sent) / window.seconds),
+                            "per_minute": rate(Double(n.sent) * 60 / window.seconds),
+                            "last_minute": number(window.lastMinuteSent),
+                        ],
                         "success_sample_rate": .number(JSONNumber(Int(record.attributes["SuccessFeedbackSampleRate"] ?? "") ?? 0)),
                         "logged_successes": number(log.successes),
                         "failures": number(log.failures),
@@ -189,6 +210,9 @@ public enum ConsoleRoutes {
     ]
 
     static func number(_ value: Int64) -> JSONValue { .number(JSONNumber(literal: String(value))!) }
+
+    /// A rate to three decimals.
+    static func rate(_ value: Double) -> JSONValue { .number(JSONNumber((value * 1000).rounded() / 1000) ?? JSONNumber(0)) }
 
     static func reasons(_ map: [String: Int64]) -> JSONValue {
         var object = JSONObject()

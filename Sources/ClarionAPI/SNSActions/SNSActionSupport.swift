@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionStore
 import Foundation
 
@@ -12,9 +13,13 @@ extension SNSRequest {
     ///   otherwise such an ARN is AuthorizationError.
     func arn(_ name: String, value: String, otherAccounts: Bool = false) throws(SNSError) -> SNSARN {
         guard let arn = SNSARN.parse(value) else {
+            // An SNS ARN whose partition is not its region's (`arn:aws:sns:cn-north-1:...`) is not one SNS writes.
+            if SNSARN.parse(value, checkingPartition: false) != nil {
+                throw SNSError.invalidParameter(name, reason: "The ARN's partition must be its region's")
+            }
             // A well-formed ARN of another service (`arn:aws:sqs:...:queue`) names nothing here: NotFound, as in SNS.
             if SNSRequest.isWellFormedARN(value) { throw SNSError.noSuchResource(parameter: name) }
-            throw SNSError.invalidParameter(name, reason: "An ARN must have the form arn:aws:sns:<region>:<account>:<resource>")
+            throw SNSError.invalidParameter(name, reason: "An ARN must have the form arn:\(AWSPartition(region: region).rawValue):sns:<region>:<account>:<resource>")
         }
         guard arn.region == region else {
             throw SNSError.invalidParameter(name, reason: "The ARN is not in region \(region)")

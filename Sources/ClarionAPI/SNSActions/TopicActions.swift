@@ -76,7 +76,7 @@ enum TopicActions {
         }
 
         // AddPermission and RemovePermission (SNS API reference): TopicArn, Label, AWSAccountId.member.N and
-        // ActionName.member.N are required; the statement SNS writes allows arn:aws:iam::<id>:root the SNS:<action>s.
+        // ActionName.member.N are required; the statement SNS writes allows arn:<partition>:iam::<id>:root the SNS:<action>s.
         table.register("AddPermission") { request throws(SNSError) in
             let (topic, arn) = try await self.topic(request, context)
             let label = try request.parameters.required("Label")
@@ -180,7 +180,7 @@ enum TopicActions {
                                    action: String) async throws(SNSError) -> TopicRecord {
         let caller = request.caller.accountID
         let denied = SNSError.authorizationError(
-            "User: arn:aws:iam::\(caller):root is not authorized to perform: SNS:\(action) on resource: \(arn.text)")
+            "User: \(arn.partition.rootPrincipal(account: caller)) is not authorized to perform: SNS:\(action) on resource: \(arn.text)")
         let owner = try await store(notFound: denied) { () async throws(StoreError) in
             try await context.accounts.account(accountID: arn.account)
         }

@@ -223,7 +223,7 @@ public final class HTTPSubscriptionSender: Sendable {
     /// The POST's headers and body: SNS's signed JSON document, or the bare message for RawMessageDelivery.
     func build(_ d: HTTPDeliveryClaim) throws(CryptoError) -> (headers: [String: String], body: String) {
         let region = d.topicRegion.isEmpty ? configuration.region : d.topicRegion
-        let topicARN = "arn:aws:sns:\(region):\(d.accountID):\(d.topicName)"
+        let topicARN = SNSARN.topic(region, d.accountID, name: d.topicName)
         let subscriptionARN = topicARN + ":" + d.subscriptionID.lowercasedText
         var headers = ["x-amz-sns-message-type": d.kind.rawValue, "x-amz-sns-topic-arn": topicARN,
                        "Content-Type": "text/plain; charset=UTF-8",

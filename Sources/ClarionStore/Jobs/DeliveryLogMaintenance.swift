@@ -7,6 +7,8 @@ extension FanOutJobs {
         public var partitionsCreated: [String] = []
         public var partitionsDropped: [String] = []
         public var defaultRowsDeleted = 0
+        /// Rows of `application_delivery_counts` (schema v23) older than the retention, deleted.
+        public var countRowsDeleted = 0
     }
 
     /// Keeps the delivery log's daily partitions: creates `delivery_log_YYYYMMDD` for today and the next
@@ -48,6 +50,9 @@ extension FanOutJobs {
             }
             done.defaultRowsDeleted = try c.query(
                 "DELETE FROM delivery_log_default WHERE logged_at < $1",
+                [Date(timeIntervalSince1970: Double(cutoffDay) * 86_400)]).affectedRows
+            done.countRowsDeleted = try c.query(
+                "DELETE FROM application_delivery_counts WHERE minute < $1",
                 [Date(timeIntervalSince1970: Double(cutoffDay) * 86_400)]).affectedRows
             return done
         }

@@ -445,12 +445,18 @@ public struct FanOutJobs: Sendable {
                               n.skipped, n.expired, state, renew ?? 0, claim.owner, n.filtered, n.heldOut,
                               n.capped, n.deferred, n.quietSkipped])
                     guard updated.affectedRows == 1 else { throw StoreError(.notFound, Self.leaseLostMessage) }
-                    var report = try Self.writeEffects(c, message: message, shardFailures: [claim.shard: effects.failures],
-                                                       effects: effects, retryShard: claim.shard)
+                    var statements = Self.effectCommands(message: message, shardFailures: [claim.shard: effects.failures],
+                                                         effects: effects, retryShard: claim.shard)
+                    // The counts' upsert is the transaction's last statement (`applicationCountsCommand`): in the
+                    // pipeline when nothing follows, after the message's finish otherwise.
+                    let counts = Self.applicationCountsCommand(effects.applications)
+                    if lease != .finish, let counts { statements.append(counts) }
+                    var report = try statements.run(c)
                     if lease != .finish, updated.first?.string(0) == "done" { return (.cancelled, report) }
                     guard case .finish = lease else { return (.applied(finishedMessage: nil), report) }
                     let finished = try Self.finishIfDone(c, messages: [message])
                     report.messages += finished.givenUp
+                    if let counts { _ = try c.pipeline([counts]) }
                     return (.applied(finishedMessage: finished.states[message]), report)
                 }
             }
@@ -511,15 +517,21 @@ public struct FanOutJobs: Sendable {
                 for row in updated.rows { applied.insert(try row.requireInt64(0)) }
                 var statements = EffectStatements()
                 var finishing: [Int64] = []
+                var applications: [Int64: ApplicationOutcomeCounts] = [:]
                 for progress in sorted where applied.contains(progress.claim.shard) {
                     statements.append(Self.effectCommands(
                         message: progress.claim.message, shardFailures: [progress.claim.shard: progress.effects.failures],
                         effects: progress.effects, retryShard: progress.claim.shard))
                     if progress.lease == .finish { finishing.append(progress.claim.message) }
+                    for (application, counts) in progress.effects.applications { applications[application, default: .init()] += counts }
                 }
+                // One upsert for the whole batch, its last statement (`applicationCountsCommand`).
+                let counts = Self.applicationCountsCommand(applications)
+                if finishing.isEmpty, let counts { statements.append(counts) }
                 var report = try statements.run(c)
                 let finished = try Self.finishIfDone(c, messages: finishing)
                 report.messages += finished.givenUp
+                if !finishing.isEmpty, let counts { _ = try c.pipeline([counts]) }
                 var out: [Int64: CheckpointResult] = [:]
                 for progress in sorted {
                     out[progress.claim.shard] = applied.contains(progress.claim.shard)
@@ -599,6 +611,39 @@ public struct FanOutJobs: Sendable {
             return report
         }
     }
+
+    /// Adds a checkpoint's outcomes to `application_delivery_counts` (schema v23): one INSERT ... ON CONFLICT DO
+    /// UPDATE SET n = n + EXCLUDED.n for every application of the checkpoint, in the minute of the database's clock,
+    /// so any number of workers and nodes add to the same row and a checkpoint that rolls back adds nothing. Nil when
+    /// there is nothing to add.
+    ///
+    /// Callers run it as the transaction's last statement, rows in application order: a transaction holding a
+    /// counts row then waits for nothing but other counts rows, taken in one order by everyone, so the hot rows add
+    /// no deadlock to the checkpoints' other locks (shards, messages, endpoints) and are held only until the commit.
+    static func applicationCountsCommand(_ applications: [Int64: ApplicationOutcomeCounts]) -> PGCommand? {
+        let keys = applications.keys.sorted().filter { $0 > 0 && applications[$0] != ApplicationOutcomeCounts() }
+        guard !keys.isEmpty else { return nil }
+        let rows = keys.map { applications[$0]!.values }
+        var parameters: [any PGEncodable] = [PGArrayParameter(text: PGArrayLiteral.int64s(keys))]
+        for i in ApplicationOutcomeCounts.columns.indices {
+            parameters.append(PGArrayParameter(text: PGArrayLiteral.int64s(rows.map { $0[i] })))
+        }
+        return PGCommand(prepared: "application_counts_add", applicationCountsSQL, parameters)
+    }
+
+    static let applicationCountsSQL: String = {
+        let columns = ApplicationOutcomeCounts.columns
+        let list = columns.joined(separator: ", ")
+        let arrays = columns.indices.map { "$\($0 + 2)::bigint[]" }.joined(separator: ", ")
+        return """
+            INSERT INTO application_delivery_counts (application, minute, \(list))
+            SELECT a, date_trunc('minute', now()), \(list)
+            FROM unnest($1::bigint[], \(arrays)) AS v(a, \(list))
+            ORDER BY a
+            ON CONFLICT (application, minute) DO UPDATE SET
+                \(columns.map { "\($0) = application_delivery_counts.\($0) + excluded.\($0)" }.joined(separator: ", "))
+            """
+    }()
 
     /// `writeEffects`' statements, for a caller that pipelines several messages' effects at once.
     static func effectCommands(
@@ -954,6 +999,7 @@ public struct FanOutJobs: Sendable {
                 var report = try Self.writeEffects(c, message: message, shardFailures: shardFailures, effects: rest, retryShard: nil)
                 let finished = try Self.finishIfDone(c, messages: [message])
                 report.messages += finished.givenUp
+                if let counts = Self.applicationCountsCommand(effects.applications) { _ = try c.pipeline([counts]) }
                 return (finished.states[message], report)
             }
         }

@@ -337,9 +337,68 @@ public struct ApplicationDisable: Sendable, Hashable {
     }
 }
 
+/// One application's outcomes in a checkpoint, by the dispatcher's outcome classes: added to its row of
+/// `application_delivery_counts` for the minute the checkpoint commits (schema v23), so the console's figures are
+/// exact whatever the application's `SuccessFeedbackSampleRate`.
+///
+/// Final outcomes: `accepted` (a new token included), `tokenInvalid`, `messageInvalid`, `credentialsInvalid`,
+/// `rejected`, `retryExhausted` (a retryable or auth-token failure given up), `expired`, `skipped`, `filtered`,
+/// `heldOut`. `retried` counts attempts scheduled again (not final); `sent` counts provider hand-offs.
+public struct ApplicationOutcomeCounts: Sendable, Hashable {
+    public var sent: Int64 = 0
+    public var accepted: Int64 = 0
+    public var tokenInvalid: Int64 = 0
+    public var messageInvalid: Int64 = 0
+    public var credentialsInvalid: Int64 = 0
+    public var rejected: Int64 = 0
+    public var retryExhausted: Int64 = 0
+    public var retried: Int64 = 0
+    public var expired: Int64 = 0
+    public var skipped: Int64 = 0
+    public var filtered: Int64 = 0
+    public var heldOut: Int64 = 0
+
+    public init() {}
+
+    /// The columns in `application_delivery_counts` order (after `application`, `minute`).
+    static let columns = ["sent", "accepted", "token_invalid", "message_invalid", "credentials_invalid", "rejected",
+                          "retry_exhausted", "retried", "expired", "skipped", "filtered", "held_out"]
+
+    /// The values in `columns` order.
+    var values: [Int64] {
+        [sent, accepted, tokenInvalid, messageInvalid, credentialsInvalid, rejected, retryExhausted, retried, expired,
+         skipped, filtered, heldOut]
+    }
+
+    init(values v: [Int64]) {
+        (sent, accepted, tokenInvalid, messageInvalid, credentialsInvalid, rejected) = (v[0], v[1], v[2], v[3], v[4], v[5])
+        (retryExhausted, retried, expired, skipped, filtered, heldOut) = (v[6], v[7], v[8], v[9], v[10], v[11])
+    }
+
+    /// Failed for good: every final outcome that is neither accepted, expired, skipped, filtered nor held out.
+    public var failed: Int64 { tokenInvalid + messageInvalid + credentialsInvalid + rejected + retryExhausted }
+
+    public static func += (lhs: inout ApplicationOutcomeCounts, rhs: ApplicationOutcomeCounts) {
+        lhs.sent += rhs.sent
+        lhs.accepted += rhs.accepted
+        lhs.tokenInvalid += rhs.tokenInvalid
+        lhs.messageInvalid += rhs.messageInvalid
+        lhs.credentialsInvalid += rhs.credentialsInvalid
+        lhs.rejected += rhs.rejected
+        lhs.retryExhausted += rhs.retryExhausted
+        lhs.retried += rhs.retried
+        lhs.expired += rhs.expired
+        lhs.skipped += rhs.skipped
+        lhs.filtered += rhs.filtered
+        lhs.heldOut += rhs.heldOut
+    }
+}
+
 /// Side effects of a batch of outcomes, written in the checkpoint's transaction.
 public struct OutcomeEffects: Sendable, Hashable {
     public var counters = DeliveryCounters()
+    /// The same outcomes by application (`application_delivery_counts`, schema v23).
+    public var applications: [Int64: ApplicationOutcomeCounts] = [:]
     public var failures: [String: Int64] = [:]
     public var log: [DeliveryLogEntry] = []
     public var disable: [EndpointDisable] = []
@@ -353,7 +412,7 @@ public struct OutcomeEffects: Sendable, Hashable {
     public init() {}
 
     public var isEmpty: Bool {
-        counters.isZero && failures.isEmpty && log.isEmpty && disable.isEmpty && replace.isEmpty
+        counters.isZero && applications.isEmpty && failures.isEmpty && log.isEmpty && disable.isEmpty && replace.isEmpty
             && retries.isEmpty && disableApplications.isEmpty
     }
 }

@@ -27,6 +27,30 @@ public struct ConsoleRepository: Sendable {
         }
     }
 
+    /// One application's exact delivery counts over the last hour, from `application_delivery_counts` (schema v23):
+    /// the 60 minute rows from the start of the minute 59 minutes before the database's current minute to now, so
+    /// the window is 59 to 60 minutes long and every delivery checkpointed in it is counted, whatever the
+    /// application's SuccessFeedbackSampleRate. `lastMinuteSent`: the provider hand-offs of the last whole minute.
+    /// The clock is the database's, the one the dispatcher's checkpoints stamp the rows with.
+    public func deliveryCounts(applicationKey: Int64) async throws(StoreError) -> ApplicationDeliveryWindow {
+        try await pool.withConnection { (c) throws(StoreError) -> ApplicationDeliveryWindow in
+            let sums = ApplicationOutcomeCounts.columns.map { "coalesce(sum(\($0)), 0)::bigint" }.joined(separator: ", ")
+            let result = try c.query("""
+                WITH w AS (SELECT now() AS now, date_trunc('minute', now()) - interval '59 minutes' AS since)
+                SELECT w.since, w.now,
+                    coalesce(sum(d.sent) FILTER (WHERE d.minute = date_trunc('minute', w.now) - interval '1 minute'), 0)::bigint,
+                    \(sums)
+                FROM w LEFT JOIN application_delivery_counts d ON d.application = $1 AND d.minute >= w.since
+                GROUP BY w.since, w.now
+                """, [applicationKey])
+            guard let row = result.first else { throw StoreError(.invalidData, "no delivery counts row") }
+            let values = ApplicationOutcomeCounts.columns.indices.map { row.int64($0 + 3) ?? 0 }
+            return ApplicationDeliveryWindow(since: try row.requireDate(0), now: try row.requireDate(1),
+                                             lastMinuteSent: row.int64(2) ?? 0,
+                                             counts: ApplicationOutcomeCounts(values: values))
+        }
+    }
+
     /// One application's delivery-log rows since `since`: per status (`SUCCESS` rows are sampled at the application's
     /// SuccessFeedbackSampleRate, every `FAILURE` is logged) and failures by reason (the log's "class: reason").
     public func deliveryLogSummary(applicationKey: Int64, since: Date) async throws(StoreError) -> DeliveryLogSummary {
@@ -186,6 +210,19 @@ public struct EndpointCounts: Sendable, Equatable {
     public var enabled: Int64
     public var disabled: Int64
     public var stale: Int64
+}
+
+/// An application's exact delivery counts over a window (`ConsoleRepository.deliveryCounts`).
+public struct ApplicationDeliveryWindow: Sendable, Equatable {
+    /// Start of the window's first minute, and the database's time when read.
+    public var since: Date
+    public var now: Date
+    /// Provider hand-offs in the last whole minute before `now`'s.
+    public var lastMinuteSent: Int64
+    public var counts: ApplicationOutcomeCounts
+
+    /// The window's length (59 to 60 minutes).
+    public var seconds: Double { max(1, now.timeIntervalSince(since)) }
 }
 
 public struct DeliveryLogSummary: Sendable, Equatable {

@@ -48,7 +48,7 @@ import Testing
         }
     }
 
-    @Test("application summary: enabled, disabled and stale partition the endpoints; the last hour reads the delivery log")
+    @Test("application summary: enabled, disabled and stale partition the endpoints; the last hour counts are exact (v23), reasons from the log")
     func applicationSummary() async throws {
         try await F.with { f in
             _ = try await f.json("POST", "/v1/applications",
@@ -82,6 +82,17 @@ import Testing
                     WHERE m.external_id = $1 AND e.external_id = $2
                     """, [message, ids[0]])
             }
+            // What checkpoints add to the exact counts (schema v23): this minute, the last one, and one outside the hour.
+            try await f.pool.withConnection { (c) throws(StoreError) -> Void in
+                _ = try c.query("""
+                    INSERT INTO application_delivery_counts (application, minute, sent, accepted, token_invalid, retried, skipped, filtered)
+                    SELECT a.id, date_trunc('minute', now()) - t.ago, t.sent, t.accepted, t.invalid, t.retried, t.skipped, t.filtered
+                    FROM platform_applications a,
+                        (VALUES (interval '0 minutes', 12, 9, 2, 1, 3, 4), (interval '1 minute', 6, 6, 0, 0, 0, 0),
+                                (interval '61 minutes', 100, 100, 0, 0, 0, 0)) AS t(ago, sent, accepted, invalid, retried, skipped, filtered)
+                    WHERE a.name = 'chat'
+                    """)
+            }
             let summary = try await f.json("GET", "/v1/applications/GCM:chat/summary", expect: 200)
             #expect((summary["application"] as? [String: Any])?["id"] as? String == "GCM:chat")
             #expect(summary["endpoints"] as? [String: Int] == ["enabled": 1, "disabled": 1, "stale": 1])
@@ -89,6 +100,15 @@ import Testing
             #expect(hour["success_sample_rate"] as? Int == 100)
             #expect(hour["logged_successes"] as? Int == 1 && hour["failures"] as? Int == 1)
             #expect(hour["failures_by_reason"] as? [String: Int] == ["token_invalid: UNREGISTERED": 1])
+            #expect(hour["sent"] as? Int == 18 && hour["accepted"] as? Int == 15 && hour["failed"] as? Int == 2)
+            #expect(hour["retried"] as? Int == 1 && hour["skipped"] as? Int == 3 && hour["filtered"] as? Int == 4)
+            #expect(hour["expired"] as? Int == 0 && hour["held_out"] as? Int == 0)
+            #expect(hour["failed_by_class"] as? [String: Int] == ["token_invalid": 2, "message_invalid": 0, "credentials_invalid": 0,
+                                                                  "rejected": 0, "retry_exhausted": 0])
+            let rate = try #require(hour["send_rate"] as? [String: Any])
+            #expect(rate["last_minute"] as? Int == 6)
+            let perMinute = try #require(rate["per_minute"] as? Double)
+            #expect(perMinute >= 18.0 / 60 - 0.001 && perMinute <= 18.0 / 59 + 0.001)
             #expect(try await f.error("GET", "/v1/applications/GCM:chat/summary?limit=2").code == "invalid_field")
 
             // The message's log, newest first, with the token's prefix only (8 characters: at most half the token).

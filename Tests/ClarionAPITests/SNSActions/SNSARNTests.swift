@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 import Testing
 @testable import ClarionAPI
@@ -29,6 +30,39 @@ struct SNSARNTests {
         #expect(SNSARN.application("us-east-1", "123456789012", platform: "APNS_SANDBOX", name: long)
                 == "arn:aws:sns:us-east-1:123456789012:app/APNS_SANDBOX/" + long)
         #expect(id.lowercasedText == "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0")
+    }
+
+    /// botocore `data/partitions.json`: `cn-*` is `aws-cn`, `us-gov-*` is `aws-us-gov`, the ISO regions their own.
+    @Test("an ARN carries its region's partition: written so, and parsed only so")
+    func partitions() throws {
+        let cases: [(String, AWSPartition, String)] = [
+            ("us-east-1", .aws, "aws"), ("eu-central-2", .aws, "aws"), ("cn-north-1", .china, "aws-cn"),
+            ("cn-northwest-1", .china, "aws-cn"), ("us-gov-west-1", .govCloud, "aws-us-gov"),
+            ("us-gov-east-1", .govCloud, "aws-us-gov"), ("us-iso-east-1", .iso, "aws-iso"), ("us-isob-east-1", .isoB, "aws-iso-b"),
+            ("eu-isoe-west-1", .isoE, "aws-iso-e"), ("us-isof-south-1", .isoF, "aws-iso-f"),
+        ]
+        for (region, partition, name) in cases {
+            #expect(AWSPartition(region: region) == partition && partition.rawValue == name, "\(region)")
+            let forms = [
+                SNSARN.application(region, "123456789012", platform: "GCM", name: "chat"),
+                SNSARN.endpoint(region, "123456789012", platform: "GCM", application: "chat", id: id),
+                SNSARN.topic(region, "123456789012", name: "news"),
+                SNSARN.subscription(region, "123456789012", topic: "news", id: id),
+            ]
+            for text in forms {
+                #expect(text.hasPrefix("arn:\(name):sns:\(region):123456789012:"), "\(text)")
+                let parsed = try #require(SNSARN.parse(text))
+                #expect(parsed.text == text && parsed.region == region && parsed.partition == partition)
+            }
+        }
+        #expect(SNSARN.topic("cn-north-1", "123456789012", name: "news") == "arn:aws-cn:sns:cn-north-1:123456789012:news")
+        #expect(AWSPartition.china.rootPrincipal(account: "123456789012") == "arn:aws-cn:iam::123456789012:root")
+        // Another partition's name for the region is no ARN SNS writes; without the check it parses (for the error).
+        for wrong in ["arn:aws:sns:cn-north-1:123456789012:news", "arn:aws-cn:sns:us-east-1:123456789012:news",
+                      "arn:aws-us-gov:sns:cn-north-1:123456789012:news", "arn:aws-cn:sns:us-gov-west-1:123456789012:news"] {
+            #expect(SNSARN.parse(wrong) == nil, "\(wrong)")
+            #expect(SNSARN.parse(wrong, checkingPartition: false)?.resource == .topic(name: "news"), "\(wrong)")
+        }
     }
 
     @Test("malformed ARNs are refused", arguments: [

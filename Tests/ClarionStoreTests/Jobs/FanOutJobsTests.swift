@@ -530,6 +530,21 @@ struct FanOutJobsTests {
         for message in messages { #expect(try await seed.jobs.messageStatus(key: message)?.counters.accepted == 1) }
     }
 
+    @Test("maintenance deletes per-application counts (schema v23) older than the delivery log's retention, and only those")
+    func applicationCountsRetention() async throws {
+        let seed = try Seed(subscriptions: 1)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027-01-15 08:00 UTC
+        let c = try PGConnection(conninfo: seed.url)
+        for daysAgo in [40.0, 31.0, 29.0, 0.0] {
+            try c.query("INSERT INTO application_delivery_counts (application, minute, sent) VALUES (1, $1, 1)",
+                        [now.addingTimeInterval(-daysAgo * 86_400)])
+        }
+        // The cutoff is the start of the day 30 days back (UTC), as for the log's partitions.
+        #expect(try await seed.jobs.maintainDeliveryLog(retentionDays: 30, daysAhead: 0, now: now).countRowsDeleted == 2)
+        #expect(try c.query("SELECT count(*), sum(sent) FROM application_delivery_counts").first.map { [$0.int64(0), $0.int64(1)] } == [2, 2])
+        #expect(try await seed.jobs.maintainDeliveryLog(retentionDays: 30, daysAhead: 0, now: now).countRowsDeleted == 0)
+    }
+
     @Test("delivery-log maintenance makes the coming days' partitions and drops the expired ones")
     func deliveryLogPartitions() async throws {
         let seed = try Seed(subscriptions: 1)

@@ -74,6 +74,11 @@ private func checkPublish(_ parameters: SNSParameters) {
 }
 
 private func checkARN(_ text: String) {
-    guard let arn = SNSARN.parse(text) else { return }
-    require(SNSARN.parse(arn.text) == arn, "ARN \(text) writes \(arn.text), which does not parse back")
+    if let arn = SNSARN.parse(text) {
+        require(SNSARN.parse(arn.text) == arn, "ARN \(text) writes \(arn.text), which does not parse back")
+    }
+    // Any partition (issue 16): what it writes carries the region's partition, and parses with the check.
+    guard let loose = SNSARN.parse(text, checkingPartition: false) else { return }
+    require(loose.text.hasPrefix("arn:" + loose.partition.rawValue + ":sns:"), "ARN \(text) writes \(loose.text) outside its partition")
+    require(SNSARN.parse(loose.text) == loose, "ARN \(text) in any partition writes \(loose.text), which does not parse back")
 }

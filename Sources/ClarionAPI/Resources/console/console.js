@@ -157,16 +157,15 @@
         : el("span", { class: "bad", text: `disabled: ${a.disabled_reason || "no reason"} (${when(a.disabled_at)})` });
       if (s.error) return { app: a, cells: [a.name, a.platform, status, null, null, null, s.error.message, null] };
       const h = s.last_hour;
-      const rate = h.success_sample_rate;
-      let sendRate;
-      if (rate === 100) sendRate = `${((h.logged_successes + h.failures) / 60).toFixed(2)}/min`;
-      else if (rate > 0) sendRate = `≈${((h.logged_successes * 100 / rate + h.failures) / 60).toFixed(2)}/min (successes sampled at ${rate}%)`;
-      else sendRate = "successes not sampled (SuccessFeedbackSampleRate 0)";
+      // Exact counts from every checkpoint (whatever SuccessFeedbackSampleRate is); reasons from the delivery log.
+      const sendRate = `${h.send_rate.per_minute.toFixed(2)}/min (${h.sent} sent, ${h.send_rate.last_minute} in the last minute)`;
       const reasons = Object.entries(h.failures_by_reason).map(([r, n]) => `${r} × ${n}`).join("; ");
+      const others = [["retried", h.retried], ["expired", h.expired], ["skipped", h.skipped], ["filtered", h.filtered],
+        ["held out", h.held_out]].filter(([, n]) => n > 0).map(([label, n]) => `${n} ${label}`);
       return {
         app: a,
         cells: [a.name, a.platform, status, String(s.endpoints.enabled), String(s.endpoints.disabled), String(s.endpoints.stale),
-          sendRate, `${h.failures} failed` + (reasons ? ` — ${reasons}` : "") + (rate > 0 ? `, ${h.logged_successes} succeeded (logged)` : "")],
+          sendRate, `${h.accepted} succeeded, ${h.failed} failed` + (reasons ? ` — ${reasons}` : "") + (others.length ? `; ${others.join(", ")}` : "")],
       };
     });
     const headers = ["Name", "Platform", "Status", { label: "Enabled endpoints", num: true }, { label: "Disabled", num: true },
