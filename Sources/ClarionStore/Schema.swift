@@ -53,5 +53,7 @@ public enum Schema {
                   sql: PackageResources.V020__regions_sql),
         Migration(version: 22, name: "local-time sends, frequency capping and quiet hours",
                   sql: PackageResources.V022__local_time_frequency_cap_quiet_hours_sql),
+        Migration(version: 24, name: "a mobile app's WEBPUSH application",
+                  sql: PackageResources.V024__mobile_app_webpush_sql),
     ]
 }
