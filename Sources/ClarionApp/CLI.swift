@@ -53,7 +53,7 @@ public enum CLI {
                 run: report),
         Command(name: "apps", summary: "list and manage mobile apps, their platform applications and registration API tokens",
                 usage: "clarion apps list [--unassigned]\n"
-                    + "       clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app]\n"
+                    + "       clarion apps create --name NAME [--apns APNS:app] [--fcm GCM:app] [--adm ADM:app] [--webpush WEBPUSH:app]\n"
                     + "                    [--firebase-project-id ID] [--dry-run-validation]\n"
                     + "                    [--events-require-api-token] [--no-events-require-api-token-for-user-change]\n"
                     + "       clarion apps create-token <mobile-app-id>\n"
@@ -308,7 +308,7 @@ public enum CLI {
         var rest = Array(arguments.dropFirst())
         var options: [String: String] = [:]
         var dryRun = false, requireToken = false, requireTokenForUserChange = true
-        for flag in ["--name", "--apns", "--fcm", "--adm", "--firebase-project-id"] {
+        for flag in ["--name", "--apns", "--fcm", "--adm", "--webpush", "--firebase-project-id"] {
             if let i = rest.firstIndex(of: flag) {
                 guard i + 1 < rest.count else { throw NodeError(.usage, "\(flag) needs a value") }
                 options[flag] = rest[i + 1]
@@ -345,7 +345,8 @@ public enum CLI {
                                               fcmApplication: opts["--fcm"], admApplication: opts["--adm"],
                                               firebaseProjectID: opts["--firebase-project-id"], dryRunValidation: validate,
                                               eventsRequireAPIToken: tokenForEvents,
-                                              eventsRequireAPITokenForUserChange: tokenForUserChange)
+                                              eventsRequireAPITokenForUserChange: tokenForUserChange,
+                                              webPushApplication: opts["--webpush"])
                 }
                 say("MobileAppId: \(app.externalID.lowercasedText)\nName: \(app.name)\n"
                     + "EventsRequireApiToken: \(app.eventsRequireAPIToken)\n"

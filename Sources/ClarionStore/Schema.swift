@@ -57,5 +57,7 @@ public enum Schema {
                   sql: PackageResources.V022__local_time_frequency_cap_quiet_hours_sql),
         Migration(version: 23, name: "exact per-application delivery counts by minute, for the console; event ARNs in their partition",
                   sql: PackageResources.V023__application_delivery_counts_sql),
+        Migration(version: 24, name: "a mobile app's WEBPUSH application",
+                  sql: PackageResources.V024__mobile_app_webpush_sql),
     ]
 }

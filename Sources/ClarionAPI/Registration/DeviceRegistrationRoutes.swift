@@ -140,18 +140,16 @@ package enum DeviceRegistrationRoutes {
         // Lengths are the processor's to judge (DeviceTokenTooLong); the body limit bounds them here.
         let apns = try item.string("ApnsDeviceToken", maxLength: bodyLimit)
         let fcm = try item.string("FcmDeviceToken", maxLength: bodyLimit)
-        let platform: RegistrationPlatform
-        let device: String
-        switch (apns, fcm) {
-        case (let a?, nil): (platform, device) = (.apns, a)
-        case (nil, let f?): (platform, device) = (.fcm, f)
-        case (nil, nil):
-            throw JSONAPIError(status: 400, code: "missing_field",
-                               message: "One of '\(item.name("ApnsDeviceToken"))' or '\(item.name("FcmDeviceToken"))' is required.",
-                               field: item.name("ApnsDeviceToken"))
-        case (_?, _?):
-            throw JSONAPIError.invalidField(item.name("FcmDeviceToken"),
-                                            "Give either '\(item.name("ApnsDeviceToken"))' or '\(item.name("FcmDeviceToken"))', not both.")
+        let webPush = try webPushSubscription(item)
+        let given = [apns.map { (RegistrationPlatform.apns, $0) }, fcm.map { (RegistrationPlatform.fcm, $0) },
+                     webPush.map { (RegistrationPlatform.webPush, $0) }].compactMap { $0 }
+        let names = "'\(item.name("ApnsDeviceToken"))', '\(item.name("FcmDeviceToken"))' or '\(item.name("WebPushSubscription"))'"
+        guard given.count == 1, let (platform, device) = given.first else {
+            if given.isEmpty {
+                throw JSONAPIError(status: 400, code: "missing_field", message: "One of \(names) is required.",
+                                   field: item.name("ApnsDeviceToken"))
+            }
+            throw JSONAPIError.invalidField(item.name("FcmDeviceToken"), "Give one of \(names), not several.")
         }
         // `TimeZone` (Clarion's addition, schema v22): the device's IANA zone for `send_at_local` and quiet hours.
         let zone = try item.string("TimeZone", maxLength: TimeZoneName.maximumLength + 1)
@@ -161,6 +159,29 @@ package enum DeviceRegistrationRoutes {
             callbackHeaders: callback?.headers ?? [:])
         request.timeZone = zone
         return Parsed(appID: app, apiToken: token, request: request)
+    }
+
+    /// `WebPushSubscription`: the browser's `PushSubscription.toJSON()`, as an object or as its JSON text (Clarion's
+    /// addition beside the device tokens). Checked here with CreatePlatformEndpoint's WEBPUSH rules (an https endpoint,
+    /// `p256dh` a point on P-256, `auth` 16 octets: RFC 8291 section 2, RFC 8030 section 8), so a bad subscription is a
+    /// 400 naming the rule, not a Failed registration; the canonical form is what is stored, so the same subscription
+    /// registered twice is the same endpoint.
+    static func webPushSubscription(_ item: RegistrationFields) throws(JSONAPIError) -> String? {
+        let field = item.name("WebPushSubscription")
+        let text: String
+        switch item.object["WebPushSubscription"] {
+        case nil, .null?: return nil
+        case .object(let object)?: text = object.jsonText
+        case .string(let string)?: text = string
+        default:
+            throw JSONAPIError.invalidField(field, "'\(field)' must be the browser's PushSubscription JSON, as an object or a string.")
+        }
+        guard text.utf8.count <= bodyLimit else { throw JSONAPIError.invalidField(field, "'\(field)' is too long.") }
+        do throws(WebPushRules.RuleError) {
+            return try WebPushRules.canonicalToken(text)
+        } catch {
+            throw JSONAPIError.invalidField(field, "'\(field)': \(error.reason)")
+        }
     }
 
     /// Stores the requests whose app and API token check out. The others are dropped without a trace (their ids

@@ -71,7 +71,8 @@ public struct MobileAppAdmin: Sendable {
     public func createApp(accountID: String, name: String, apnsApplication: String? = nil, fcmApplication: String? = nil,
                           admApplication: String? = nil, firebaseProjectID: String? = nil,
                           dryRunValidation: Bool = false, eventsRequireAPIToken: Bool = false,
-                          eventsRequireAPITokenForUserChange: Bool = true) async throws(MobileAppAdminError) -> MobileAppRecord {
+                          eventsRequireAPITokenForUserChange: Bool = true,
+                          webPushApplication: String? = nil) async throws(MobileAppAdminError) -> MobileAppRecord {
         guard !name.isEmpty, name.utf8.count <= 256 else {
             throw MobileAppAdminError(.invalidField, "The name must be 1 to 256 bytes.", field: "name")
         }
@@ -82,11 +83,13 @@ public struct MobileAppAdmin: Sendable {
         let apns = try await application(apnsApplication, platforms: ["APNS", "APNS_SANDBOX"], field: "apns_application", account: account.key)
         let fcm = try await application(fcmApplication, platforms: ["GCM"], field: "fcm_application", account: account.key)
         let adm = try await application(admApplication, platforms: ["ADM"], field: "adm_application", account: account.key)
+        let webPush = try await application(webPushApplication, platforms: ["WEBPUSH"], field: "webpush_application", account: account.key)
         do {
             return try await apps.create(accountKey: account.key, NewMobileApp(
                 name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
                 firebaseProjectID: firebaseProjectID, dryRunValidation: dryRunValidation,
-                eventsRequireAPIToken: eventsRequireAPIToken, eventsRequireAPITokenForUserChange: eventsRequireAPITokenForUserChange))
+                eventsRequireAPIToken: eventsRequireAPIToken, eventsRequireAPITokenForUserChange: eventsRequireAPITokenForUserChange,
+                webPushApplication: webPush))
         } catch {
             throw .store(error, notFound: MobileAppAdminError(.notFound, "A platform application does not exist."))
         }
@@ -231,6 +234,7 @@ enum MobileAppRoutes {
             let name = try body.requiredString("name", maxLength: 256)
             let apns = try body.string("apns_application"), fcm = try body.string("fcm_application")
             let adm = try body.string("adm_application"), project = try body.string("firebase_project_id", maxLength: 256)
+            let webPush = try body.string("webpush_application")
             let dryRun = try body.bool("dry_run_validation") ?? false
             let requireToken = try body.bool("events_require_api_token") ?? false
             let requireTokenForUserChange = try body.bool("events_require_api_token_for_user_change") ?? true
@@ -240,7 +244,7 @@ enum MobileAppRoutes {
                 let app = try await c.admin.createApp(
                     accountID: principal.accountID, name: name, apnsApplication: apns, fcmApplication: fcm, admApplication: adm,
                     firebaseProjectID: project, dryRunValidation: dryRun, eventsRequireAPIToken: requireToken,
-                    eventsRequireAPITokenForUserChange: requireTokenForUserChange)
+                    eventsRequireAPITokenForUserChange: requireTokenForUserChange, webPushApplication: webPush)
                 if timing.frequencyCap != nil || timing.quietHours != nil {
                     return .json(MobileAppAdmin.json(try await c.admin.updateApp(accountID: principal.accountID, app: app.externalID, timing)).encoded(),
                                  status: 201)
@@ -343,7 +347,7 @@ enum AudiencePublish {
             if error.code == .notFound { throw JSONAPIError.notFound("No mobile app '\(appID.lowercasedText)'.", field: "app") }
             throw RegistrationFields.storeError(error)
         }
-        let applications = [app.apnsApplication, app.fcmApplication, app.admApplication].compactMap { $0 }
+        let applications = [app.apnsApplication, app.fcmApplication, app.admApplication, app.webPushApplication].compactMap { $0 }
         guard !applications.isEmpty else { throw JSONAPIError.invalidField("app", "The mobile app has no platform application.") }
         let user = try body.string("user_id", maxLength: DeviceRegistrationRoutes.userIDLimit)
         let languages = try list(body, "languages")

@@ -147,6 +147,9 @@ public final class RegistrationProcessor: Sendable {
         switch r.platform {
         case .apns?: (application, limit) = (r.apnsApplication, configuration.apnsTokenLimit)
         case .fcm?: (application, limit) = (r.fcmApplication, configuration.fcmTokenLimit)
+        // Checked and made canonical when accepted (DeviceRegistrationRoutes.webPushSubscription); its endpoint URL is
+        // bounded there (WebPushSubscription.maximumEndpointLength).
+        case .webPush?: (application, limit) = (r.webPushApplication, Int.max)
         case nil: return (.failed, .failedToStoreDevice)
         }
         guard r.deviceToken.utf8.count <= limit else { return (.failed, .deviceTokenTooLong) }
@@ -161,7 +164,9 @@ public final class RegistrationProcessor: Sendable {
                 }
                 return (.success, nil)
             }
-            if r.dryRunValidation, let validator {
+            // Web Push has no validate-only request (RFC 8030): any push a service accepts reaches the browser, so a
+            // subscription is only checked by its rules when accepted.
+            if r.dryRunValidation, r.platform != .webPush, let validator {
                 let outcome = await validator.validate(applicationKey: application, token: r.deviceToken)
                 if !outcome.isDelivered {
                     // Refused credentials (or settings that cannot make a client) are the operator's to fix, not the

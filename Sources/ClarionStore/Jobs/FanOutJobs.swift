@@ -378,11 +378,13 @@ public struct FanOutJobs: Sendable {
                     md5(a.credentials_sealed), m.frequency_cap_max, m.frequency_cap_window_seconds, m.quiet_start_minute,
                     m.quiet_end_minute, m.quiet_time_zone
                 FROM platform_applications a
-                -- The mobile app the application belongs to (schema v22: its cap and quiet hours); the oldest when
+                -- The mobile app the application belongs to (schema v22: its cap and quiet hours; v24: its WEBPUSH
+                -- application too); the oldest when
                 -- several name it.
                 LEFT JOIN LATERAL (
                     SELECT * FROM mobile_apps m
                     WHERE m.apns_application = a.id OR m.fcm_application = a.id OR m.adm_application = a.id
+                       OR m.webpush_application = a.id
                     ORDER BY m.id LIMIT 1) m ON true
                 WHERE a.id = ANY($1::bigint[])
                 """, [PGArrayParameter(text: PGArrayLiteral.int64s(keys))])

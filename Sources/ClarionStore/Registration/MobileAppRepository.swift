@@ -25,6 +25,8 @@ public struct MobileAppRecord: Sendable, Equatable {
     public var quietHours: QuietHours? = nil
     /// The quiet hours' zone for endpoints without one (when the campaign gives no fallback zone).
     public var quietTimeZone: String? = nil
+    /// The WEBPUSH application the registration API's `WebPushSubscription` goes to (schema v24).
+    public var webPushApplication: Int64? = nil
 }
 
 /// One line of the account's overview (`clarion apps list`): a platform application of a mobile app, a mobile app
@@ -57,6 +59,7 @@ public struct NewMobileApp: Sendable {
     public var apnsApplication: Int64?
     public var fcmApplication: Int64?
     public var admApplication: Int64?
+    public var webPushApplication: Int64?
     public var firebaseProjectID: String?
     public var dryRunValidation: Bool
     public var eventsRequireAPIToken: Bool
@@ -64,8 +67,9 @@ public struct NewMobileApp: Sendable {
 
     public init(name: String, apnsApplication: Int64? = nil, fcmApplication: Int64? = nil, admApplication: Int64? = nil,
                 firebaseProjectID: String? = nil, dryRunValidation: Bool = false, eventsRequireAPIToken: Bool = false,
-                eventsRequireAPITokenForUserChange: Bool = true) {
+                eventsRequireAPITokenForUserChange: Bool = true, webPushApplication: Int64? = nil) {
         self.name = name
+        self.webPushApplication = webPushApplication
         self.apnsApplication = apnsApplication
         self.fcmApplication = fcmApplication
         self.admApplication = admApplication
@@ -117,14 +121,14 @@ public struct MobileAppRepository: Sendable {
         m.id, m.external_id, m.account, m.name, m.apns_application, m.fcm_application, m.adm_application,
         m.firebase_project_id, m.dry_run_validation, m.created_at, m.events_require_api_token,
         m.events_require_api_token_for_user_change, m.frequency_cap_max, m.frequency_cap_window_seconds,
-        m.quiet_start_minute, m.quiet_end_minute, m.quiet_time_zone
+        m.quiet_start_minute, m.quiet_end_minute, m.quiet_time_zone, m.webpush_application
         """
 
     /// Creates the app. The platform applications must belong to the same account (`.notFound` otherwise); a
     /// second app of the same name is `.uniqueViolation` (constraint `mobile_apps_account_name_key`).
     public func create(accountKey: Int64, _ app: NewMobileApp, externalID: UUID = UUID()) async throws(StoreError) -> MobileAppRecord {
         try await pool.transaction { (c) throws(StoreError) -> MobileAppRecord in
-            for application in [app.apnsApplication, app.fcmApplication, app.admApplication].compactMap({ $0 }) {
+            for application in [app.apnsApplication, app.fcmApplication, app.admApplication, app.webPushApplication].compactMap({ $0 }) {
                 let owned = try c.query("SELECT 1 FROM platform_applications WHERE id = $1 AND account = $2", [application, accountKey])
                 if owned.rowCount == 0 { throw StoreError(.notFound, "no platform application \(application) in this account") }
             }
@@ -132,12 +136,12 @@ public struct MobileAppRepository: Sendable {
                 WITH m AS (
                     INSERT INTO mobile_apps (external_id, account, name, apns_application, fcm_application, adm_application,
                                              firebase_project_id, dry_run_validation, events_require_api_token,
-                                             events_require_api_token_for_user_change)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *)
+                                             events_require_api_token_for_user_change, webpush_application)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *)
                 SELECT \(Self.columns) FROM m
                 """, [externalID, accountKey, app.name, app.apnsApplication, app.fcmApplication, app.admApplication,
                       app.firebaseProjectID, app.dryRunValidation, app.eventsRequireAPIToken,
-                      app.eventsRequireAPITokenForUserChange]).first else {
+                      app.eventsRequireAPITokenForUserChange, app.webPushApplication]).first else {
                 throw StoreError(.invalidData, "INSERT returned no row")
             }
             return try Self.record(row)
@@ -193,7 +197,7 @@ public struct MobileAppRepository: Sendable {
         }
     }
 
-    /// The account's mobile apps with their platform applications (APNs, FCM, ADM order), then the platform
+    /// The account's mobile apps with their platform applications (APNs, FCM, ADM, Web Push order), then the platform
     /// applications no mobile app uses, each with its enabled state and why it is disabled. Mobile apps by name,
     /// loose applications by platform and name.
     public func listing(accountKey: Int64) async throws(StoreError) -> [MobileAppListingRow] {
@@ -201,16 +205,18 @@ public struct MobileAppRepository: Sendable {
             let result = try c.query("""
                 SELECT m.name, m.external_id, a.platform, a.name, coalesce(a.enabled, true), a.disabled_reason, a.disabled_at, 0, s.n
                 FROM mobile_apps m
-                CROSS JOIN LATERAL (VALUES (1, m.apns_application), (2, m.fcm_application), (3, m.adm_application)) AS s(n, app)
+                CROSS JOIN LATERAL (VALUES (1, m.apns_application), (2, m.fcm_application), (3, m.adm_application),
+                                           (4, m.webpush_application)) AS s(n, app)
                 LEFT JOIN platform_applications a ON a.id = s.app
                 WHERE m.account = $1
-                  AND (s.app IS NOT NULL OR (s.n = 1 AND num_nonnulls(m.apns_application, m.fcm_application, m.adm_application) = 0))
+                  AND (s.app IS NOT NULL OR (s.n = 1 AND num_nonnulls(m.apns_application, m.fcm_application, m.adm_application,
+                                                                      m.webpush_application) = 0))
                 UNION ALL
                 SELECT NULL, NULL, a.platform, a.name, a.enabled, a.disabled_reason, a.disabled_at, 1, 0
                 FROM platform_applications a
                 WHERE a.account = $1 AND NOT EXISTS (
                     SELECT 1 FROM mobile_apps m WHERE m.account = a.account
-                      AND a.id IN (m.apns_application, m.fcm_application, m.adm_application))
+                      AND a.id IN (m.apns_application, m.fcm_application, m.adm_application, m.webpush_application))
                 ORDER BY 8, 1, 9, 3, 4
                 """, [accountKey])
             var rows: [MobileAppListingRow] = []
@@ -269,6 +275,7 @@ public struct MobileAppRepository: Sendable {
             record.quietHours = QuietHours(start: start, end: end)
             record.quietTimeZone = row.string(16)
         }
+        record.webPushApplication = row.int64(17)
         return record
     }
 }

@@ -2,10 +2,11 @@ import ClarionCore
 import ClarionCrypto
 import Foundation
 
-/// The platform a registration names: `ApnsDeviceToken` or `FcmDeviceToken`.
+/// The platform a registration names: `ApnsDeviceToken`, `FcmDeviceToken` or `WebPushSubscription`.
 public enum RegistrationPlatform: String, Sendable, Hashable {
     case apns = "APNS"
     case fcm = "FCM"
+    case webPush = "WEBPUSH"
 }
 
 /// A mobile app and the live API token a request presented.
@@ -68,6 +69,7 @@ public struct ClaimedRegistration: Sendable {
     public let accountKey: Int64
     public let apnsApplication: Int64?
     public let fcmApplication: Int64?
+    public let webPushApplication: Int64?
     public let dryRunValidation: Bool
     public let userID: String
     public let platform: RegistrationPlatform?
@@ -200,7 +202,7 @@ public struct RegistrationRepository: Sendable {
                 SELECT r.id, m.id, m.account, m.apns_application, m.fcm_application, m.dry_run_validation,
                        r.request->>'userId', r.request->>'platform', r.request->>'token',
                        t.id IS NOT NULL AND t.revoked_at IS NULL, t.token_hash, t.token_sealed,
-                       r.callback_url, r.callback_headers::text, r.attempts, t.id, r.request->>'timeZone'
+                       r.callback_url, r.callback_headers::text, r.attempts, t.id, r.request->>'timeZone', m.webpush_application
                 FROM registration_requests r JOIN mobile_apps m ON m.id = r.mobile_app
                 LEFT JOIN mobile_app_tokens t ON t.id = r.token_id
                 WHERE r.id = ANY($1::uuid[]) ORDER BY r.created_at
@@ -212,7 +214,7 @@ public struct RegistrationRepository: Sendable {
                     platform: RegistrationPlatform(rawValue: row.string(7) ?? ""), token: row.string(8) ?? "",
                     tokenValid: row.bool(9) ?? false, hash: row.bytes(10), sealed: row.bytes(11), url: row.string(12),
                     headers: RepositoryJSON.decode(row.string(13)), attempts: row.int(14) ?? 1, tokenID: row.int64(15),
-                    timeZone: row.string(16)))
+                    timeZone: row.string(16), webPush: row.int64(17)))
             }
             return out
         }
@@ -221,7 +223,7 @@ public struct RegistrationRepository: Sendable {
             if let sealed = row.sealed, let hash = row.hash { apiToken = apps.openToken(sealed: sealed, hash: hash) }
             return ClaimedRegistration(
                 id: row.id, appKey: row.appKey, accountKey: row.accountKey, apnsApplication: row.apns, fcmApplication: row.fcm,
-                dryRunValidation: row.dryRun, userID: row.userID, platform: row.platform, deviceToken: row.token,
+                webPushApplication: row.webPush, dryRunValidation: row.dryRun, userID: row.userID, platform: row.platform, deviceToken: row.token,
                 tokenValid: row.tokenValid, apiToken: apiToken, tokenID: row.tokenID, callbackURL: row.url, callbackHeaders: row.headers,
                 attempts: row.attempts, timeZone: row.timeZone)
         }
@@ -245,6 +247,7 @@ public struct RegistrationRepository: Sendable {
         let attempts: Int
         let tokenID: Int64?
         let timeZone: String?
+        let webPush: Int64?
     }
 
     /// Records the final state and queues the webhook, in one transaction. Returns false when the request was no
@@ -281,7 +284,7 @@ public struct RegistrationRepository: Sendable {
         try await pool.withConnection { (c) throws(StoreError) -> Int in
             try c.query("""
                 DELETE FROM endpoints e USING mobile_apps m
-                WHERE m.id = $1 AND e.application IN (m.apns_application, m.fcm_application, m.adm_application)
+                WHERE m.id = $1 AND e.application IN (m.apns_application, m.fcm_application, m.adm_application, m.webpush_application)
                   AND e.user_id = $2 AND ($3::text IS NULL OR e.token = $3)
                 """, [appKey, userID, deviceToken]).affectedRows
         }
