@@ -700,6 +700,7 @@ CREATE TABLE public.mobile_apps (
     quiet_start_minute smallint,
     quiet_end_minute smallint,
     quiet_time_zone text,
+    webpush_application bigint,
     CONSTRAINT mobile_apps_frequency_cap_check CHECK (((frequency_cap_max IS NULL) = (frequency_cap_window_seconds IS NULL))),
     CONSTRAINT mobile_apps_frequency_cap_max_check CHECK (((frequency_cap_max >= 1) AND (frequency_cap_max <= 1000))),
     CONSTRAINT mobile_apps_frequency_cap_window_seconds_check CHECK (((frequency_cap_window_seconds >= 60) AND (frequency_cap_window_seconds <= 2592000))),
@@ -1650,6 +1651,14 @@ ALTER TABLE ONLY public.mobile_apps
 
 ALTER TABLE ONLY public.mobile_apps
     ADD CONSTRAINT mobile_apps_fcm_application_fkey FOREIGN KEY (fcm_application) REFERENCES public.platform_applications(id) ON DELETE SET NULL;
+
+
+--
+-- Name: mobile_apps mobile_apps_webpush_application_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.mobile_apps
+    ADD CONSTRAINT mobile_apps_webpush_application_fkey FOREIGN KEY (webpush_application) REFERENCES public.platform_applications(id) ON DELETE SET NULL;
 
 
 --
