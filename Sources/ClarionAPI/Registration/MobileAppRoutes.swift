@@ -336,7 +336,8 @@ enum MobileAppRoutes {
 
 /// The body of `POST /v1/publish/audience`:
 /// `{"app": <mobile app id>, "user_id"?: text, "languages"?: [..], "os_types"?: [..], "app_version"?: {"min"?, "max"?},
-///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds, "send_at"?: RFC 3339}`.
+///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds, "send_at"?: RFC 3339,
+///   "frequency_cap"?: bool, "quiet_hours"?: "defer" | "skip" | "ignore", "fallback_time_zone"?: zone}`.
 enum AudiencePublish {
     static func parse(_ body: RegistrationFields, accountKey: Int64, context c: RegistrationContext) async throws(JSONAPIError) -> NewAudienceMessage {
         let appID = try body.requiredUUID("app")
@@ -387,12 +388,20 @@ enum AudiencePublish {
             // A scheduled message's TTL counts from when it is due.
             if seconds > 0 { expiresAt = (sendAt ?? now).addingTimeInterval(TimeInterval(seconds)) }
         }
+        // The app's frequency cap and quiet hours (schema v22) as for any publish that is not a campaign: exempt
+        // unless asked (`"frequency_cap": true`, `"quiet_hours": "defer"` or `"skip"`). `send_at_local` is planned per
+        // zone for topics only (docs/api.md), so an audience refuses it rather than ignore it.
+        if body.object["send_at_local"] != nil {
+            throw JSONAPIError.invalidField("send_at_local", "'send_at_local' takes topic and user targets of POST /v1/publish, not an audience.")
+        }
+        let timing = try LocalTimingRequest.parse(NativeFields(body.object), isCampaign: false)
         return NewAudienceMessage(
             externalID: c.makeID(), accountKey: accountKey,
             filter: AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
                                    minimumAppVersion: minimum, maximumAppVersion: maximum),
-            message: text, structure: structure?.rawValue, expiresAt: expiresAt, sendAt: sendAt,
-            pace: try PublishPace.parse(body.object["pace"]))
+            message: text, structure: structure?.rawValue,
+            attributesJSON: timing.isEmpty ? "{}" : NativePublishRoutes.storedAttributes([CampaignTiming.attributeName: timing.attributeValue()]),
+            expiresAt: expiresAt, sendAt: sendAt, pace: try PublishPace.parse(body.object["pace"]))
     }
 
     static func list(_ body: RegistrationFields, _ key: String) throws(JSONAPIError) -> [String]? {

@@ -166,11 +166,12 @@ extension FanOutJobs {
     }
 
     /// A shard's targets: $1 message, $2 after, $3 hi, $4 limit, $5 stale-before. Same columns as the topic and
-    /// endpoint queries.
+    /// endpoint queries, then the endpoint's `TimeZone` (for the quiet hours of its mobile app, schema v22).
     static let audienceTargetsSQL = """
         WITH m AS (SELECT target FROM messages WHERE id = $1)
         SELECT e.id, e.id, e.application, e.token, e.enabled,
-            coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at)
+            coalesce(e.token_refreshed_at, e.updated_at) < $5, coalesce(e.token_refreshed_at, e.created_at),
+            e.attributes->>'TimeZone'
         FROM m, endpoints e
         WHERE e.application IN (SELECT jsonb_array_elements_text(m.target->'applications')::bigint)
           AND e.id > $2 AND e.id <= $3

@@ -356,6 +356,8 @@ public struct FanOutJobs: Sendable {
                     target.filterPolicy = row.string(7)
                     target.filterPolicyScope = row.string(8)
                     target.timeZone = row.string(9)
+                } else if kind == .user || kind == .audience {
+                    target.timeZone = row.string(7)
                 }
                 out.append(target)
             }

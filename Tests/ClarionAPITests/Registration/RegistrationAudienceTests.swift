@@ -100,6 +100,48 @@ struct RegistrationAudienceTests {
         }
     }
 
+    // Issue 18: the mobile app's frequency cap and quiet hours apply to an audience publish that opts in (it is not a
+    // campaign, so it is exempt by default), with the same counts as a topic's fan-out.
+    @Test("An audience publish opting in is capped by its app's frequency cap and skipped in its quiet hours; one that does not is exempt")
+    func capAndQuietHours() async throws {
+        try await RegistrationFixture.with { f in
+            try await Self.seed(f)
+            let app = jsonText(f.app.externalID.uuidString.lowercased())
+            let path = "/v1/mobile-apps/\(f.app.externalID.lowercasedText)"
+            #expect(try await f.native("PATCH", path, #"{"frequency_cap": {"max": 1, "window_seconds": 3600}}"#).status == 200)
+            let english = "{\"app\":\(app),\"languages\":[\"en\"],\"message\":\"hi\""
+            let first = try await Self.publish(f, english + ",\"frequency_cap\":true}")
+            #expect(first.tokens == ["apns-u4-en-3.0", "fcm-u1-en-2.0", "fcm-u2-en-1.10"])
+            let second = try await Self.publish(f, english + ",\"frequency_cap\":true}")
+            #expect(second.tokens.isEmpty)
+            #expect(second.status.counters.capped == 3 && second.status.counters.accepted == 0)
+            let exempt = try await Self.publish(f, english + "}")
+            #expect(exempt.tokens.count == 3 && exempt.status.counters.capped == 0)
+
+            // Quiet hours around the current UTC time (the endpoints have no zone: the app's quiet-hours zone).
+            var utc = Calendar(identifier: .gregorian)
+            utc.timeZone = TimeZone(identifier: "UTC")!
+            let now = Date()
+            func clock(_ date: Date) -> String {
+                let parts = utc.dateComponents([.hour, .minute], from: date)
+                return String(format: "%02d:%02d", parts.hour!, parts.minute!)
+            }
+            let quiet = #"{"frequency_cap": null, "quiet_hours": {"start": "\#(clock(now.addingTimeInterval(-3600)))", "end": "\#(clock(now.addingTimeInterval(3600)))", "time_zone": "UTC"}}"#
+            let set = try await f.native("PATCH", path, quiet)
+            #expect(set.status == 200, "\(set.text)")
+            let skipped = try await Self.publish(f, english + ",\"quiet_hours\":\"skip\"}")
+            #expect(skipped.tokens.isEmpty)
+            #expect(skipped.status.counters.quietSkipped == 3, "\(skipped.status.counters)")
+            let ignored = try await Self.publish(f, english + "}")
+            #expect(ignored.tokens.count == 3)
+
+            let local = try await curl(f.base + "/v1/publish/audience", method: "POST",
+                                       headers: ["Authorization": "Bearer \(f.apiKey)", "Content-Type": "application/json"],
+                                       body: Array((english + ",\"send_at_local\":\"09:00\"}").utf8))
+            #expect(local.status == 400 && local.text.contains("send_at_local"), "\(local.text)")
+        }
+    }
+
     @Test("Audience publishes refuse what they cannot send, naming the field")
     func refusals() async throws {
         try await RegistrationFixture.with { f in
