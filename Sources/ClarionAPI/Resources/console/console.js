@@ -234,7 +234,11 @@
         ["Targeted", String(d.targeted), "count-targeted"], ["Sent", String(d.sent), "count-sent"],
         ["Accepted", String(d.accepted), "count-accepted"], ["Failed", String(d.failed), "count-failed"],
         ["Retried", String(d.retried)], ["Skipped", String(d.skipped)], ["Expired", String(d.expired)],
-        ["Filtered", String(d.filtered)], ["Pending retries", String(m.pending_retries)],
+        ["Filtered", String(d.filtered)], ["Held out", String(d.held_out || 0)], ["Capped", String(d.capped || 0), "count-capped"],
+        ["Deferred", String(d.deferred || 0), "count-deferred"], ["Quiet hours skipped", String(d.quiet_skipped || 0)],
+        ["Send at", when(m.send_at)],
+        ["Pace", !m.pace ? "—" : m.pace.over_seconds !== undefined ? `over ${m.pace.over_seconds} s` : `${m.pace.per_second}/s`],
+        ["Pending retries", String(m.pending_retries)],
         ["Published", when(m.published_at)], ["First delivery", when(m.first_delivery_at)], ["Completed", when(m.completed_at)]]));
       const reasons = Object.entries(m.failures_by_reason);
       failures.replaceChildren(reasons.length ? table(["Reason", { label: "Count", num: true }], reasons.map(([r, n]) => [r, String(n)]), "failures-table")
@@ -319,7 +323,8 @@
         ["Targeted", String(d.targeted)], ["Sent", String(d.sent)], ["Accepted", String(d.accepted), "campaign-accepted"],
         ["Failed", String(d.failed)], ["Unique opens", String(r.opens.unique), "campaign-opens"], ["Beacons", String(r.opens.beacons)],
         ["Open rate", r.opens.rate === null ? "—" : `${(100 * r.opens.rate).toFixed(1)}%`, "campaign-open-rate"],
-        ["Held out", String(d.held_out || 0), "campaign-held-out"]]),
+        ["Held out", String(d.held_out || 0), "campaign-held-out"], ["Capped", String(d.capped || 0), "campaign-capped"],
+        ["Deferred", String(d.deferred || 0)], ["Quiet hours skipped", String(d.quiet_skipped || 0)]]),
       // A/B variants (text cells only: names come from the publisher).
       (r.variants || []).length ? table(["Variant", { label: "Weight", num: true }, { label: "Sent", num: true },
         { label: "Accepted", num: true }, { label: "Held out", num: true }, { label: "Opens", num: true },
