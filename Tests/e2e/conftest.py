@@ -99,6 +99,29 @@ def h2_get(url, timeout=30):
     return r.stdout
 
 
+def curl_with_ca(emulator, method, path):
+    """A request to an emulator serving TLS with a test-made CA (`emulator["url"]`, `emulator["ca"]`)."""
+    r = subprocess.run(["curl", "-s", "-X", method, "--cacert", emulator["ca"], emulator["url"] + path],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def sns_node_trusting(ca, key, secret, prefix):
+    """For a module fixture (`yield from`): a node on a data directory of its own that trusts `ca` for provider
+    traffic, with a boto3 SNS client as `node.sns`; stopped (exit 0) and removed afterwards."""
+    from botocore.config import Config
+    data = tempfile.mkdtemp(prefix=prefix)
+    node = Node(["--data-dir", data], env={"CLARION_ACCESS_KEY_ID": key, "CLARION_SECRET_ACCESS_KEY": secret,
+                                           "CLARION_PROVIDER_CA_FILE": ca})
+    node.wait_ready()
+    node.sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=key,
+                            aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+    yield node
+    assert node.stop() == 0
+    shutil.rmtree(data, ignore_errors=True)
+
+
 def http_get(url, timeout=5):
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:

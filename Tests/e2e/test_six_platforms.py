@@ -16,15 +16,11 @@ Rules checked, and where they come from (docs/providers.md):
 """
 import json
 import os
-import shutil
-import subprocess
 import tempfile
 
-import boto3
 import pytest
-from botocore.config import Config
 
-from conftest import Emulator, Node, wait_for
+from conftest import Emulator, curl_with_ca, sns_node_trusting, wait_for
 from test_tls_own_ca import make_ca_and_server_certificate
 
 KEY = "AKIACLARIONE2ESIXPLT"
@@ -43,22 +39,11 @@ def emulator():
 
 @pytest.fixture(scope="module")
 def node(emulator):
-    data = tempfile.mkdtemp(prefix="clarion-e2e-six-node-")
-    node = Node(["--data-dir", data], env={"CLARION_ACCESS_KEY_ID": KEY, "CLARION_SECRET_ACCESS_KEY": SECRET,
-                                           "CLARION_PROVIDER_CA_FILE": emulator["ca"]})
-    node.wait_ready()
-    node.sns = boto3.client("sns", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=KEY,
-                            aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
-    yield node
-    assert node.stop() == 0
-    shutil.rmtree(data, ignore_errors=True)
+    yield from sns_node_trusting(emulator["ca"], KEY, SECRET, "clarion-e2e-six-node-")
 
 
 def curl(emulator, method, path):
-    r = subprocess.run(["curl", "-s", "-X", method, "--cacert", emulator["ca"], emulator["url"] + path],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+    return curl_with_ca(emulator, method, path)
 
 
 def records(emulator):
