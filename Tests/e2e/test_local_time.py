@@ -6,7 +6,9 @@ One `clarion serve` on PostgreSQL and a standalone emulator. Endpoints get their
 and UTC for the endpoints without a zone), each due at that zone's next local time; the UTC unit is released when
 due and reaches only the endpoints without a zone (the emulator's own records). The mobile app's cap (1 per hour)
 then caps the next campaign push for those endpoints (`capped` in GET /v1/messages/{id} and the campaign report),
-while a transactional publish is exempt. A user target's devices are scheduled each at its own zone's local time
+while a transactional publish is exempt. Quiet hours covering every endpoint's local time skip a campaign that says
+`skip` (`quiet_skipped`) and defer one by default (`deferred`, retries due at their end), while a transactional
+publish is sent. A user target's devices are scheduled each at its own zone's local time
 (an endpoint target is refused). The other units, hours ahead, are cancelled at the end."""
 import json
 import os
@@ -167,6 +169,41 @@ def test_time_zones_local_send_and_frequency_cap():
             assert state(third)["deliveries"]["accepted"] == 7 and state(third)["deliveries"]["capped"] == 0
             code, report = call(node.url + "/v1/campaigns/local-e2e/report", "GET", headers=bearer)
             assert code == 200 and report["deliveries"]["capped"] == 2, report
+
+            # Quiet hours 00:00-23:59 in each endpoint's own zone (so every endpoint is in them, unless one of the
+            # three zones reads 23:59 now: then wait a minute). No cap from here on.
+            zones = ["Asia/Tokyo", "America/Los_Angeles", "UTC"]
+            if any(datetime.now(ZoneInfo(z)).strftime("%H:%M") == "23:59" for z in zones):
+                wait_for(lambda: all(datetime.now(ZoneInfo(z)).strftime("%H:%M") != "23:59" for z in zones),
+                         timeout=70, what="the minute after 23:59")
+            status, patched = call(node.url + f"/v1/mobile-apps/{app['id']}", "PATCH", {
+                "frequency_cap": None, "quiet_hours": {"start": "00:00", "end": "23:59", "time_zone": "UTC"}}, bearer)
+            assert status == 200 and patched["frequency_cap"] is None, patched
+            # A campaign that skips quiet hours: nothing sent, all 7 counted quiet_skipped.
+            status, answer = call(publish, "POST", {"targets": [{"topic": topic}], "campaign": camp,
+                                                    "quiet_hours": "skip", "message": "quiet skip"}, bearer)
+            assert status == 202, answer
+            skip = answer["messages"][0]["id"]
+            wait_for(lambda: state(skip)["state"] == "Completed", timeout=60, what="the quiet-hours skip")
+            counts = state(skip)["deliveries"]
+            assert counts["quiet_skipped"] == 7 and counts["sent"] == 0 and counts["targeted"] == 7, counts
+            # A campaign's default defers: all 7 counted deferred, the message stays Processing with 7 retries due at
+            # the end of the quiet hours (sent then: TimingFanOutTests); cancelled here.
+            status, answer = call(publish, "POST", {"targets": [{"topic": topic}], "campaign": camp,
+                                                    "message": "quiet defer"}, bearer)
+            deferred = answer["messages"][0]["id"]
+            wait_for(lambda: state(deferred)["deliveries"]["deferred"] == 7, timeout=60, what="the deferrals")
+            held = state(deferred)
+            assert held["state"] == "Processing" and held["deliveries"]["sent"] == 0 and held["pending_retries"] == 7, held
+            # A transactional publish ignores quiet hours.
+            status, answer = call(publish, "POST", {"targets": [{"topic": topic}], "message": "receipt 2"}, bearer)
+            fourth = answer["messages"][0]["id"]
+            wait_for(lambda: state(fourth)["state"] == "Completed", timeout=60, what="the second transactional publish")
+            assert state(fourth)["deliveries"]["accepted"] == 7 and state(fourth)["deliveries"]["deferred"] == 0
+            code, cancelled = call(node.url + f"/v1/messages/{deferred}/cancel", "POST", headers=bearer)
+            assert code == 200 and cancelled["state"] == "Cancelled", cancelled
+            sent = [json.loads(line) for line in h2_get(emulator.url + "/_emulator/records").splitlines() if line.strip()]
+            assert not [r for r in sent if "quiet" in r.get("payload", "")], "a quiet-hours push reached the provider"
 
             # A user target: each of the user's devices is one message, scheduled at its own device's local time;
             # an endpoint target is refused (stored by reference, its zone unknown).
