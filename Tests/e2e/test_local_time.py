@@ -226,6 +226,12 @@ def test_time_zones_local_send_and_frequency_cap():
             status, answer = call(publish, "POST", {"targets": [{"endpoint": first["id"]}], "message": "x",
                                                     "send_at_local": "07:30"}, bearer)
             assert status == 400 and answer["error"]["field"] == "targets[0]", answer
+            # An opt-in to the cap or quiet hours on a direct target would do nothing: refused, naming the target.
+            for opt in [{"frequency_cap": True}, {"quiet_hours": "defer"}]:
+                for target in [{"endpoint": first["id"]}, {"user": {"app": "GCM:local-android", "user_id": "alice"}}]:
+                    status, answer = call(publish, "POST", {"targets": [{"topic": topic}, target], "message": "x", **opt},
+                                          bearer)
+                    assert status == 400 and answer["error"]["field"] == "targets[1]", (opt, answer)
 
             for message in [units[z]["id"] for z in ["Asia/Tokyo", "America/Los_Angeles"]] + alice:
                 code, cancelled = call(node.url + f"/v1/messages/{message}/cancel", "POST", headers=bearer)

@@ -173,6 +173,14 @@ package enum NativePublishRoutes {
                 }
                 parsed.scheduleRequested = true
             }
+            // The frequency cap and quiet hours are decided in a topic's fan-out; an opt-in on a direct endpoint or
+            // user target would be accepted and do nothing, so it is refused (a campaign's defaults are not an opt-in).
+            let capOptIn = try body.bool("frequency_cap") == true
+            let quietOptIn = ["defer", "skip"].contains(try body.string("quiet_hours") ?? "")
+            let optIn = capOptIn ? "frequency_cap" : quietOptIn ? "quiet_hours" : nil
+            if let optIn, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
+                throw JSONAPIError.invalidField(direct.path, "'\(optIn)' applies to topic targets (and POST /v1/publish/audience): this target is sent as a direct push.")
+            }
             if variants != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
                 // The split is made per endpoint in the topic's fan-out; a direct publish has no audience to split.
                 throw JSONAPIError.invalidField(direct.path, "'variants' and 'holdout' split a topic's audience: every target must be a topic.")
