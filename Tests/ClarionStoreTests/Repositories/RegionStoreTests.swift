@@ -120,7 +120,7 @@ import Testing
         try c.query("INSERT INTO topics (account, name) VALUES ($1, 'old')", [account])
         try c.query("INSERT INTO platform_applications (account, name, platform) VALUES ($1, 'old', 'GCM')", [account])
         let other = try PGConnection(conninfo: url)
-        #expect(try Migrator(defaultRegion: "eu-central-2").migrate(other) == [20])
+        #expect(try Migrator(migrations: Schema.migrations.filter { $0.version <= 20 }, defaultRegion: "eu-central-2").migrate(other) == [20])
         #expect(try c.query("SELECT region FROM topics").first?.string(0) == "eu-central-2")
         #expect(try c.query("SELECT region FROM platform_applications").first?.string(0) == "eu-central-2")
         // Afterwards the column has no default: a writer that names no region is refused, not put somewhere.
