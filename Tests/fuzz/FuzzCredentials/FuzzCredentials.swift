@@ -89,6 +89,10 @@ private func providerCredentials(_ platform: Platform, _ attributes: [String: St
     case .webPush(let vapid):
         require(vapid.signingKey.algorithm == .es256, "a VAPID key that is not ES256")
         require(Base64URL.decode(vapid.publicKey)?.count == 65, "a VAPID public key that is not a 65-byte point")
+    case .hms(let client):
+        // The ids go into the send URL's path and the token request's form: checked when parsed.
+        require(!client.appID.isEmpty && !client.clientID.isEmpty && !client.clientSecret.isEmpty, "empty HMS credentials")
+        require(!(client.appID + client.clientID).contains(where: { " /?#%".contains($0) }), "an HMS id that breaks a URL: \(client.appID)")
     }
     _ = parsed.identity
 }
