@@ -8,14 +8,8 @@ internal import ClarionTransport
 /// connection alive, and closes it on `Connection: close`, a protocol error, the idle timeout, a request past its
 /// deadline (`RequestDeadlines`: answered 408 first) or shutdown.
 ///
-/// States: `idle` (between requests, or a head arriving) -> `body` (reading it) -> `awaiting` (the handler has the
-/// request) -> back to `idle` once the response is written; a response that ends the connection goes to `lingering`
-/// (output shut down, input read and dropped until the client closes or two seconds pass), then `closed`.
-/// A streaming route skips `body`: `idle` -> `streaming` (the handler runs while the body arrives into its
-/// `RequestBodyStream`) -> `awaiting` once the body is complete (or failed: the connection then closes after the
-/// answer); an answer given in `streaming` is sent at once and closes the connection. A response with a body stream
-/// goes from `awaiting` to `sendingStream` (chunks written as the producer gives them) -> `idle` once it ends, or
-/// `closed` when it fails.
+/// Its rules (states, deadlines, when reading pauses, when it closes) are `HTTP1ConnectionStateMachine`'s; this class
+/// carries out what the machine decides: the syscalls, the buffers, TLS, and calling the handlers.
 ///
 /// Under TLS (`tls`), the handshake comes first (nothing is parsed before it completes); the bytes read are
 /// ciphertext lent to the session, the plaintext it yields is the input, and the output is encrypted into the
@@ -25,24 +19,12 @@ internal import ClarionTransport
 /// Confinement: everything runs on `loop`'s thread; `ResponseSlot` hands answers over through `loop.execute`. That
 /// is why the class is `@unchecked Sendable`.
 final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
-    private enum State {
-        case idle
-        case body(RequestContext)
-        case awaiting(RequestContext)
-        case streaming(RequestContext, RequestBodyStream)
-        case sendingStream(RequestContext, ResponseBodyStream, chunked: Bool)
-        case lingering(until: NanoTime)
-        case closed
-    }
-
     let loop: EventLoop
     let core: ServerCore
     private var fd: Int32
     private let remoteAddress: String
     private let tls: TLSSession?
-    /// Under TLS, until the handshake completes.
-    private var handshaking: Bool
-    private var state = State.idle
+    private var machine: HTTP1ConnectionStateMachine
     /// Bytes read and not yet parsed start at `inputStart`.
     private var input: [UInt8] = []
     private var inputStart = 0
@@ -50,34 +32,21 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     private var outputSent = 0
     /// The request whose response is in `output`: logged as completed once the last byte is written.
     private var writing: RequestContext?
-    private var closeWhenWritten = false
     private var wantsWritable = false
-    private var readPaused = false
-    private var peerClosed = false
     /// The answer slot of the request in `awaiting`, for shutdown's 503.
     private var awaitedSlot: ResponseSlot?
     /// Re-entrancy guard: a handler may answer while `advance` is still calling it.
     private var advancing = false
-    private(set) var lastActive: NanoTime
-    /// In `idle` with part of a head buffered: when the head must be complete. In `body`: when the body must be.
-    /// Nil otherwise. Unlike `lastActive`, arriving bytes do not move it.
-    private var requestDeadline: NanoTime?
-    /// In `streaming`: the body stream is full; the socket is not read until its reader drains it.
-    private var streamPaused = false
 
     /// Unparsed input held while a request is being answered, at most (reading pauses beyond it).
     static let maxBufferedInput = 2 << 20
-    /// How long a closing connection reads and drops what the client still sends.
-    static let lingerNanoseconds: UInt64 = 2_000_000_000
-
     init(loop: EventLoop, core: ServerCore, fd: Int32, remoteAddress: String, tls: TLSSession?) {
         self.loop = loop
         self.core = core
         self.fd = fd
         self.remoteAddress = remoteAddress
         self.tls = tls
-        handshaking = tls != nil
-        lastActive = monotonicNow()
+        machine = HTTP1ConnectionStateMachine(deadlines: core.deadlines, tls: tls != nil, now: monotonicNow())
     }
 
     deinit {
@@ -101,7 +70,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         if writable && wantsWritable { flushOutput() }
         guard readable, fd >= 0 else { return }
         // With reads paused only a hang-up is reported, and it stays reported (level-triggered): the peer is gone.
-        if readPaused {
+        if machine.readPaused {
             close()
             return
         }
@@ -114,8 +83,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             rounds += 1
             switch SocketIO.read(fd, into: loop.readBuffer) {
             case .bytes(let count):
-                lastActive = monotonicNow()
-                if case .lingering = state { continue }  // dropped
+                guard machine.bytesRead(now: monotonicNow()) else { continue }  // lingering: dropped
                 if let tls {
                     guard receiveCiphertext(count, tls) else { return }
                 } else {
@@ -125,34 +93,24 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             case .wouldBlock:
                 break reading
             case .eof:
-                peerClosed = true
+                machine.inputEnded()
                 break reading
             case .error:
                 close()
                 return
             }
         }
-        if case .lingering = state {
-            if peerClosed { close() }
+        if machine.isLingering {
+            if machine.peerClosed { close() }
             return
         }
         advance()
         guard fd >= 0 else { return }
-        if peerClosed {
-            switch state {
-            case .idle where output.isEmpty, .body:
-                close()  // nothing left to answer, or a request cut off
-            case .streaming where !streamPaused:
-                close()  // the body was cut off: its stream fails, the handler applies nothing
-            case .streaming:
-                pauseReading()  // input still buffered for the stream; `streamDrained` decides
-            default:
-                // Answer what was asked, then close: no more reads (the socket stays readable at EOF for ever).
-                closeWhenWritten = true
-                pauseReading()
-            }
-        } else if input.count - inputStart > Self.maxBufferedInput {
-            pauseReading()
+        switch machine.readRoundEnded(outputEmpty: output.isEmpty, bufferedInput: input.count - inputStart,
+                                      maxBufferedInput: Self.maxBufferedInput) {
+        case .none: break
+        case .pauseReading: pauseReading()
+        case .close: close()
         }
     }
 
@@ -160,17 +118,12 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// `input`. False when the connection was closed (a failed handshake or a broken record).
     private func receiveCiphertext(_ count: Int, _ tls: TLSSession) -> Bool {
         let ok = tls.withCiphertext(loop.readBuffer.baseAddress!, count) { () -> Bool in
-            if handshaking {
-                // The handshake gets the head's deadline from its first byte (the sweep closes the connection past
-                // it): every byte resets the idle timeout, so a client trickling its handshake would otherwise hold
-                // the connection for ever.
-                if requestDeadline == nil { requestDeadline = core.deadlines.headDeadline(firstByteAt: monotonicNow()) }
+            if machine.handshaking {
+                machine.handshakeProgressed(now: monotonicNow())
                 switch tls.handshake() {
                 case .inProgress: return true
                 case .failed: return false
-                case .done:
-                    handshaking = false
-                    requestDeadline = nil
+                case .done: machine.handshakeCompleted()
                 }
             }
             while true {
@@ -178,7 +131,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                 case .bytes(let n): input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.plaintextBuffer[0..<n]))
                 case .needMoreInput: return true
                 case .closed:
-                    peerClosed = true
+                    machine.inputEnded()
                     return true
                 case .failed: return false
                 }
@@ -200,19 +153,17 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         guard !queue.isEmpty, fd >= 0 else { return true }
         guard let written = SocketIO.write(fd, queue.readPointer, queue.readableBytes) else { return false }
         queue.consume(written)
-        if written > 0 { lastActive = monotonicNow() }
+        if written > 0 { machine.bytesWritten(now: monotonicNow()) }
         return true
     }
 
     private func pauseReading() {
-        guard !readPaused, fd >= 0 else { return }
-        readPaused = true
+        guard fd >= 0, machine.pauseReading() else { return }
         loop.setInterest(fd: fd, readable: false, writable: wantsWritable)
     }
 
     private func resumeReading() {
-        guard readPaused, !peerClosed, fd >= 0 else { return }
-        readPaused = false
+        guard fd >= 0, machine.resumeReading() else { return }
         loop.setInterest(fd: fd, readable: true, writable: wantsWritable)
     }
 
@@ -225,7 +176,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         advancing = true
         defer { advancing = false }
         while fd >= 0 && output.isEmpty {
-            switch state {
+            switch machine.state {
             case .idle:
                 guard inputStart < input.count else {
                     input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
@@ -235,7 +186,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                 let parsed = input.withUnsafeBytes { HTTP1Parser.parseHead(UnsafeRawBufferPointer(rebasing: $0[inputStart...])) }
                 switch parsed {
                 case .incomplete:
-                    if requestDeadline == nil { requestDeadline = core.deadlines.headDeadline(firstByteAt: monotonicNow()) }
+                    machine.headIncomplete(now: monotonicNow())
                     compactInput()
                     return
                 case .invalid(let status, let message):
@@ -243,7 +194,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                     return
                 case .complete(let head, let consumed):
                     inputStart += consumed
-                    requestDeadline = nil
+                    machine.headComplete()
                     begin(head)
                 }
             case .body(let context):
@@ -252,7 +203,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                     return
                 }
             case .streaming(let context, let stream):
-                guard !streamPaused, feedStream(context, stream) else {
+                guard !machine.streamPaused, feedStream(context, stream) else {
                     compactInput()
                     return
                 }
@@ -304,8 +255,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             let loop = self.loop
             stream.onDrained = { loop.execute { self.streamDrained() } }
             context.stream = stream
-            requestDeadline = core.deadlines.bodyDeadline(headEndedAt: monotonicNow(),
-                                                          expectedBytes: head.contentLength ?? context.limit)
+            machine.bodyExpected(for: context, expectedBytes: head.contentLength ?? context.limit, buffered: false,
+                                 now: monotonicNow())
             if head.expectsContinue && inputStart == input.count {
                 output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
                 flushOutput()
@@ -314,9 +265,8 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             return
         }
         if let length = head.contentLength { context.body.reserveCapacity(length) }
-        state = .body(context)
-        requestDeadline = core.deadlines.bodyDeadline(headEndedAt: monotonicNow(),
-                                                      expectedBytes: head.contentLength ?? context.limit)
+        machine.bodyExpected(for: context, expectedBytes: head.contentLength ?? context.limit, buffered: true,
+                             now: monotonicNow())
         if head.expectsContinue && inputStart == input.count {
             output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
             flushOutput()
@@ -359,13 +309,12 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         }
         context.streamed += chunk.count
         if !stream.append(chunk) {
-            streamPaused = true
+            machine.streamFull()
             pauseReading()
         }
         guard complete else { return false }
         stream.finish()
-        requestDeadline = nil
-        state = .awaiting(context)
+        machine.streamComplete(context)
         return true
     }
 
@@ -373,24 +322,21 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// and the connection closes once the handler has answered.
     private func failStream(_ context: RequestContext, _ stream: RequestBodyStream, _ failure: RequestBodyStream.Failure) {
         stream.fail(failure)
-        requestDeadline = nil
-        state = .awaiting(context)
+        machine.streamFailed(context)
         input = []
         inputStart = 0
-        closeWhenWritten = true
         pauseReading()
     }
 
     /// The reader of a streaming body drained it: read again (on the loop).
     func streamDrained() {
-        guard fd >= 0, case .streaming = state, streamPaused else { return }
-        streamPaused = false
+        guard fd >= 0, machine.streamDrained() else { return }
         advance()
-        guard fd >= 0, case .streaming = state else { return }
-        if peerClosed && !streamPaused {
-            close()  // all that was sent is in, and the body is still not complete
-        } else if !streamPaused {
-            resumeReading()
+        guard fd >= 0 else { return }
+        switch machine.afterStreamDrained() {
+        case .none: break
+        case .resumeReading: resumeReading()
+        case .close: close()  // all that was sent is in, and the body is still not complete
         }
     }
 
@@ -467,7 +413,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                 let responder = wait(for: context, errorFormat: route.errorFormat)
                 let stream = context.stream ?? RequestBodyStream(complete: [])
                 if context.stream != nil && (context.chunked != nil || (context.contentLength ?? 0) > 0) {
-                    state = .streaming(context, stream)
+                    machine.handlerStartedStreaming(context, stream)
                 } else {
                     stream.finish()
                 }
@@ -483,7 +429,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     }
 
     private func wait(for context: RequestContext, errorFormat: ErrorFormat) -> HTTPResponder {
-        state = .awaiting(context)
+        machine.handlerStarted(context)
         let slot = ResponseSlot(connection: self, context: context, errorFormat: errorFormat)
         awaitedSlot = slot
         return HTTPResponder(requestID: context.requestID, slot: slot)
@@ -492,25 +438,19 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// Shutdown past its grace period: a request still waiting for its handler is answered 503 now (the handler's
     /// own answer, if it ever comes, is ignored).
     func abandonWaitingRequest() {
-        switch state {
-        case .awaiting, .streaming: break
-        default: return
-        }
-        guard let slot = awaitedSlot else { return }
+        guard machine.isWaitingForHandler, let slot = awaitedSlot else { return }
         slot.complete(slot.errorFormat.response(for: .shuttingDown, requestID: slot.requestID))
     }
 
     /// A handler's answer, on the loop thread.
     func deliver(_ response: HTTPResponse, for context: RequestContext) {
-        if case .streaming(let current, let stream) = state, current === context {
-            // Answered before the body ended (a refusal): the rest of the body is not read, so the connection closes.
-            stream.fail(.init(.abandoned, "The handler answered before the end of the body."))
-            state = .awaiting(context)
-            closeWhenWritten = true
-        }
-        guard case .awaiting(let current) = state, current === context else {
+        switch machine.answered(context) {
+        case .stale:
             response.bodyStream?.cancel()  // connection gone: the producer stops
             return
+        case .respond(let failing):
+            // Answered before the body ended (a refusal): the rest of the body is not read, so the connection closes.
+            failing?.fail(.init(.abandoned, "The handler answered before the end of the body."))
         }
         if advancing {
             context.earlyResponse = response  // still inside `advance`: it sends this when the handler call returns
@@ -549,29 +489,23 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         if let stream = response.bodyStream, hasBody && !context.isHead {
             // HTTP/1.0 has no chunked coding: the body ends where the connection does.
             let chunked = context.minorVersion > 0
-            let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten || !chunked
+            let closing = machine.responseStarted(to: context, close: close, draining: core.draining.isSet,
+                                                  streamed: (stream, chunked), now: monotonicNow())
             serialize(response, for: context, closing: closing, streamed: chunked ? .chunked : .untilClose)
-            state = .sendingStream(context, stream, chunked: chunked)
-            requestDeadline = nil
-            closeWhenWritten = closing
-            lastActive = monotonicNow()
             flushOutput()
             return
         }
         response.bodyStream?.cancel()
-        let closing = close || !context.keepAlive || core.draining.isSet || peerClosed || closeWhenWritten
+        let closing = machine.responseStarted(to: context, close: close, draining: core.draining.isSet, streamed: nil,
+                                              now: monotonicNow())
         serialize(response, for: context, closing: closing)
-        state = .idle
-        requestDeadline = nil
-        closeWhenWritten = closing
         writing = context
-        lastActive = monotonicNow()
         flushOutput()
     }
 
     /// In `sendingStream`, with the output written: the next chunk, the body's end, or a wait for the producer.
     private func pullStream() {
-        guard fd >= 0, output.isEmpty, case .sendingStream(let context, let stream, let chunked) = state else { return }
+        guard fd >= 0, output.isEmpty, case .sendingStream(let context, let stream, let chunked) = machine.state else { return }
         let loop = self.loop
         switch stream.take(wake: { loop.execute { self.pullStream() } }) {
         case .empty:
@@ -588,7 +522,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             flushOutput()
         case .finished:
             if chunked { append("0\r\n\r\n") }
-            state = .idle
+            machine.streamedResponseEnded()
             writing = context
             flushOutput()
         case .failed:
@@ -687,14 +621,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
                     return
                 }
                 outputSent += written
-                if written > 0 { lastActive = monotonicNow() }
+                if written > 0 { machine.bytesWritten(now: monotonicNow()) }
             }
             unsent = outputSent < output.count
         }
         if unsent {
             if !wantsWritable {
                 wantsWritable = true
-                loop.setInterest(fd: fd, readable: !readPaused, writable: true)
+                loop.setInterest(fd: fd, readable: !machine.readPaused, writable: true)
             }
             return
         }
@@ -702,9 +636,10 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         outputSent = 0
         if wantsWritable {
             wantsWritable = false
-            loop.setInterest(fd: fd, readable: !readPaused, writable: false)
+            loop.setInterest(fd: fd, readable: !machine.readPaused, writable: false)
         }
-        if case .sendingStream = state {
+        let next = machine.outputWritten()
+        if next == .pullChunk {
             // The next chunk on a later turn of the loop: a producer faster than the socket never recurses here.
             loop.execute { self.pullStream() }
             return
@@ -713,7 +648,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             writing = nil
             core.finished(context, completed: true)
         }
-        if closeWhenWritten {
+        if next == .linger {
             startLingering()
             return
         }
@@ -729,17 +664,14 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// body gets the response rather than a reset.
     private func startLingering() {
         guard fd >= 0 else { return }
-        if peerClosed {
+        switch machine.startLingering(now: monotonicNow()) {
+        case .close:
             close()
-            return
-        }
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
-        state = .lingering(until: monotonicNow() &+ Self.lingerNanoseconds)
-        input = []
-        inputStart = 0
-        if readPaused {
-            readPaused = false
-            loop.setInterest(fd: fd, readable: true, writable: false)
+        case .linger(let resumeReading):
+            _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+            input = []
+            inputStart = 0
+            if resumeReading { loop.setInterest(fd: fd, readable: true, writable: false) }
         }
     }
 
@@ -750,7 +682,7 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
         Glibc.close(fd)
         fd = -1
         core.acceptPause.descriptorFreed()
-        switch state {
+        switch machine.closed() {
         case .body(let context), .awaiting(let context):
             core.finished(context, completed: false)
         case .streaming(let context, let stream):
@@ -766,7 +698,6 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
             writing = nil
             core.finished(context, completed: false)
         }
-        state = .closed
         awaitedSlot = nil
         core.registries[loop.index].connections[ObjectIdentifier(self)] = nil
         core.liveConnections.subtract(1, ordering: .relaxed)
@@ -776,49 +707,28 @@ final class HTTP1Connection: EventLoopSelectable, @unchecked Sendable {
     /// past the idle timeout), closes a connection idle or not taking its response past the idle timeout, or
     /// lingering past its time. A request waiting for its handler is never timed out.
     func sweep(now: NanoTime) {
-        switch state {
-        case .idle, .body:
-            if let deadline = requestDeadline, now > deadline {
-                timeOutRequest()
-            } else if now &- lastActive > core.deadlines.idle {
-                if requestDeadline == nil { close() } else { timeOutRequest() }
-            }
-        case .streaming(let context, let stream):
-            // A body held back by its reader (`streamPaused`) is not the client's silence.
-            let silent = !streamPaused && now &- lastActive > core.deadlines.idle
-            if let deadline = requestDeadline, now > deadline || silent {
-                failStream(context, stream, .init(.timedOut, "The request body did not arrive in time."))
-            }
-        case .sendingStream:
-            if now &- lastActive > core.deadlines.idle { close() }  // the client stopped reading
-        case .lingering(let until):
-            if now > until { close() }
-        case .awaiting, .closed:
-            break
+        switch machine.sweep(now: now) {
+        case .none: break
+        case .close: close()
+        case .timeOut: timeOutRequest()
+        case .failStream(let context, let stream):
+            failStream(context, stream, .init(.timedOut, "The request body did not arrive in time."))
         }
     }
 
     /// A request that did not arrive in time: 408 where a response can still be written, then close (lingering, so
     /// the client reads the 408 rather than a reset).
     private func timeOutRequest() {
-        guard output.isEmpty else {
+        let onlyBlankLines = input[inputStart...].allSatisfy { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+        switch machine.timeOut(outputEmpty: output.isEmpty, onlyBlankLines: onlyBlankLines) {
+        case .close:
             close()
-            return
-        }
-        switch state {
-        case .body(let context):
+        case .answerBody(let context):
             context.body = []
             let error = HTTPError.requestTimeout("The request body did not arrive in time.")
             respond(errorFormat(context).response(for: error, requestID: context.requestID), to: context, close: true)
-        case .idle:
-            // Only empty lines so far (some clients send a CRLF after a POST body): nothing was asked.
-            if input[inputStart...].allSatisfy({ $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) {
-                close()
-                return
-            }
+        case .refuseHead:
             refuseMalformed(status: 408, message: "The request head did not arrive in time.")
-        case .awaiting, .streaming, .sendingStream, .lingering, .closed:
-            close()
         }
     }
 }
