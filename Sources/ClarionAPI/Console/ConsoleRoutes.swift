@@ -3,7 +3,7 @@ import ClarionHTTP1
 import ClarionStore
 import Foundation
 
-/// The web console (issue 17): plain HTML, CSS and JavaScript compiled into the binary (`Resources/console`), served at
+/// The web console: plain HTML, CSS and JavaScript compiled into the binary (`Resources/console`), served at
 /// `/console` without a key, and the few read-only `/v1` routes it needs for figures no other route gives. The page
 /// signs in with a native API key it keeps in the browser's sessionStorage and sends as `Authorization: Bearer` on
 /// every data call; the static files carry no data, so they need no key.

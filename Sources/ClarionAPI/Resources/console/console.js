@@ -1,4 +1,4 @@
-// Clarion web console (issue 17). Plain JavaScript, no build step, nothing loaded from elsewhere.
+// Clarion web console. Plain JavaScript, no build step, nothing loaded from elsewhere.
 //
 // Rules this file keeps (docs/security.md, "The web console"):
 // - the API key lives in sessionStorage only, and goes out only as `Authorization: Bearer` to this node's /v1 routes,
