@@ -12,8 +12,12 @@ import Foundation
 /// and a checkpoint with the finish, two commits per message; the store work, not the providers, bounded direct
 /// delivery at under a thousand messages a second (docs/benchmarks.md).
 ///
+/// Campaign pushes (and publishes that opt in) are capped and held by quiet hours exactly as in a fan-out: the
+/// batch is decided by `TimingRules` before anything is submitted (`decideTiming`).
+///
 /// Per member: pending (not yet handed to a transport) -> awaiting (outcome due) -> resolved (outcome recorded,
-/// not yet written) -> written (finished, released, or lost); nothing-to-send members start resolved.
+/// not yet written) -> written (finished, released, or lost); nothing-to-send members start resolved, and members
+/// the timing decided (capped, quiet-skipped, deferred) go from pending to resolved without a transport.
 /// Checkpoints: resolved members are finished every `checkpointInterval` (so a few slow or rate-limited
 /// deliveries do not hold the others' completion back); open members' leases are renewed every
 /// `leaseDuration / 3`. Shutdown: nothing new is submitted, in-flight outcomes are awaited up to `shutdownGrace`,
