@@ -127,17 +127,16 @@ struct DeliveryAccounting {
         facts.counters?.quietSkipped.increment()
     }
 
-    /// In its app's quiet hours with a `defer` campaign: a target, counted `deferred`, handed to the retry queue
-    /// due at the end of the quiet hours with no attempt used (the retry worker sends it as attempt 1 and counts
+    /// In its app's quiet hours with a `defer` campaign (or a direct `send_at_local` push whose endpoint moved to a
+    /// zone where the local time is still ahead): a target, counted `deferred`, handed to the retry queue
+    /// due at the end of the quiet hours (or at that local time) with no attempt used (the retry worker sends it as attempt 1 and counts
     /// its outcome then; a TTL ending before that expires it).
-    mutating func recordDeferred(_ facts: DeliveryFacts, until: Date) {
+    mutating func recordDeferred(_ facts: DeliveryFacts, until: Date, reason: String) {
         effects.counters.targeted += 1
         effects.counters.deferred += 1
         effects.retries.append(RetrySchedule(endpoint: facts.endpoint, attempt: facts.attempt - 1, notBefore: until,
-                                             reason: Self.quietHoursReason))
+                                             reason: reason))
     }
-
-    static let quietHoursReason = "QuietHours"
 
     /// A disabled or stale endpoint, not sent. `application`: its application (0 when not known: counted against
     /// none in `application_delivery_counts`).

@@ -12,8 +12,12 @@ import Foundation
 /// and a checkpoint with the finish, two commits per message; the store work, not the providers, bounded direct
 /// delivery at under a thousand messages a second (docs/benchmarks.md).
 ///
+/// Campaign pushes (and publishes that opt in) are capped and held by quiet hours exactly as in a fan-out: the
+/// batch is decided by `TimingRules` before anything is submitted (`decideTiming`).
+///
 /// Per member: pending (not yet handed to a transport) -> awaiting (outcome due) -> resolved (outcome recorded,
-/// not yet written) -> written (finished, released, or lost); nothing-to-send members start resolved.
+/// not yet written) -> written (finished, released, or lost); nothing-to-send members start resolved, and members
+/// the timing decided (capped, quiet-skipped, deferred) go from pending to resolved without a transport.
 /// Checkpoints: resolved members are finished every `checkpointInterval` (so a few slow or rate-limited
 /// deliveries do not hold the others' completion back); open members' leases are renewed every
 /// `leaseDuration / 3`. Shutdown: nothing new is submitted, in-flight outcomes are awaited up to `shutdownGrace`,
@@ -172,7 +176,45 @@ final class DirectBatchWorker {
             members[i].phase = .pending
             pendingCount += 1
         }
+        try await decideTiming(now: now)
         unwritten = members.count { $0.phase == .resolved }
+    }
+
+    /// Campaign pushes (and opted-in publishes) to endpoints and users: the frequency cap and quiet hours of the
+    /// message's `Clarion.Timing`, decided by the same rules and statement as a topic's fan-out (`TimingRules`),
+    /// for the whole batch at once (one cap statement per application). A `send_at_local` message whose endpoint
+    /// moved zone since it was published goes at the local time of its new zone (`localTimeInMovedZone`).
+    /// Decided members are resolved here: counted `capped`, `quiet_skipped` or `deferred` (a retry due later),
+    /// never handed to a transport.
+    private func decideTiming(now: Date) async throws(StoreError) {
+        var candidates: [TimingRules.Candidate] = []
+        for i in members.indices where members[i].phase == .pending {
+            let job = members[i].claim.job
+            // Most direct messages carry no timing: a substring test spares them a second parse of their attributes.
+            guard job.attributesJSON.contains(CampaignTiming.attributeName),
+                  let timing = CampaignTiming.parse(MessageContent.attributes(json: job.attributesJSON)[CampaignTiming.attributeName]),
+                  let target = members[i].claim.target, let lane = members[i].lane else { continue }
+            let notBefore = TimingRules.localTimeInMovedZone(timing, endpointZone: target.timeZone, now: now)
+            guard timing.cap || timing.quiet != nil || notBefore != nil else { continue }
+            candidates.append(TimingRules.Candidate(
+                key: Int64(i), message: job.key, endpoint: target.endpoint, endpointZone: target.timeZone,
+                application: lane.application, timing: timing, notBefore: notBefore))
+        }
+        guard !candidates.isEmpty else { return }
+        for (key, decision) in try await TimingRules.decide(candidates, now: now, jobs: context.jobs) {
+            let i = Int(key)
+            guard members[i].phase == .pending, let facts = members[i].facts else { continue }
+            var accounting = DeliveryAccounting(configuration)
+            switch decision {
+            case .capped: accounting.recordCapped(facts)
+            case .quietSkipped: accounting.recordQuietSkipped(facts)
+            case .deferred(let until, let reason): accounting.recordDeferred(facts, until: until, reason: reason)
+            case .otherZone: continue  // never decided for a direct message
+            }
+            members[i].effects = accounting.take()
+            members[i].phase = .resolved
+            pendingCount -= 1
+        }
     }
 
     // MARK: Send

@@ -33,18 +33,6 @@ final class ShardWorker {
         var timing: TimingDecision? = nil
     }
 
-    /// A delivery's fate under its message's `Clarion.Timing` and its app's cap and quiet hours (schema v22).
-    enum TimingDecision: Equatable {
-        /// A `send_at_local` message of another zone: that zone's message counts and sends it (uncounted here).
-        case otherZone
-        /// Over the app's frequency cap: counted `capped`, not sent.
-        case capped
-        /// In quiet hours, `skip`: counted `quiet_skipped`, not sent.
-        case quietSkipped
-        /// In quiet hours, `defer`: counted `deferred`, sent by the retry queue at `until`.
-        case deferred(until: Date)
-    }
-
     let claim: ShardClaim
     let context: DispatchContext
     private let inbox = CompletionInbox()
@@ -180,7 +168,7 @@ final class ShardWorker {
                         let laneStart = clock.now
                         try await context.lanes(for: page.map(\.application), content: content, into: &lanes)
                         timings.laneSeconds += DispatcherTimings.seconds(laneStart.duration(to: clock.now))
-                        if timing != nil { try await decideTiming(page, message: job.key) }
+                        if timing != nil { try await decideTiming(page, message: job.key, kind: job.targetKind) }
                     }
                     let target = page[index]
                     index += 1
@@ -279,19 +267,22 @@ final class ShardWorker {
     // MARK: Stream -> window
 
     /// Decides a page's deliveries under the message's timing, before any is sent: the zone of a `send_at_local`
-    /// message, then quiet hours (`skip` first: a dropped push does not use the cap), then the cap, with one
-    /// statement per application of the page (`FanOutJobs.admitCapped`), never one per endpoint; admitted
-    /// deliveries in quiet hours are deferred. Only deliveries `enqueue` would send are considered, so a filtered,
-    /// disabled or held-out endpoint never uses up its cap.
-    private func decideTiming(_ page: [ShardTarget], message: Int64) async throws(StoreError) {
+    /// message here, then the cap and quiet hours (`TimingRules`, shared with direct messages: one statement per
+    /// application of the page, never one per endpoint). Only deliveries `enqueue` would send are candidates, so a
+    /// filtered, disabled or held-out endpoint never uses up its cap.
+    private func decideTiming(_ page: [ShardTarget], message: Int64, kind: MessageJob.TargetKind) async throws(StoreError) {
         timingDecisions.removeAll(keepingCapacity: true)
         guard let timing else { return }
         let now = configuration.now()
-        var capCandidates: [Int64: [Int64]] = [:]
-        var quietUntil: [Int64: Date] = [:]
+        var candidates: [TimingRules.Candidate] = []
         for target in page {
-            let zoneName = timing.effectiveZoneName(target.timeZone)
-            if let zone = timing.zone, zone != zoneName {
+            // A zone's unit of a topic or audience sends only the endpoints now in its zone; a direct message (a
+            // shard of an endpoint message: one stored before v10, or claimed here after its batch's lease expired)
+            // follows its endpoint to its new zone, as in `DirectBatchWorker`.
+            var notBefore: Date?
+            if kind == .endpoint {
+                notBefore = TimingRules.localTimeInMovedZone(timing, endpointZone: target.timeZone, now: now)
+            } else if let zone = timing.zone, zone != timing.effectiveZoneName(target.timeZone) {
                 timingDecisions[target.key] = .otherZone
                 continue
             }
@@ -300,39 +291,14 @@ final class ShardWorker {
             }
             if let policy = target.filterPolicy, filters?.passes(policy: policy, scope: target.filterPolicyScope) == false { continue }
             guard target.enabled, !target.stale, let lane = lanes[target.application], lane.unsent == nil else { continue }
-            let application = lane.application
-            if let mode = timing.quiet, let quiet = application.quietHours {
-                let zone = TimeZoneName.zone(target.timeZone ?? "")
-                    ?? timing.fallback.flatMap(TimeZoneName.zone)
-                    ?? application.quietTimeZone.flatMap(TimeZoneName.zone)
-                    ?? TimeZone(identifier: "UTC")!
-                if let until = quiet.release(at: now, in: zone) {
-                    if mode == .skip {
-                        timingDecisions[target.key] = .quietSkipped
-                        continue
-                    }
-                    quietUntil[target.key] = until
-                }
-            }
-            if timing.cap, application.frequencyCap != nil {
-                capCandidates[target.application, default: []].append(target.endpoint)
-            } else if let until = quietUntil[target.key] {
-                timingDecisions[target.key] = .deferred(until: until)
-            }
+            guard timing.cap || timing.quiet != nil || notBefore != nil else { continue }
+            candidates.append(TimingRules.Candidate(
+                key: target.key, message: message, endpoint: target.endpoint, endpointZone: target.timeZone,
+                application: lane.application, timing: timing, notBefore: notBefore))
         }
-        guard !capCandidates.isEmpty else { return }
-        for (application, endpoints) in capCandidates {
-            guard let cap = lanes[application]?.application.frequencyCap else { continue }
-            let admitted = try await context.jobs.admitCapped(message: message, endpoints: endpoints, cap: cap, now: now)
-            let asked = Set(endpoints)
-            for target in page where target.application == application && asked.contains(target.endpoint)
-                && timingDecisions[target.key] == nil {
-                if !admitted.contains(target.endpoint) {
-                    timingDecisions[target.key] = .capped
-                } else if let until = quietUntil[target.key] {
-                    timingDecisions[target.key] = .deferred(until: until)
-                }
-            }
+        guard !candidates.isEmpty else { return }
+        for (key, decision) in try await TimingRules.decide(candidates, now: now, jobs: context.jobs) {
+            timingDecisions[key] = decision
         }
     }
 
@@ -520,7 +486,7 @@ final class ShardWorker {
                 switch decision {
                 case .capped: accounting.recordCapped(facts)
                 case .quietSkipped: accounting.recordQuietSkipped(facts)
-                case .deferred(let until): accounting.recordDeferred(facts, until: until)
+                case .deferred(let until, let reason): accounting.recordDeferred(facts, until: until, reason: reason)
                 case .otherZone: break
                 }
             } else if entry.filtered {

@@ -8,8 +8,10 @@ due and reaches only the endpoints without a zone (the emulator's own records). 
 then caps the next campaign push for those endpoints (`capped` in GET /v1/messages/{id} and the campaign report),
 while a transactional publish is exempt. Quiet hours covering every endpoint's local time skip a campaign that says
 `skip` (`quiet_skipped`) and defer one by default (`deferred`, retries due at their end), while a transactional
-publish is sent. A user target's devices are scheduled each at its own zone's local time
-(an endpoint target is refused). The other units, hours ahead, are cancelled at the end."""
+publish is sent. Direct campaign pushes (an endpoint target) are capped, skipped and deferred the same way, and a
+transactional user publish that opts in to quiet hours is skipped. A user target's devices are scheduled each at its
+own zone's local time (an endpoint target is refused), and an audience publish with `send_at_local` is planned per
+zone. The other units, hours ahead, are cancelled at the end."""
 import json
 import os
 import shutil
@@ -167,8 +169,23 @@ def test_time_zones_local_send_and_frequency_cap():
             third = answer["messages"][0]["id"]
             wait_for(lambda: state(third)["state"] == "Completed", timeout=60, what="the transactional publish")
             assert state(third)["deliveries"]["accepted"] == 7 and state(third)["deliveries"]["capped"] == 0
+            # A direct campaign push (an endpoint target, sent by the direct batch worker) is capped by the same cap:
+            # fcm-local-none-1 had its one push this hour from the UTC unit. A transactional one to it is exempt.
+            none_1 = created[-1]  # fcm-local-none-1 (ZONES order)
+            status, answer = call(publish, "POST", {"targets": [{"endpoint": none_1["id"]}], "campaign": camp,
+                                                    "message": "direct campaign"}, bearer)
+            assert status == 202, answer
+            direct = answer["messages"][0]["id"]
+            wait_for(lambda: state(direct)["state"] == "Completed", timeout=60, what="the direct campaign push")
+            counts = state(direct)["deliveries"]
+            assert counts["capped"] == 1 and counts["sent"] == 0 and counts["targeted"] == 1, counts
+            status, answer = call(publish, "POST", {"targets": [{"endpoint": none_1["id"]}], "message": "direct receipt"},
+                                  bearer)
+            direct_receipt = answer["messages"][0]["id"]
+            wait_for(lambda: state(direct_receipt)["state"] == "Completed", timeout=60, what="the direct transactional push")
+            assert state(direct_receipt)["deliveries"]["accepted"] == 1, state(direct_receipt)
             code, report = call(node.url + "/v1/campaigns/local-e2e/report", "GET", headers=bearer)
-            assert code == 200 and report["deliveries"]["capped"] == 2, report
+            assert code == 200 and report["deliveries"]["capped"] == 3, report
 
             # Quiet hours 00:00-23:59 in each endpoint's own zone (so every endpoint is in them, unless one of the
             # three zones reads 23:59 now: then wait a minute). No cap from here on.
@@ -202,6 +219,21 @@ def test_time_zones_local_send_and_frequency_cap():
             assert state(fourth)["deliveries"]["accepted"] == 7 and state(fourth)["deliveries"]["deferred"] == 0
             code, cancelled = call(node.url + f"/v1/messages/{deferred}/cancel", "POST", headers=bearer)
             assert code == 200 and cancelled["state"] == "Cancelled", cancelled
+            # The same for a direct campaign push: `skip` counts quiet_skipped, the default defers it (cancelled here).
+            status, answer = call(publish, "POST", {"targets": [{"endpoint": none_1["id"]}], "campaign": camp,
+                                                    "quiet_hours": "skip", "message": "quiet direct skip"}, bearer)
+            direct_skip = answer["messages"][0]["id"]
+            wait_for(lambda: state(direct_skip)["state"] == "Completed", timeout=60, what="the direct quiet-hours skip")
+            counts = state(direct_skip)["deliveries"]
+            assert counts["quiet_skipped"] == 1 and counts["sent"] == 0, counts
+            status, answer = call(publish, "POST", {"targets": [{"endpoint": none_1["id"]}], "campaign": camp,
+                                                    "message": "quiet direct defer"}, bearer)
+            direct_defer = answer["messages"][0]["id"]
+            wait_for(lambda: state(direct_defer)["deliveries"]["deferred"] == 1, timeout=60, what="the direct deferral")
+            held = state(direct_defer)
+            assert held["state"] == "Processing" and held["deliveries"]["sent"] == 0 and held["pending_retries"] == 1, held
+            code, cancelled = call(node.url + f"/v1/messages/{direct_defer}/cancel", "POST", headers=bearer)
+            assert code == 200 and cancelled["state"] == "Cancelled", cancelled
             sent = [json.loads(line) for line in h2_get(emulator.url + "/_emulator/records").splitlines() if line.strip()]
             assert not [r for r in sent if "quiet" in r.get("payload", "")], "a quiet-hours push reached the provider"
 
@@ -226,12 +258,33 @@ def test_time_zones_local_send_and_frequency_cap():
             status, answer = call(publish, "POST", {"targets": [{"endpoint": first["id"]}], "message": "x",
                                                     "send_at_local": "07:30"}, bearer)
             assert status == 400 and answer["error"]["field"] == "targets[0]", answer
-            # An opt-in to the cap or quiet hours on a direct target would do nothing: refused, naming the target.
-            for opt in [{"frequency_cap": True}, {"quiet_hours": "defer"}]:
-                for target in [{"endpoint": first["id"]}, {"user": {"app": "GCM:local-android", "user_id": "alice"}}]:
-                    status, answer = call(publish, "POST", {"targets": [{"topic": topic}, target], "message": "x", **opt},
-                                          bearer)
-                    assert status == 400 and answer["error"]["field"] == "targets[1]", (opt, answer)
+            # A transactional publish to a user that opts in to quiet hours (still 00:00-23:59): each device's push is
+            # counted quiet_skipped, none sent.
+            status, answer = call(publish, "POST", {"targets": [{"user": {"app": "GCM:local-android", "user_id": "alice"}}],
+                                                    "quiet_hours": "skip", "message": "quiet opt-in"}, bearer)
+            assert status == 202 and len(answer["messages"]) == 2, answer
+            for m in answer["messages"]:
+                wait_for(lambda: state(m["id"])["state"] == "Completed", timeout=60, what="the opted-in user push")
+                assert state(m["id"])["deliveries"]["quiet_skipped"] == 1, state(m["id"])
+            sent = [json.loads(line) for line in h2_get(emulator.url + "/_emulator/records").splitlines() if line.strip()]
+            assert not [r for r in sent if "quiet" in r.get("payload", "")], "a quiet-hours push reached the provider"
+
+            # An audience publish with send_at_local: one scheduled message per zone of the app's devices (UTC for
+            # those without one), each due at that zone's next 07:30; `send_at` with it is refused.
+            audience = node.url + "/v1/publish/audience"
+            status, answer = call(audience, "POST", {"app": app["id"], "message": "x", "send_at_local": "07:30",
+                                                     "send_at": "2030-01-01T00:00:00Z"}, bearer)
+            assert status == 400 and answer["error"]["field"] == "send_at_local", answer
+            now = datetime.now(timezone.utc)
+            status, answer = call(audience, "POST", {"app": app["id"], "message": "audience morning",
+                                                     "send_at_local": "07:30", "fallback_time_zone": "UTC"}, bearer)
+            assert status == 202, answer
+            assert sorted(m["time_zone"] for m in answer["messages"]) == ["America/Los_Angeles", "Asia/Tokyo", "UTC"], answer
+            for m in answer["messages"]:
+                due = datetime.fromisoformat(m["send_at"].replace("Z", "+00:00"))
+                assert m["state"] == "Scheduled" and abs((due - next_local("07:30", m["time_zone"], now)).total_seconds()) < 2, m
+                assert state(m["message_id"])["state"] == "Scheduled"
+            alice += [m["message_id"] for m in answer["messages"]]
 
             for message in [units[z]["id"] for z in ["Asia/Tokyo", "America/Los_Angeles"]] + alice:
                 code, cancelled = call(node.url + f"/v1/messages/{message}/cancel", "POST", headers=bearer)

@@ -173,14 +173,8 @@ package enum NativePublishRoutes {
                 }
                 parsed.scheduleRequested = true
             }
-            // The frequency cap and quiet hours are decided in a topic's fan-out; an opt-in on a direct endpoint or
-            // user target would be accepted and do nothing, so it is refused (a campaign's defaults are not an opt-in).
-            let capOptIn = try body.bool("frequency_cap") == true
-            let quietOptIn = ["defer", "skip"].contains(try body.string("quiet_hours") ?? "")
-            let optIn = capOptIn ? "frequency_cap" : quietOptIn ? "quiet_hours" : nil
-            if let optIn, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
-                throw JSONAPIError.invalidField(direct.path, "'\(optIn)' applies to topic targets (and POST /v1/publish/audience): this target is sent as a direct push.")
-            }
+            // The frequency cap and quiet hours apply to every kind of target: a topic's fan-out and a direct
+            // endpoint or user push decide them by the same rules (ClarionDispatch's `TimingRules`).
             if variants != nil, let direct = parsed.targets.first(where: { $0.object["topic"] == nil }) {
                 // The split is made per endpoint in the topic's fan-out; a direct publish has no audience to split.
                 throw JSONAPIError.invalidField(direct.path, "'variants' and 'holdout' split a topic's audience: every target must be a topic.")
@@ -352,7 +346,9 @@ package enum NativePublishRoutes {
                         // `send_at_local`: each device's message is due at the local time of its own zone.
                         let zone = body.timing.effectiveZoneName(endpoint.attributes[NativeEndpointRoutes.timeZoneAttribute])
                         let at = local.next(after: now, in: TimeZoneName.zone(zone)!)
-                        planned.append(Planned(targetIndex: index, message: new(target, zoneSendAt: at), endpointID: endpoint.externalID,
+                        // The zone is stored with the message: if the device moves zone before then, the dispatcher
+                        // sends it at its new zone's local time (`TimingRules.localTimeInMovedZone`).
+                        planned.append(Planned(targetIndex: index, message: new(target, zone: zone, zoneSendAt: at), endpointID: endpoint.externalID,
                                                topicName: nil, field: user.path, zone: zone, sendAt: at))
                     } else {
                         planned.append(Planned(targetIndex: index, message: new(target), endpointID: endpoint.externalID, topicName: nil,

@@ -310,15 +310,26 @@ enum MobileAppRoutes {
         router.add(.post, "/v1/publish/audience", maxBodyBytes: 256 * 1024, errorFormat: .json, .json { request throws(JSONAPIError) in
             let accountKey = try await c.accountKey(request)
             let body = try RegistrationFields.object(try RegistrationFields.document(request), path: "")
-            let message = try await AudiencePublish.parse(body, accountKey: accountKey, context: c)
+            let units = try await AudiencePublish.parse(body, accountKey: accountKey, context: c)
             do throws(StoreError) {
-                let id = try await c.jobs.publish(message)
-                var answer = JSONObject([("message_id", .string(id.externalID.lowercasedText))])
-                if let requested = body.object["send_at"], requested != .null {
-                    answer["state"] = .string(message.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
-                    answer["send_at"] = message.sendAt.map { .string($0.formatted(.iso8601)) } ?? .null
+                guard let first = units.first, first.zone != nil else {
+                    let message = units[0].message
+                    let id = try await c.jobs.publish(message)
+                    var answer = JSONObject([("message_id", .string(id.externalID.lowercasedText))])
+                    if let requested = body.object["send_at"], requested != .null {
+                        answer["state"] = .string(message.sendAt == nil ? MessageState.enqueued.rawValue : MessageState.scheduled.rawValue)
+                        answer["send_at"] = message.sendAt.map { .string($0.formatted(.iso8601)) } ?? .null
+                    }
+                    return .json(answer.encoded(), status: 202)
                 }
-                return .json(answer.encoded(), status: 202)
+                // `send_at_local`: one scheduled message per zone, stored together (all or none).
+                let ids = try await c.jobs.publish(units.map(\.message))
+                let items: [JSONValue] = zip(units, ids).map { unit, id in
+                    .object(JSONObject([("message_id", .string(id.externalID.lowercasedText)), ("time_zone", .string(unit.zone ?? "")),
+                                        ("state", .string(MessageState.scheduled.rawValue)),
+                                        ("send_at", unit.message.sendAt.map { .string($0.formatted(.iso8601)) } ?? .null)]))
+                }
+                return .json(JSONObject([("messages", .array(items))]).encoded(), status: 202)
             } catch {
                 if error.code == .notFound { throw JSONAPIError.notFound("The mobile app has no platform application.", field: "app") }
                 throw RegistrationFields.storeError(error)
@@ -337,9 +348,13 @@ enum MobileAppRoutes {
 /// The body of `POST /v1/publish/audience`:
 /// `{"app": <mobile app id>, "user_id"?: text, "languages"?: [..], "os_types"?: [..], "app_version"?: {"min"?, "max"?},
 ///   "message": text | {"default": .., "APNS": .., "GCM": ..}, "ttl"?: seconds, "send_at"?: RFC 3339,
-///   "frequency_cap"?: bool, "quiet_hours"?: "defer" | "skip" | "ignore", "fallback_time_zone"?: zone}`.
+///   "frequency_cap"?: bool, "quiet_hours"?: "defer" | "skip" | "ignore", "fallback_time_zone"?: zone,
+///   "send_at_local"?: "HH:MM"}`.
 enum AudiencePublish {
-    static func parse(_ body: RegistrationFields, accountKey: Int64, context c: RegistrationContext) async throws(JSONAPIError) -> NewAudienceMessage {
+    /// The messages of an audience publish: one (zone nil), or with `send_at_local` one per zone of the audience's
+    /// devices, each due at that zone's next local time (as a topic's fan-out is planned, docs/api.md).
+    static func parse(_ body: RegistrationFields, accountKey: Int64, context c: RegistrationContext) async throws(JSONAPIError)
+        -> [(message: NewAudienceMessage, zone: String?)] {
         let appID = try body.requiredUUID("app")
         let app: MobileAppRecord
         do throws(StoreError) {
@@ -379,6 +394,9 @@ enum AudiencePublish {
             throw JSONAPIError.invalidField(error.key.map { "message.\($0)" } ?? "message", error.message)
         }
         let now = c.clock()
+        if body.object["send_at_local"].map({ $0 != .null }) ?? false, body.object["send_at"].map({ $0 != .null }) ?? false {
+            throw JSONAPIError.invalidField("send_at_local", "Give 'send_at' or 'send_at_local', not both.")
+        }
         let sendAt = try ScheduledSend.resolve(try ScheduledSend.parse(body.object["send_at"]), now: now)
         var expiresAt: Date?
         if let ttl = body.object["ttl"], ttl != .null {
@@ -389,19 +407,33 @@ enum AudiencePublish {
             if seconds > 0 { expiresAt = (sendAt ?? now).addingTimeInterval(TimeInterval(seconds)) }
         }
         // The app's frequency cap and quiet hours (schema v22) as for any publish that is not a campaign: exempt
-        // unless asked (`"frequency_cap": true`, `"quiet_hours": "defer"` or `"skip"`). `send_at_local` is planned per
-        // zone for topics only (docs/api.md), so an audience refuses it rather than ignore it.
-        if body.object["send_at_local"] != nil {
-            throw JSONAPIError.invalidField("send_at_local", "'send_at_local' takes topic and user targets of POST /v1/publish, not an audience.")
-        }
+        // unless asked (`"frequency_cap": true`, `"quiet_hours": "defer"` or `"skip"`).
         let timing = try LocalTimingRequest.parse(NativeFields(body.object), isCampaign: false)
-        return NewAudienceMessage(
-            externalID: c.makeID(), accountKey: accountKey,
-            filter: AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
-                                   minimumAppVersion: minimum, maximumAppVersion: maximum),
-            message: text, structure: structure?.rawValue,
-            attributesJSON: timing.isEmpty ? "{}" : NativePublishRoutes.storedAttributes([CampaignTiming.attributeName: timing.attributeValue()]),
-            expiresAt: expiresAt, sendAt: sendAt, pace: try PublishPace.parse(body.object["pace"]))
+        let filter = AudienceFilter(applications: applications, userID: user, languages: languages, osTypes: osTypes,
+                                    minimumAppVersion: minimum, maximumAppVersion: maximum)
+        let pace = try PublishPace.parse(body.object["pace"])
+        func message(zone: String?, at: Date?) -> NewAudienceMessage {
+            var timed = timing
+            timed.zone = zone
+            let ttl = body.object["ttl"]?.intValue ?? 0
+            // A zone's message is due at that zone's local time; its TTL counts from then.
+            let expires = at.map { ttl > 0 ? $0.addingTimeInterval(TimeInterval(ttl)) : nil } ?? expiresAt
+            return NewAudienceMessage(
+                externalID: c.makeID(), accountKey: accountKey, filter: filter, message: text, structure: structure?.rawValue,
+                attributesJSON: timed.isEmpty ? "{}" : NativePublishRoutes.storedAttributes([CampaignTiming.attributeName: timed.attributeValue()]),
+                expiresAt: expires, sendAt: at ?? sendAt, pace: pace)
+        }
+        guard let local = timing.local else { return [(message(zone: nil, at: nil), nil)] }
+        // `send_at_local`: planned per zone, not per device (one query for the zones), as a topic's fan-out.
+        let fallback = timing.effectiveZoneName(nil)
+        var zones: [String]
+        do throws(StoreError) {
+            zones = try await c.jobs.audienceZones(filter, fallback: fallback)
+        } catch {
+            throw RegistrationFields.storeError(error)
+        }
+        if zones.isEmpty { zones = [fallback] }
+        return zones.map { zone in (message(zone: zone, at: local.next(after: now, in: TimeZoneName.zone(zone)!)), zone) }
     }
 
     static func list(_ body: RegistrationFields, _ key: String) throws(JSONAPIError) -> [String]? {

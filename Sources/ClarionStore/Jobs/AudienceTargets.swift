@@ -110,30 +110,45 @@ extension FanOutJobs {
     /// Stores a user or audience publish (planned later by the dispatcher's planner) and wakes the dispatchers.
     /// Every application must belong to the message's account (`.notFound` otherwise).
     public func publish(_ message: NewAudienceMessage) async throws(StoreError) -> MessageID {
+        try await pool.transaction { (c) throws(StoreError) -> MessageID in
+            let id = try Self.insertAudience(c, message)
+            try c.query("SELECT pg_notify($1, '')", [FanOutJobs.workChannel])
+            return id
+        }
+    }
+
+    /// Stores the messages of one audience publish together (`send_at_local`: one per zone), all or none.
+    public func publish(_ messages: [NewAudienceMessage]) async throws(StoreError) -> [MessageID] {
+        try await pool.transaction { (c) throws(StoreError) -> [MessageID] in
+            var ids: [MessageID] = []
+            for message in messages { ids.append(try Self.insertAudience(c, message)) }
+            try c.query("SELECT pg_notify($1, '')", [FanOutJobs.workChannel])
+            return ids
+        }
+    }
+
+    static func insertAudience(_ c: PGConnection, _ message: NewAudienceMessage) throws(StoreError) -> MessageID {
         let kind = message.filter.userID == nil ? "audience" : "user"
         let perSecond: Double? = if case .perSecond(let rate)? = message.pace { rate } else { nil }
         let overSeconds: Int? = if case .overSeconds(let seconds)? = message.pace { seconds } else { nil }
         let applications = PGArrayParameter(text: PGArrayLiteral.int64s(message.filter.applications))
-        return try await pool.transaction { (c) throws(StoreError) -> MessageID in
-            let owned = try c.query("""
-                SELECT count(*) FROM platform_applications WHERE id = ANY($1::bigint[]) AND account = $2
-                """, [applications, message.accountKey]).first?.int64(0) ?? 0
-            guard owned == Int64(Set(message.filter.applications).count), owned > 0 else {
-                throw StoreError(.notFound, "a platform application of the audience is not in this account")
-            }
-            guard let row = try c.query("""
-                INSERT INTO messages (external_id, account, target_kind, target, message, structure, subject, attributes,
-                                      expires_at, planned, send_at, state, pace_per_second, pace_over_seconds)
-                VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false, $10,
-                        CASE WHEN $10::timestamptz IS NULL THEN 'Enqueued' ELSE 'Scheduled' END, $11, $12)
-                RETURNING id
-                """, [message.externalID, message.accountKey, kind, message.filter.json, message.message, message.structure,
-                      message.subject, message.attributesJSON, message.expiresAt, message.sendAt, perSecond, overSeconds]).first else {
-                throw StoreError(.invalidData, "INSERT returned no row")
-            }
-            try c.query("SELECT pg_notify($1, '')", [FanOutJobs.workChannel])
-            return MessageID(key: try row.requireInt64(0), externalID: message.externalID)
+        let owned = try c.query("""
+            SELECT count(*) FROM platform_applications WHERE id = ANY($1::bigint[]) AND account = $2
+            """, [applications, message.accountKey]).first?.int64(0) ?? 0
+        guard owned == Int64(Set(message.filter.applications).count), owned > 0 else {
+            throw StoreError(.notFound, "a platform application of the audience is not in this account")
         }
+        guard let row = try c.query("""
+            INSERT INTO messages (external_id, account, target_kind, target, message, structure, subject, attributes,
+                                  expires_at, planned, send_at, state, pace_per_second, pace_over_seconds)
+            VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8::jsonb, $9, false, $10,
+                    CASE WHEN $10::timestamptz IS NULL THEN 'Enqueued' ELSE 'Scheduled' END, $11, $12)
+            RETURNING id
+            """, [message.externalID, message.accountKey, kind, message.filter.json, message.message, message.structure,
+                  message.subject, message.attributesJSON, message.expiresAt, message.sendAt, perSecond, overSeconds]).first else {
+            throw StoreError(.invalidData, "INSERT returned no row")
+        }
+        return MessageID(key: try row.requireInt64(0), externalID: message.externalID)
     }
 
     /// Cuts a user or audience message into shards of endpoint-id ranges (lo, hi].

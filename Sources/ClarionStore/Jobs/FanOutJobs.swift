@@ -229,7 +229,8 @@ public struct FanOutJobs: Sendable {
                     targetID: row.int64(9), message: try row.requireString(10), structure: row.string(11),
                     subject: row.string(12), attributesJSON: row.string(13) ?? "{}", publishedAt: try row.requireDate(14),
                     expiresAt: row.date(15), state: .processing)
-                let target = row.int64(16) == nil ? nil : try Self.target(row, offset: 16)
+                var target = row.int64(16) == nil ? nil : try Self.target(row, offset: 16)
+                target?.timeZone = row.string(23)
                 claims.append(DirectClaim(shard: shard, job: job, target: target))
             }
             claims.sort { ($0.shard.message, $0.shard.shard) < ($1.shard.message, $1.shard.shard) }
@@ -262,7 +263,8 @@ public struct FanOutJobs: Sendable {
             m.external_id, m.account, m.target_id, m.message, m.structure, m.subject, m.attributes::text,
             greatest(m.published_at, m.send_at), m.expires_at,
             e.id, e.id, e.application, e.token, e.enabled,
-            coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at)
+            coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at),
+            e.attributes->>'TimeZone'
         FROM claimed k JOIN messages m ON m.id = k.message
         LEFT JOIN LATERAL (SELECT * FROM endpoints e WHERE e.id = k.hi AND k.checkpoint < k.hi OFFSET 0) e ON true
         """
@@ -340,7 +342,8 @@ public struct FanOutJobs: Sendable {
             case .endpoint:
                 result = try c.query("""
                     SELECT e.id, e.id, e.application, e.token, e.enabled,
-                        coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at)
+                        coalesce(e.token_refreshed_at, e.updated_at) < $4, coalesce(e.token_refreshed_at, e.created_at),
+                        e.attributes->>'TimeZone'
                     FROM endpoints e WHERE e.id > $1 AND e.id <= $2
                     ORDER BY e.id LIMIT $3
                     """, [after, shard.hi, limit, stale])
@@ -356,7 +359,7 @@ public struct FanOutJobs: Sendable {
                     target.filterPolicy = row.string(7)
                     target.filterPolicyScope = row.string(8)
                     target.timeZone = row.string(9)
-                } else if kind == .user || kind == .audience {
+                } else {
                     target.timeZone = row.string(7)
                 }
                 out.append(target)
@@ -500,14 +503,18 @@ public struct FanOutJobs: Sendable {
                     UPDATE fanout_shards s SET checkpoint = greatest(s.checkpoint, least(v.key, s.hi)),
                         targeted = s.targeted + v.targeted, sent = s.sent + v.sent, accepted = s.accepted + v.accepted,
                         failed = s.failed + v.failed, retried = s.retried + v.retried, skipped = s.skipped + v.skipped,
-                        expired = s.expired + v.expired, state = CASE WHEN s.state = 'done' THEN 'done' ELSE v.state END,
+                        expired = s.expired + v.expired, capped = s.capped + v.capped, deferred = s.deferred + v.deferred,
+                        quiet_skipped = s.quiet_skipped + v.quiet_skipped,
+                        state = CASE WHEN s.state = 'done' THEN 'done' ELSE v.state END,
                         lease_owner = CASE WHEN s.state = 'done' OR v.state = 'leased' THEN s.lease_owner END,
                         lease_expires_at = CASE WHEN s.state <> 'done' AND v.state = 'leased'
                                                 THEN now() + make_interval(secs => $13) END,
                         updated_at = now()
                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
-                                $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
-                        AS v(id, claims, key, targeted, sent, accepted, failed, retried, skipped, expired, state)
+                                $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $14::bigint[],
+                                $15::bigint[], $16::bigint[])
+                        AS v(id, claims, key, targeted, sent, accepted, failed, retried, skipped, expired, state, capped,
+                             deferred, quiet_skipped)
                     WHERE s.id = v.id AND s.claims = v.claims AND s.state IN ('leased', 'done') AND s.lease_owner = $12
                     RETURNING s.id
                     """, [PGArrayParameter(text: PGArrayLiteral.int64s(sorted.map(\.claim.shard))),
@@ -516,7 +523,7 @@ public struct FanOutJobs: Sendable {
                               $0.lease == .finish ? $0.claim.hi : $0.checkpoint })),
                           column(\.targeted), column(\.sent), column(\.accepted), column(\.failed), column(\.retried),
                           column(\.skipped), column(\.expired), PGArrayParameter(text: PGArrayLiteral.strings(states)),
-                          owner, renew])
+                          owner, renew, column(\.capped), column(\.deferred), column(\.quietSkipped)])
                 var applied = Set<Int64>()
                 for row in updated.rows { applied.insert(try row.requireInt64(0)) }
                 var statements = EffectStatements()

@@ -199,7 +199,7 @@ public struct ShardTarget: Sendable, Hashable {
     /// The subscription's FilterPolicy text and FilterPolicyScope (topic messages only; nil: no policy).
     public var filterPolicy: String? = nil
     public var filterPolicyScope: String? = nil
-    /// The endpoint's IANA zone (its `TimeZone` attribute; topic messages only, nil otherwise or when unset).
+    /// The endpoint's IANA zone (its `TimeZone` attribute; nil when unset), for local times and quiet hours.
     public var timeZone: String? = nil
 }
 

@@ -19,4 +19,21 @@ extension FanOutJobs {
         for name in names { zones.insert(name.flatMap { TimeZoneName.zone($0) != nil ? $0 : nil } ?? fallback) }
         return zones.sorted()
     }
+
+    /// The distinct zones of an audience's endpoints (`POST /v1/publish/audience` with `send_at_local`): of the
+    /// audience's applications, narrowed by its user id when it has one, as `planAudience` cuts them (the device
+    /// filters are applied when the units stream, so a zone whose devices all fail them gets a unit that sends
+    /// nothing). Zones as in `endpointZones`.
+    public func audienceZones(_ filter: AudienceFilter, fallback: String) async throws(StoreError) -> [String] {
+        let applications = PGArrayParameter(text: PGArrayLiteral.int64s(filter.applications))
+        let names = try await pool.withConnection { (c) throws(StoreError) -> [String?] in
+            try c.query("""
+                SELECT DISTINCT e.attributes->>'TimeZone' FROM endpoints e
+                WHERE e.application = ANY($1::bigint[]) AND ($2::text IS NULL OR e.user_id = $2)
+                """, [applications, filter.userID]).rows.map { $0.string(0) }
+        }
+        var zones = Set<String>()
+        for name in names { zones.insert(name.flatMap { TimeZoneName.zone($0) != nil ? $0 : nil } ?? fallback) }
+        return zones.sorted()
+    }
 }

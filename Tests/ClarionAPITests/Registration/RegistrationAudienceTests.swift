@@ -134,11 +134,71 @@ struct RegistrationAudienceTests {
             #expect(skipped.status.counters.quietSkipped == 3, "\(skipped.status.counters)")
             let ignored = try await Self.publish(f, english + "}")
             #expect(ignored.tokens.count == 3)
+        }
+    }
 
-            let local = try await curl(f.base + "/v1/publish/audience", method: "POST",
-                                       headers: ["Authorization": "Bearer \(f.apiKey)", "Content-Type": "application/json"],
-                                       body: Array((english + ",\"send_at_local\":\"09:00\"}").utf8))
-            #expect(local.status == 400 && local.text.contains("send_at_local"), "\(local.text)")
+    // Issue 18: "`send_at_local` ('09:00'): delivered at that local time in each endpoint's time zone ... Endpoints
+    // without one use the campaign's fallback zone. The fan-out is planned per zone, not per endpoint."
+    @Test("An audience publish with send_at_local stores one scheduled message per zone of the app's devices, each due at its zone's 09:00 and sending only to the matching devices in its zone")
+    func sendAtLocal() async throws {
+        try await RegistrationFixture.with { f in
+            try await Self.seed(f)
+            try await f.pool.withConnection { (c) throws(StoreError) in
+                _ = try c.query("UPDATE endpoints SET attributes = attributes || '{\"TimeZone\": \"Asia/Tokyo\"}' WHERE token = 'fcm-u1-en-2.0'")
+                _ = try c.query("UPDATE endpoints SET attributes = attributes || '{\"TimeZone\": \"America/Los_Angeles\"}' WHERE token IN ('apns-u4-en-3.0', 'fcm-u3-fr-2.1')")
+            }
+            let app = jsonText(f.app.externalID.uuidString.lowercased())
+            func call(_ body: String) async throws -> ClientResult {
+                try await curl(f.base + "/v1/publish/audience", method: "POST",
+                               headers: ["Authorization": "Bearer \(f.apiKey)", "Content-Type": "application/json"],
+                               body: Array(body.utf8))
+            }
+            let both = try await call("{\"app\":\(app),\"message\":\"x\",\"send_at_local\":\"09:00\",\"send_at\":\"2030-01-01T00:00:00Z\"}")
+            #expect(both.status == 400 && both.text.contains("\"field\":\"send_at_local\""), "\(both.text)")
+            let bad = try await call("{\"app\":\(app),\"message\":\"x\",\"send_at_local\":\"9:00\"}")
+            #expect(bad.status == 400 && bad.text.contains("\"field\":\"send_at_local\""), "\(bad.text)")
+
+            let now = Date()
+            let result = try await call("{\"app\":\(app),\"languages\":[\"en\"],\"message\":\"good morning\",\"send_at_local\":\"09:00\",\"fallback_time_zone\":\"Europe/Berlin\"}")
+            #expect(result.status == 202, "\(result.text)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.body)) as? [String: Any])
+            let units = try #require(object["messages"] as? [[String: Any]])
+            // Zones of the app's devices (the language filter applies when each unit is sent): Tokyo, Los Angeles,
+            // and Berlin for the devices without one.
+            #expect(units.compactMap { $0["time_zone"] as? String }.sorted() == ["America/Los_Angeles", "Asia/Tokyo", "Europe/Berlin"])
+            var ids: [String: UUID] = [:]
+            for unit in units {
+                let zone = try #require(unit["time_zone"] as? String)
+                let due = try #require((unit["send_at"] as? String).flatMap { try? Date($0, strategy: .iso8601) })
+                let expected = LocalClockTime("09:00")!.next(after: now, in: TimeZone(identifier: zone)!)
+                #expect(abs(due.timeIntervalSince(expected)) < 2, "\(zone): \(due) vs \(expected)")
+                #expect(unit["state"] as? String == "Scheduled")
+                ids[zone] = try #require(UUID(uuidString: unit["message_id"] as? String ?? ""))
+            }
+            #expect(try await f.count("SELECT count(*) FROM messages WHERE state = 'Scheduled' AND target_kind = 'audience'") == 3)
+
+            // Their times come (brought forward in the store): each unit sends to its zone's English devices only.
+            try await f.pool.withConnection { (c) throws(StoreError) in
+                _ = try c.query("UPDATE messages SET send_at = now() WHERE state = 'Scheduled'")
+            }
+            let directory = RecordingDirectory()
+            let dispatcher = Dispatcher(pool: f.pool, directory: directory, configuration: DispatcherConfiguration(
+                shardWorkers: 2, checkpointInterval: 0.05, shardSize: 2, maxPollInterval: 0.05))
+            let task = Task { await dispatcher.run() }
+            var statuses: [String: MessageStatus] = [:]
+            for _ in 0..<400 {
+                for (zone, id) in ids { statuses[zone] = try await f.context.jobs.messageStatus(externalID: id) }
+                if statuses.values.allSatisfy({ $0.state.isFinal }) { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            dispatcher.shutdown()
+            await task.value
+            #expect(directory.tokens.sorted() == ["apns-u4-en-3.0", "fcm-u1-en-2.0", "fcm-u2-en-1.10"])
+            #expect(statuses["Asia/Tokyo"]?.counters.accepted == 1 && statuses["Asia/Tokyo"]?.counters.targeted == 1)
+            #expect(statuses["America/Los_Angeles"]?.counters.accepted == 1 && statuses["America/Los_Angeles"]?.counters.targeted == 1)
+            // Berlin's unit: the unzoned English devices (u5's is stale: counted skipped, not sent).
+            #expect(statuses["Europe/Berlin"]?.counters.accepted == 1 && statuses["Europe/Berlin"]?.counters.skipped == 1)
+            #expect(statuses.values.allSatisfy { $0.state == .completed })
         }
     }
 
