@@ -2,7 +2,8 @@
 // Clarion: a self-hosted, multi-provider push-notification gateway.
 //
 // Layout and dependency rules: docs/architecture.md. Arrows point one way:
-// API -> HTTP1 -> Transport; Dispatch -> Providers -> HTTP2 -> Transport; everything -> Core; nothing -> App but `clarion`.
+// API -> HTTP1 -> Transport; API -> Store; Workers -> Dispatch -> Providers -> HTTP2 -> Transport; everything -> Core;
+// nothing -> App but `clarion`. API and Workers do not import each other: App wires them together.
 import PackageDescription
 import Foundation
 
@@ -45,15 +46,19 @@ let modules: [Target] = [
     // HTTP/1.1 server on ClarionTransport's event loops: parsing, routing, keep-alive, deadlines, access log. It knows
     // no API family: each route brings the format its errors are rendered in.
     .target(name: "ClarionHTTP1", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport"], swiftSettings: swiftSettings),
-    // SNS Query API, native JSON API, registration, events, beacons.
-    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch"],
+    // Background work that is not fan-out: registration processing and its webhooks, dry-run validation, HTTP/S
+    // subscription deliveries.
+    .target(name: "ClarionWorkers", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionProviders", "ClarionDispatch"],
+            swiftSettings: swiftSettings),
+    // Answers requests, and nothing else: SNS Query API, native JSON API, registration, events, beacons.
+    .target(name: "ClarionAPI", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionHTTP1"],
             // The OpenAPI document and the web console's files, compiled into the binary (no resource bundle to ship
             // beside it).
             resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/console")], swiftSettings: swiftSettings),
     // Provider emulator (APNs, FCM, ADM) for tests, the demo and load tests.
     .target(name: "ClarionEmulator", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2"], swiftSettings: swiftSettings),
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
-    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionEmulator"], swiftSettings: swiftSettings),
+    .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionWorkers", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
     .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
@@ -70,8 +75,8 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
     "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
     "ClarionDispatchTests": ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
-    "ClarionHTTP1Tests": ["ClarionTransport", "ClarionHTTP1"],
-    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI",
+    "ClarionHTTP1Tests": ["ClarionCore", "ClarionTransport", "ClarionHTTP1"],
+    "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionWorkers",
                          "ClarionTestSupport"],
     "ClarionEmulatorTests": ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
     "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],

@@ -1,4 +1,5 @@
 import ClarionAPI
+import ClarionProviders
 import ClarionCore
 import ClarionCrypto
 import ClarionStore
@@ -20,7 +21,8 @@ enum APIRoutes {
         var router = Router.api()
         let region = configuration.region
         let listensOnLoopbackOnly = ClarionNode.isLoopback(configuration.listenHost)
-        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region)
+        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region,
+                                   settingsCheck: ProviderSettingsCheck())
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: accounts),
                                                                listensOnLoopbackOnly: listensOnLoopbackOnly))

@@ -9,6 +9,7 @@ import ClarionHTTP1
 import ClarionProviders
 import ClarionStore
 import ClarionTransport
+import ClarionWorkers
 
 /// One running `clarion serve`: the database (embedded or external), migrations, the API server and,
 /// on request, the in-process provider emulator. Owns each of them and stops them in reverse order.

@@ -8,6 +8,13 @@ import Foundation
 /// order): a Notification signs Message, MessageId, Subject (only when present), Timestamp, TopicArn, Type; a
 /// SubscriptionConfirmation signs Message, MessageId, SubscribeURL, Timestamp, Token, TopicArn, Type.
 public struct SNSHTTPDocument: Sendable, Equatable {
+    /// Where a node serves what the documents link to, below its public base URL (the API's HTTP/S subscription
+    /// routes answer them; the sender writes them into each document): the SubscribeURL, the UnsubscribeURL and the
+    /// SigningCertURL.
+    public static let confirmPath = "/sns/subscriptions/confirm"
+    public static let unsubscribePath = "/sns/subscriptions/unsubscribe"
+    public static let certificatePath = "/sns/signing-certificate.pem"
+
     public enum MessageType: String, Sendable {
         case notification = "Notification"
         case subscriptionConfirmation = "SubscriptionConfirmation"

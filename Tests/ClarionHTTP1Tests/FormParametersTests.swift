@@ -1,3 +1,4 @@
+import ClarionCore
 import Testing
 @testable import ClarionHTTP1
 import ClarionTransport

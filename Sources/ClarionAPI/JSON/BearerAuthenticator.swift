@@ -1,3 +1,4 @@
+import ClarionCore
 import Foundation
 import ClarionHTTP1
 

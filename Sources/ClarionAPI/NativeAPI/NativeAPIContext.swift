@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionHTTP1
 import ClarionStore
@@ -19,6 +20,8 @@ public struct NativeAPIContext: Sendable {
     public let jobs: FanOutJobs
     public let batcher: PublishBatcher
     public let region: String
+    /// The provider layer's check of platform-application settings (`ProviderSettingsCheck` in a node).
+    public let settingsCheck: any PlatformSettingsCheck
     public let clock: @Sendable () -> Date
     public let makeID: @Sendable () -> UUID
     let accountKeys: AccountKeyCache
@@ -30,7 +33,7 @@ public struct NativeAPIContext: Sendable {
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, applications: PlatformApplicationRepository,
                 endpoints: EndpointRepository, topics: TopicRepository, subscriptions: SubscriptionRepository,
                 tags: TagRepository, messages: MessageRepository, jobs: FanOutJobs, batcher: PublishBatcher, region: String,
-                accountKeys: AccountKeyCache = AccountKeyCache(),
+                settingsCheck: any PlatformSettingsCheck, accountKeys: AccountKeyCache = AccountKeyCache(),
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.authenticator = authenticator
         self.accountKeys = accountKeys
@@ -44,6 +47,7 @@ public struct NativeAPIContext: Sendable {
         self.jobs = jobs
         self.batcher = batcher
         self.region = region
+        self.settingsCheck = settingsCheck
         self.clock = clock
         self.makeID = makeID
     }
@@ -51,7 +55,7 @@ public struct NativeAPIContext: Sendable {
     /// Every repository over one pool and master key; API keys checked against the accounts' stored hashes,
     /// remembered for a few seconds (`CachingAPIKeyResolver`).
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
+                settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.init(authenticator: BearerAuthenticator(resolver: CachingAPIKeyResolver(base: StoreAPIKeyResolver(accounts: accounts))),
                   accounts: accounts,
@@ -59,7 +63,7 @@ public struct NativeAPIContext: Sendable {
                   endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
                   subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
                   messages: MessageRepository(pool: pool), jobs: FanOutJobs(pool: pool),
-                  batcher: batcher, region: region, clock: clock, makeID: makeID)
+                  batcher: batcher, region: region, settingsCheck: settingsCheck, clock: clock, makeID: makeID)
     }
 
     /// The SNS actions' repositories, batcher, region, clock and id source, so both APIs share every call.
@@ -69,7 +73,7 @@ public struct NativeAPIContext: Sendable {
         self.init(authenticator: authenticator ?? BearerAuthenticator(resolver: keys),
                   accounts: sns.accounts, applications: sns.applications, endpoints: sns.endpoints, topics: sns.topics,
                   subscriptions: sns.subscriptions, tags: sns.tags, messages: MessageRepository(pool: pool),
-                  jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, accountKeys: sns.accountKeys,
+                  jobs: FanOutJobs(pool: pool), batcher: sns.batcher, region: sns.region, settingsCheck: sns.settingsCheck, accountKeys: sns.accountKeys,
                   clock: sns.clock, makeID: sns.makeID)
     }
 

@@ -30,8 +30,8 @@ enum NativeApplicationRoutes {
             }
             try NativeRules.requireCredentials(credentials, platform: platform)
             try await NativeRules.checkEventTopics(attributes, caller, c.topics)
-            let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform)
-            try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials)
+            let expiresAt = try NativeRules.checkAPNsCertificate(credentials, platform: platform, c.settingsCheck)
+            try NativeRules.checkConnection(platform: platform, attributes: attributes, credentials: credentials, c.settingsCheck)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
@@ -82,7 +82,7 @@ enum NativeApplicationRoutes {
             } catch {
                 throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
             }
-            let expiresAt = try NativeRules.checkAPNsCertificate(completed, platform: record.platform)
+            let expiresAt = try NativeRules.checkAPNsCertificate(completed, platform: record.platform, c.settingsCheck)
             attributes.merge(PlatformApplicationActions.certificateExpiry(given: credentials, expiresAt: expiresAt,
                                                                           platform: record.platform)) { $1 }
             let after: PlatformCredentials
@@ -92,7 +92,7 @@ enum NativeApplicationRoutes {
                 throw JSONAPIError.store(error, notFound: .notFound("No platform application '\(request.pathParameters["id"] ?? "")'.", field: "id"))
             }
             try NativeRules.checkConnection(platform: record.platform, attributes: record.attributes.merging(attributes) { $1 },
-                                            credentials: after)
+                                            credentials: after, c.settingsCheck)
             let enabled = try body.bool("enabled")
             do throws(StoreError) {
                 let updated = try await c.applications.update(
@@ -272,7 +272,7 @@ enum NativeEndpointRoutes {
 
     /// The endpoint's IANA time zone (`time_zone`; schema v22): the `TimeZone` entry of its attribute map, which
     /// the dispatcher reads for `send_at_local` and quiet hours and SNS's GetEndpointAttributes shows.
-    static let timeZoneAttribute = "TimeZone"
+    static let timeZoneAttribute = EndpointAttribute.timeZone
 
     /// `time_zone`, checked with Foundation's `TimeZone(identifier:)` (ClarionCore `TimeZoneName`); nil when absent.
     static func timeZone(_ body: NativeFields) throws(JSONAPIError) -> String? {

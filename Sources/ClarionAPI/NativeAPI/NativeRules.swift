@@ -1,5 +1,5 @@
 import ClarionHTTP1
-import ClarionProviders
+import ClarionCore
 import ClarionStore
 import Foundation
 
@@ -94,9 +94,10 @@ package enum NativeRules {
     /// APNs certificate auth: the certificate in `principal` and the key in `credential` must load and match
     /// (`PlatformApplicationActions.checkAPNsCertificate`); the refusal names the half at fault.
     @discardableResult
-    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(JSONAPIError) -> Date? {
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String,
+                                     _ check: any PlatformSettingsCheck) throws(JSONAPIError) -> Date? {
         do {
-            return try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform)
+            return try PlatformApplicationActions.checkAPNsCertificate(credentials, platform: platform, check)
         } catch {
             let field = error.message.contains("PlatformCredential") ? "credential" : "principal"
             throw JSONAPIError.invalidField(field, error.message)
@@ -105,9 +106,10 @@ package enum NativeRules {
 
     /// The settings a provider pool is built from must make one (`PlatformApplicationActions.checkConnection`); the
     /// refusal is `invalid_field` on the field at fault: `credential`, `principal`, or `attributes.<name>`.
-    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(JSONAPIError) {
+    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials,
+                                _ check: any PlatformSettingsCheck) throws(JSONAPIError) {
         do {
-            try PlatformApplicationActions.connectionError(platform: platform, attributes: attributes, credentials: credentials)
+            try PlatformApplicationActions.connectionError(platform: platform, attributes: attributes, credentials: credentials, check)
         } catch {
             let field = switch error.attribute {
             case "PlatformCredential"?: "credential"

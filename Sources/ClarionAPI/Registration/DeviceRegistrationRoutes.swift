@@ -1,6 +1,6 @@
 import ClarionHTTP1
-import ClarionProviders
 import ClarionCore
+import ClarionCrypto
 import ClarionStore
 import Foundation
 

@@ -7,7 +7,7 @@ import Foundation
 enum EndpointActions {
     static let attributeNames: Set<String> = ["Token", "Enabled", "CustomUserData", timeZoneAttribute]
     /// Clarion's own endpoint attribute (schema v22): the device's IANA time zone, for `send_at_local` and quiet hours.
-    static let timeZoneAttribute = "TimeZone"
+    static let timeZoneAttribute = EndpointAttribute.timeZone
 
     static func checkedTimeZone(_ attributes: [String: String]) throws(SNSError) -> [String: String] {
         guard let zone = attributes[timeZoneAttribute] else { return [:] }

@@ -1,5 +1,4 @@
 import ClarionCore
-import ClarionProviders
 import ClarionStore
 import Foundation
 
@@ -41,7 +40,7 @@ enum PlatformApplicationActions {
                 let existing = try? await context.applications.get(accountKey: account, region: request.region, platform: platform, name: name)
                 try webPushCredentials(&credentials, &split, existing: existing)
             }
-            let expiresAt = try checkAPNsCertificate(credentials, platform: platform)
+            let expiresAt = try checkAPNsCertificate(credentials, platform: platform, context.settingsCheck)
             split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: platform)) { $1 }
             switch platform {
             case "GCM":
@@ -55,7 +54,7 @@ enum PlatformApplicationActions {
                     throw SNSError.invalidParameter("Attributes", reason: "PlatformCredential and PlatformPrincipal are required for \(platform)")
                 }
             }
-            try checkConnection(platform: platform, attributes: split.stored, credentials: credentials)
+            try checkConnection(platform: platform, attributes: split.stored, credentials: credentials, context.settingsCheck)
             let (record, _) = try await store {
                 () async throws(StoreError) -> (PlatformApplicationRecord, created: Bool) in
                 try await context.applications.createOrUpdate(accountKey: account, region: request.region, name: name, platform: platform,
@@ -87,12 +86,13 @@ enum PlatformApplicationActions {
             let pair = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await completed(credentials, record, context.applications)
             }
-            let expiresAt = try checkAPNsCertificate(pair, platform: record.platform)
+            let expiresAt = try checkAPNsCertificate(pair, platform: record.platform, context.settingsCheck)
             split.stored.merge(certificateExpiry(given: credentials, expiresAt: expiresAt, platform: record.platform)) { $1 }
             let after = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await merged(credentials, record, context.applications)
             }
-            try checkConnection(platform: record.platform, attributes: record.attributes.merging(split.stored) { $1 }, credentials: after)
+            try checkConnection(platform: record.platform, attributes: record.attributes.merging(split.stored) { $1 }, credentials: after,
+                                context.settingsCheck)
             _ = try await store(notFound: notFound) { () async throws(StoreError) in
                 try await context.applications.update(applicationKey: record.key, attributes: split.stored, credentials: credentials,
                                                        enabled: split.enabled, disabledReason: split.enabled == false ? "set by the API" : nil)
@@ -164,16 +164,14 @@ enum PlatformApplicationActions {
     /// GCM credentials are only checked for presence, as before.
     /// Returns the certificate's expiry for certificate auth (nil otherwise).
     @discardableResult
-    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String) throws(SNSError) -> Date? {
+    static func checkAPNsCertificate(_ credentials: PlatformCredentials, platform: String,
+                                     _ check: any PlatformSettingsCheck) throws(SNSError) -> Date? {
         guard let platform = Platform(rawValue: platform), platform.provider == .apns,
               let principal = credentials.principal, principal.contains("-----BEGIN") else { return nil }
         var attributes = [ProviderAttribute.platformPrincipal: principal]
         attributes[ProviderAttribute.platformCredential] = credentials.credential
         do {
-            guard case .apnsCertificate(let certificate) = try ProviderCredentials.parse(platform: platform, attributes: attributes) else {
-                return nil
-            }
-            return certificate.expiresAt
+            return try check.apnsCertificateExpiry(platform: platform, attributes: attributes)
         } catch {
             throw SNSError.invalidParameter("Attributes", reason: error.description)
         }
@@ -197,26 +195,23 @@ enum PlatformApplicationActions {
     /// certificate or key that TLS cannot use) are refused now, by the code the dispatcher runs
     /// (`ProviderApplication.checkSettings`). The reason names the attribute, as SNS's InvalidParameter does.
     /// `attributes`: the application's stored attributes as they will be; `credentials`: the pair as it will be.
-    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(SNSError) {
+    static func checkConnection(platform: String, attributes: [String: String], credentials: PlatformCredentials,
+                                _ check: any PlatformSettingsCheck) throws(SNSError) {
         do {
-            try connectionError(platform: platform, attributes: attributes, credentials: credentials)
+            try connectionError(platform: platform, attributes: attributes, credentials: credentials, check)
         } catch {
             throw SNSError.invalidParameter("Attributes", reason: error.description)
         }
     }
 
-    /// `checkConnection`'s check, with the provider layer's error (which names the attribute at fault).
-    static func connectionError(platform: String, attributes: [String: String], credentials: PlatformCredentials) throws(ProviderError) {
+    /// `checkConnection`'s check, with the provider layer's refusal (which names the attribute at fault).
+    static func connectionError(platform: String, attributes: [String: String], credentials: PlatformCredentials,
+                                _ check: any PlatformSettingsCheck) throws(PlatformSettingsRefusal) {
         guard let platform = Platform(rawValue: platform) else { return }
         var all = attributes
         all[ProviderAttribute.platformCredential] = credentials.credential
         all[ProviderAttribute.platformPrincipal] = credentials.principal
-        if platform == .hms {
-            // Huawei's ids go into a form and the send path: checked now, not at the first send (the secret only
-            // Huawei can judge; a wrong one disables the application at the first token exchange, with the reason).
-            _ = try ProviderCredentials.parse(platform: platform, attributes: all)
-        }
-        try ProviderApplication.checkSettings(platform: platform, attributes: all)
+        try check.check(platform: platform, attributes: all)
     }
 
     /// Both halves as they will be after an update: the given ones, the others from the store.

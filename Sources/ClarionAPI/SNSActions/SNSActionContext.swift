@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionCrypto
 import ClarionStore
 import Foundation
@@ -13,13 +14,15 @@ public struct SNSActionContext: Sendable {
     public let tags: TagRepository
     public let batcher: PublishBatcher
     public let region: String
+    /// The provider layer's check of platform-application settings (`ProviderSettingsCheck` in a node).
+    public let settingsCheck: any PlatformSettingsCheck
     public let clock: @Sendable () -> Date
     public let makeID: @Sendable () -> UUID
     let accountKeys = AccountKeyCache()
 
     public init(accounts: AccountRepository, applications: PlatformApplicationRepository, endpoints: EndpointRepository,
                 topics: TopicRepository, subscriptions: SubscriptionRepository, tags: TagRepository, batcher: PublishBatcher,
-                region: String, clock: @escaping @Sendable () -> Date = { Date() },
+                region: String, settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() },
                 makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.accounts = accounts
         self.applications = applications
@@ -29,18 +32,19 @@ public struct SNSActionContext: Sendable {
         self.tags = tags
         self.batcher = batcher
         self.region = region
+        self.settingsCheck = settingsCheck
         self.clock = clock
         self.makeID = makeID
     }
 
     /// Every repository over one pool and master key.
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
+                settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
         self.init(accounts: AccountRepository(pool: pool, masterKey: masterKey),
                   applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
                   endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
                   subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
-                  batcher: batcher, region: region, clock: clock, makeID: makeID)
+                  batcher: batcher, region: region, settingsCheck: settingsCheck, clock: clock, makeID: makeID)
     }
 
     /// The caller's internal account key. Accounts never change key, so it is cached after the first lookup

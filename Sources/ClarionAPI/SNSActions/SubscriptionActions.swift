@@ -1,6 +1,5 @@
 import ClarionCore
 import ClarionCrypto
-import ClarionProviders
 import ClarionStore
 import Foundation
 

@@ -8,21 +8,17 @@ import Foundation
 /// its Query API endpoint; Clarion gives them paths of their own, authorised by the subscription's confirmation
 /// token (a secret only the subscribed endpoint received) instead of SigV4. Answers are SNS's XML.
 public enum HTTPSubscriptionRoutes {
-    public static let confirmPath = "/sns/subscriptions/confirm"
-    public static let unsubscribePath = "/sns/subscriptions/unsubscribe"
-    public static let certificatePath = "/sns/signing-certificate.pem"
-
     /// - Parameter certificatePEM: the certificate of the key that signs the deliveries.
     public static func register(on router: inout Router, subscriptions: SubscriptionRepository, region: String,
                                 certificatePEM: String) {
         let certificate = Array(certificatePEM.utf8)
-        router.add(.get, certificatePath, errorFormat: .snsXML, .synchronous { _ in
+        router.add(.get, SNSHTTPDocument.certificatePath, errorFormat: .snsXML, .synchronous { _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "application/x-pem-file")
             return HTTPResponse(status: 200, headers: headers, body: certificate)
         })
 
-        router.add(.get, confirmPath, errorFormat: .snsXML, .asynchronous { http in
+        router.add(.get, SNSHTTPDocument.confirmPath, errorFormat: .snsXML, .asynchronous { http in
             do throws(SNSError) {
                 let query = try parameters(http)
                 guard let token = query["Token"], !token.isEmpty else { throw SNSError.missingParameter("Token") }
@@ -43,7 +39,7 @@ public enum HTTPSubscriptionRoutes {
             }
         })
 
-        router.add(.get, unsubscribePath, errorFormat: .snsXML, .asynchronous { http in
+        router.add(.get, SNSHTTPDocument.unsubscribePath, errorFormat: .snsXML, .asynchronous { http in
             do throws(SNSError) {
                 let query = try parameters(http)
                 guard let token = query["Token"], !token.isEmpty else { throw SNSError.missingParameter("Token") }

@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCrypto
 @testable import ClarionHTTP1
 import ClarionStore
@@ -25,7 +26,8 @@ struct NativeAPIFixture {
         let pool = PGPool(conninfo: url, size: 2)
         let masterKey = AESGCMKey.generate()
         let batcher = PublishBatcher(pool: pool)
-        let context = NativeAPIContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region)
+        let context = NativeAPIContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region,
+                                   settingsCheck: ProviderSettingsCheck())
         let key = try await context.accounts.createAPIKey(accountID: accountID, name: "tests").key
         let otherKey = try await context.accounts.createAPIKey(accountID: otherAccountID).key
         var router = Router.api()

@@ -4,6 +4,7 @@ import ClarionStore
 import Foundation
 import Testing
 @testable import ClarionAPI
+@testable import ClarionWorkers
 
 @Suite("Device registration API over HTTP", .serialized)
 struct DeviceRegistrationTests {

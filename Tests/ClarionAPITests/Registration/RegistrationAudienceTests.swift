@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+@testable import ClarionWorkers
 
 /// Records every push handed to it and accepts it at once: stands in for the provider pools (this test target does
 /// not link the emulator), so the dispatcher's whole path (plan, claim, stream, render, submit, checkpoint) runs.

@@ -8,6 +8,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+@testable import ClarionWorkers
 
 /// A real HTTPServer with the registration routes over a freshly migrated database: an account, an APNs and an
 /// FCM platform application, a mobile app over both (Firebase project `proj-1`), an API token and a native API

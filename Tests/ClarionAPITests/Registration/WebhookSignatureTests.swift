@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ClarionAPI
+@testable import ClarionWorkers
 
 /// `x-clarion-signature: t=<unix seconds>,v1=<hex HMAC-SHA256(API token, t + "." + body)>` (issue "Hardening",
 /// finding 11; docs/api.md), checked at a real HTTP receiver against Python's hmac module.

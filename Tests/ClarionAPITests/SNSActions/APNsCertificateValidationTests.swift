@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCrypto
 @testable import ClarionHTTP1
 import ClarionTransport
@@ -35,7 +36,8 @@ struct APNsCertificateValidationTests {
         init() throws {
             pool = PGPool(conninfo: try TestPostgres.migratedDatabase(prefix: "apnscert"), size: 2)
             batcher = PublishBatcher(pool: pool)
-            context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
+            context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1",
+                                   settingsCheck: ProviderSettingsCheck())
             table = makeSNSActionTable(context: context)
         }
 

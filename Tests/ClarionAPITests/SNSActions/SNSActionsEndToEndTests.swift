@@ -1,3 +1,4 @@
+import ClarionProviders
 import ClarionCrypto
 @testable import ClarionHTTP1
 import ClarionStore
@@ -22,7 +23,8 @@ struct LiveSNS {
         let url = try TestPostgres.migratedDatabase(prefix: "snsapi")
         pool = PGPool(conninfo: url, size: 4)
         batcher = PublishBatcher(pool: pool)
-        context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
+        context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1",
+                                   settingsCheck: ProviderSettingsCheck())
         try await context.accounts.ensureAccessKey(accountID: Self.accountID, accessKeyID: Self.accessKeyID, secret: Self.secret)
         let verifier = SigV4Verifier(region: "us-east-1", resolver: StoreAccessKeyResolver(accounts: context.accounts))
         var router = Router.api()

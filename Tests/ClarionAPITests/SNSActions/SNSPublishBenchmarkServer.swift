@@ -1,3 +1,5 @@
+import ClarionProviders
+import ClarionCore
 import ClarionCrypto
 @testable import ClarionHTTP1
 import ClarionStore
@@ -16,7 +18,8 @@ struct SNSPublishBenchmarkServer {
         let url = try TestPostgres.migratedDatabase(prefix: "snsbench")
         let pool = PGPool(conninfo: url, size: 4)
         let batcher = PublishBatcher(pool: pool)
-        let context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1")
+        let context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1",
+                                   settingsCheck: ProviderSettingsCheck())
         let account = try await context.accounts.ensureAccount(accountID: "123456789012")
         let app = try await context.applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "bench", platform: "GCM",
                                                                  credentials: PlatformCredentials(credential: "k"), attributes: [:]).0

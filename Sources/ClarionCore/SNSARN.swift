@@ -59,19 +59,19 @@ package struct SNSARN: Equatable {
         }
     }
 
-    static func application(_ region: String, _ account: String, platform: String, name: String) -> String {
+    package static func application(_ region: String, _ account: String, platform: String, name: String) -> String {
         SNSARN(region: region, account: account, resource: .application(platform: platform, name: name)).text
     }
 
-    static func endpoint(_ region: String, _ account: String, platform: String, application: String, id: UUID) -> String {
+    package static func endpoint(_ region: String, _ account: String, platform: String, application: String, id: UUID) -> String {
         SNSARN(region: region, account: account, resource: .endpoint(platform: platform, application: application, id: id)).text
     }
 
-    static func topic(_ region: String, _ account: String, name: String) -> String {
+    package static func topic(_ region: String, _ account: String, name: String) -> String {
         SNSARN(region: region, account: account, resource: .topic(name: name)).text
     }
 
-    static func subscription(_ region: String, _ account: String, topic: String, id: UUID) -> String {
+    package static func subscription(_ region: String, _ account: String, topic: String, id: UUID) -> String {
         SNSARN(region: region, account: account, resource: .subscription(topic: topic, id: id)).text
     }
 

@@ -155,12 +155,12 @@ public final class RegistrationProcessor: Sendable {
         guard r.deviceToken.utf8.count <= limit else { return (.failed, .deviceTokenTooLong) }
         guard let application else { return (.failed, .failedToStoreDevice) }
         do {
-            let zone = r.timeZone.map { [NativeEndpointRoutes.timeZoneAttribute: $0] } ?? [:]
+            let zone = r.timeZone.map { [EndpointAttribute.timeZone: $0] } ?? [:]
             if let existing = try await endpoints.find(applicationKey: application, token: r.deviceToken) {
                 // The same device registering again for its user is a success; another user's device is not taken over.
                 guard existing.userID == r.userID else { return (.failed, .duplicateExists) }
-                if let zone = r.timeZone, existing.attributes[NativeEndpointRoutes.timeZoneAttribute] != zone {
-                    _ = try await endpoints.update(externalID: existing.externalID, EndpointChanges(attributes: [NativeEndpointRoutes.timeZoneAttribute: zone]))
+                if let zone = r.timeZone, existing.attributes[EndpointAttribute.timeZone] != zone {
+                    _ = try await endpoints.update(externalID: existing.externalID, EndpointChanges(attributes: [EndpointAttribute.timeZone: zone]))
                 }
                 return (.success, nil)
             }

@@ -85,7 +85,7 @@ public final class HTTPSubscriptionSender: Sendable {
     }
 
     /// The URL receivers fetch the signing certificate from.
-    public var signingCertURL: String { configuration.publicBaseURL + HTTPSubscriptionRoutes.certificatePath }
+    public var signingCertURL: String { configuration.publicBaseURL + SNSHTTPDocument.certificatePath }
 
     /// Sends until `shutdown()`; returns when every worker has stopped.
     public func run() async {
@@ -239,7 +239,7 @@ public final class HTTPSubscriptionSender: Sendable {
                 message: "You have chosen to subscribe to the topic \(topicARN).\nTo confirm the subscription, visit the SubscribeURL included in this message.",
                 timestamp: SNSHTTPDocument.timestamp(clock()), signatureVersion: version, signingCertURL: signingCertURL)
             document.token = d.token
-            document.subscribeURL = configuration.publicBaseURL + HTTPSubscriptionRoutes.confirmPath
+            document.subscribeURL = configuration.publicBaseURL + SNSHTTPDocument.confirmPath
                 + "?Action=ConfirmSubscription&TopicArn=\(Self.query(topicARN))&Token=\(Self.query(d.token))"
             document.signature = try sign(document.stringToSign, version: version)
             return (headers, document.jsonText)
@@ -256,7 +256,7 @@ public final class HTTPSubscriptionSender: Sendable {
                 type: .notification, messageID: messageID, topicARN: topicARN, subject: d.subject, message: text,
                 timestamp: SNSHTTPDocument.timestamp(d.publishedAt ?? clock()), signatureVersion: version,
                 signingCertURL: signingCertURL)
-            document.unsubscribeURL = configuration.publicBaseURL + HTTPSubscriptionRoutes.unsubscribePath
+            document.unsubscribeURL = configuration.publicBaseURL + SNSHTTPDocument.unsubscribePath
                 + "?Action=Unsubscribe&SubscriptionArn=\(Self.query(subscriptionARN))&Token=\(Self.query(d.token))"
             document.messageAttributes = Self.attributes(json: d.messageAttributesJSON ?? "{}").sorted { $0.key < $1.key }
                 .compactMap { name, value in

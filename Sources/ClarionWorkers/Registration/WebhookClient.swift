@@ -1,3 +1,4 @@
+import ClarionCore
 import ClarionProviders
 
 /// One blocking webhook POST, to an address the outbound policy already checked, on `CurlRequest`.
