@@ -78,6 +78,7 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionHTTP1Tests": ["ClarionCore", "ClarionTransport", "ClarionHTTP1"],
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionWorkers",
                          "ClarionTestSupport"],
+    "ClarionWorkersTests": ["ClarionCore", "ClarionProviders", "ClarionWorkers"],
     "ClarionEmulatorTests": ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
     "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
 ]

@@ -2,7 +2,8 @@ internal import CCurl
 import Foundation
 
 /// One blocking HTTP POST with libcurl: the one place Clarion drives libcurl, for the OAuth token exchanges
-/// (`CurlTokenTransport`) and the registration webhooks (ClarionAPI's `WebhookClient`).
+/// (`CurlTokenTransport`), and the registration webhooks and HTTP/S subscription deliveries (ClarionWorkers'
+/// `OutboundPost`).
 ///
 /// Low rate and off the hot path: a blocking call on a handle of its own is fine there, and pushes go over
 /// ClarionHTTP2's multiplexed connections instead. Blocking: call `perform`
@@ -201,7 +202,7 @@ package enum CurlFailure: Error, Sendable, Equatable {
 /// libcurl's process-wide state.
 enum CurlGlobal {
     /// `curl_global_init`, once per process before the first handle: a `static let` is initialised exactly once,
-    /// thread-safely, on first use. (The token transport and the webhook client each had a lazy init of their own.)
+    /// thread-safely, on first use, whichever sender gets there first.
     static let isInitialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     /// libcurl's default CA bundle (Debian: /etc/ssl/certs/ca-certificates.crt), read once.

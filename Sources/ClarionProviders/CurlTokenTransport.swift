@@ -24,7 +24,7 @@ enum CurlTokenTransport {
             guard let target = OutboundURL(url) else { return .failed(.connectFailed("not an http(s) URL: \(url)")) }
             switch addressPolicy.resolve(target) {
             case .success(let address):
-                resolve = ["\(target.host):\(target.port):\(address.contains(":") ? "[\(address)]" : address)"]
+                resolve = [target.resolveEntry(pinningTo: address)]
             case .failure(let refusal):
                 return .failed(.connectFailed("\(target.host): \(refusal.rawValue) (loopback, private and reserved ranges need CLARION_PROVIDER_ALLOW_HOSTS)"))
             }

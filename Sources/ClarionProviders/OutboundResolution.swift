@@ -36,6 +36,14 @@ extension OutboundAddressPolicy {
     }
 }
 
+extension OutboundURL {
+    /// The `CURLOPT_RESOLVE` entry that sends this URL's connection to `address` (an IPv6 address in brackets),
+    /// whatever a later DNS answer says: the address the policy judged is the one connected to.
+    package func resolveEntry(pinningTo address: String) -> String {
+        "\(host):\(port):\(address.contains(":") ? "[\(address)]" : address)"
+    }
+}
+
 package enum OutboundRefusal: String, Error, Sendable {
     case unresolvable = "the host does not resolve"
     case refusedAddress = "the host resolves to an address the outbound policy refuses"

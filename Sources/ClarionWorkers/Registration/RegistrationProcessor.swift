@@ -287,8 +287,9 @@ public final class RegistrationProcessor: Sendable {
             return .failure(WebhookError(refusal.rawValue))
         }
         let headers = WebhookSignature.signed(webhook.headers, key: webhook.signingKey, body: webhook.body, time: clock())
-        switch WebhookClient.post(url, address: address, headers: headers, body: webhook.body,
-                                  timeoutSeconds: configuration.webhookTimeout) {
+        // Content-Type is the sender's own: a registration may not set it among its callback headers.
+        switch OutboundPost.send(url, address: address, headers: headers.merging(["Content-Type": "application/json"]) { $1 },
+                                 body: webhook.body, timeoutSeconds: configuration.webhookTimeout) {
         case .success(let status) where (200..<300).contains(status):
             return .success(())
         case .success(let status):

@@ -42,7 +42,7 @@ public struct HTTPSubscriptionSenderConfiguration: Sendable {
 /// Sends the SubscriptionConfirmation and Notification POSTs of HTTP/S subscriptions from the durable queue
 /// (`HTTPDeliveryQueue`), never on an API thread: `workers` threads of its own each claim a due row, build and sign
 /// its document as SNS does (docs/providers.md C.11), check the URL against the outbound
-/// address policy, POST it with libcurl (`CurlRequest`, as the registration webhooks do) and record the result:
+/// address policy, POST it (`OutboundPost`, as the registration webhooks are sent) and record the result:
 /// delivered on a 2xx, another attempt on the subscription's DeliveryPolicy schedule otherwise, failed when the
 /// schedule is used up or the policy refuses the address. Every failure is logged with its reason and kept in the
 /// row (`last_error`), and a message's HTTP deliveries count in its status.
@@ -181,7 +181,8 @@ public final class HTTPSubscriptionSender: Sendable {
         }
         let status: Int?
         let reason: String
-        switch post(url, address: address, headers: request.headers, body: request.body) {
+        switch OutboundPost.send(url, address: address, headers: request.headers, body: request.body,
+                                 timeoutSeconds: configuration.timeout, extraTrustedCAPEM: configuration.extraTrustedCAPEM) {
         case .success(let answer) where (200..<300).contains(answer):
             return .delivered(status: answer)
         case .success(let answer):
@@ -300,21 +301,5 @@ public final class HTTPSubscriptionSender: Sendable {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
-    }
-
-    /// One POST to the checked address (pinned with CURLOPT_RESOLVE, no redirects followed), trusting the system
-    /// store plus `extraTrustedCAPEM`.
-    func post(_ url: OutboundURL, address: String, headers: [String: String], body: String) -> Result<Int, WebhookFailure> {
-        let pinned = address.contains(":") ? "[\(address)]" : address
-        let milliseconds = max(1, Int(configuration.timeout * 1000))
-        let request = CurlRequest(
-            url: url.text, headers: ["Expect:"] + headers.keys.sorted().map { "\($0): \(headers[$0]!)" }, body: body,
-            timeoutMilliseconds: milliseconds, connectTimeoutMilliseconds: milliseconds,
-            extraTrustedCAPEM: configuration.extraTrustedCAPEM, resolve: ["\(url.host):\(url.port):\(pinned)"])
-        switch request.perform() {
-        case .success(let response): return .success(response.status)
-        case .failure(.timeout): return .failure(.timeout)
-        case .failure(let failure): return .failure(.transport(failure.text))
-        }
     }
 }
