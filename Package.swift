@@ -80,7 +80,7 @@ let testDependencies: [String: [Target.Dependency]] = [
                          "ClarionTestSupport"],
     "ClarionWorkersTests": ["ClarionCore", "ClarionProviders", "ClarionWorkers"],
     "ClarionEmulatorTests": ["ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionEmulator"],
-    "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionAPI", "ClarionApp"],
+    "ClarionAppTests": ["ClarionCore", "ClarionCrypto", "ClarionTestSupport", "ClarionStore", "ClarionHTTP1", "ClarionProviders", "ClarionAPI", "ClarionApp"],
 ]
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 // Folders under Tests/ that are not Swift test targets: the pytest suite and the fuzz targets (below).

@@ -1,5 +1,4 @@
 import ClarionAPI
-import ClarionProviders
 import ClarionCore
 import ClarionCrypto
 import ClarionStore
@@ -14,32 +13,33 @@ enum APIRoutes {
     ///   - metrics: the Prometheus exposition's handler, served here unless `CLARION_METRICS_LISTEN` moves it to a
     ///     listener of its own or `CLARION_METRICS=off` (then nil). No authentication: it carries no secret, token
     ///     or id (docs/security.md).
-    static func router(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, configuration: Configuration,
+    ///   - resources: what the SNS actions and the native API share (the registration context holds its account-key
+    ///     cache too).
+    static func router(pool: PGPool, masterKey: AESGCMKey, resources: APIResources, configuration: Configuration,
                        registration: RegistrationContext, signingCertificatePEM: String, metrics: RouteHandler?,
                        emulatorReset: (@Sendable () -> Void)? = nil,
                        readiness: @escaping @Sendable () async -> Readiness) -> Router {
         var router = Router.api()
         let region = configuration.region
         let listensOnLoopbackOnly = ClarionNode.isLoopback(configuration.listenHost)
-        let sns = SNSActionContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region,
-                                   settingsCheck: ProviderSettingsCheck())
-        let accounts = AccountRepository(pool: pool, masterKey: masterKey)
-        let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: accounts),
+        let sns = SNSActionContext(resources: resources)
+        let keys = CachingAccessKeyResolver(base: DemoKeyGuard(base: StoreAccessKeyResolver(accounts: resources.accounts),
                                                                listensOnLoopbackOnly: listensOnLoopbackOnly))
         SNSQueryService(region: region, actions: makeSNSActionTable(context: sns),
                         authentication: .sigV4(SigV4Verifier(regions: configuration.servedRegions, resolver: keys,
                                                              unknownKeyAccount: configuration.devMode ? configuration.accountID : nil)))
             .register(on: &router)
-        let native = NativeAPIContext(sharing: sns)
+        let native = NativeAPIContext(resources: resources)
         registerNativeAPI(on: &router, context: native)
         ConsoleRoutes.register(on: &router, context: native, staleAfterDays: configuration.staleAfterDays)
-        HTTPSubscriptionRoutes.register(on: &router, subscriptions: sns.subscriptions, region: region,
+        HTTPSubscriptionRoutes.register(on: &router, subscriptions: resources.subscriptions, region: region,
                                         certificatePEM: signingCertificatePEM)
         let beaconLimiter = configuration.beaconLimitBurst > 0 ? BeaconLimiter(settings: .init(
             burst: Double(configuration.beaconLimitBurst), perSecond: Double(configuration.beaconLimitRate))) : nil
         registerCampaignAPI(on: &router, context: CampaignContext(
             pool: pool, masterKey: masterKey, beaconLimiter: beaconLimiter,
-            trustedProxies: TrustedProxies(list: configuration.trustedProxies) ?? TrustedProxies()))
+            trustedProxies: TrustedProxies(list: configuration.trustedProxies) ?? TrustedProxies(),
+            accountKeys: resources.accountKeys))
         registerDeviceRegistrationAPI(on: &router, context: registration)
         if let metrics { router.add(.get, "/metrics", errorFormat: .json, metrics) }
         // Served in dev mode only: anywhere else the path is unknown (404), like any other.

@@ -260,12 +260,15 @@ public final class ClarionNode: @unchecked Sendable {
         guard let pool, let masterKey else { throw NodeError(.internalError, "database not started") }
         let batcher = PublishBatcher(pool: pool, writers: configuration.publishWriters, onBatch: metrics?.publishBatchObserver)
         self.batcher = batcher
-        let registration = RegistrationContext(pool: pool, masterKey: masterKey, region: configuration.region)
+        let resources = APIResources(pool: pool, masterKey: masterKey, batcher: batcher, region: configuration.region,
+                                     settingsCheck: ProviderSettingsCheck())
+        let registration = RegistrationContext(pool: pool, masterKey: masterKey, region: configuration.region,
+                                               accountKeys: resources.accountKeys)
         registrationContext = registration
         let signing = try messageSigningIdentity(pool: pool, masterKey: masterKey)
         var emulatorReset: (@Sendable () -> Void)?
         if let emulator { emulatorReset = { emulator.emulator.reset() } }
-        let router = APIRoutes.router(pool: pool, masterKey: masterKey, batcher: batcher, configuration: configuration,
+        let router = APIRoutes.router(pool: pool, masterKey: masterKey, resources: resources, configuration: configuration,
                                       registration: registration, signingCertificatePEM: signing.certificatePEM,
                                       metrics: configuration.metricsListen == nil ? metrics?.route() : nil,
                                       emulatorReset: emulatorReset,

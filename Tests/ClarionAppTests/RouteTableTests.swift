@@ -1,6 +1,7 @@
 import ClarionAPI
 import ClarionCrypto
 import ClarionHTTP1
+import ClarionProviders
 import ClarionStore
 import Foundation
 import Testing
@@ -17,8 +18,10 @@ import Testing
         // As a node with the default settings serves it: /metrics on the API port.
         var configuration = Configuration()
         configuration.devMode = dev
-        let router = APIRoutes.router(pool: pool, masterKey: AESGCMKey.generate(), batcher: PublishBatcher(pool: pool),
-                                      configuration: configuration,
+        let masterKey = AESGCMKey.generate()
+        let resources = APIResources(pool: pool, masterKey: masterKey, batcher: PublishBatcher(pool: pool), region: configuration.region,
+                                     settingsCheck: ProviderSettingsCheck())
+        let router = APIRoutes.router(pool: pool, masterKey: masterKey, resources: resources, configuration: configuration,
                                       registration: RegistrationContext(pool: pool, masterKey: AESGCMKey.generate()),
                                       signingCertificatePEM: "",
                                       metrics: .synchronous { _ in HTTPResponse(status: 200) }, readiness: { .ready })

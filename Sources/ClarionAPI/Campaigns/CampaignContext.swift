@@ -19,11 +19,14 @@ public struct CampaignContext: Sendable {
     /// Whose forwarding headers name the client (`CLARION_TRUSTED_PROXIES`).
     public let trustedProxies: TrustedProxies
     public let clock: @Sendable () -> Date
-    private let accountKeys = AccountKeyCache()
+    /// The node's one cache (`APIResources.accountKeys`), or one of its own.
+    private let accountKeys: AccountKeyCache
 
     public init(authenticator: BearerAuthenticator, accounts: AccountRepository, campaigns: CampaignRepository,
                 deliveryIDs: DeliveryIDCodec, opens: OpenRecorder, beaconLimiter: BeaconLimiter? = BeaconLimiter(),
-                trustedProxies: TrustedProxies = TrustedProxies(), clock: @escaping @Sendable () -> Date = { Date() }) {
+                trustedProxies: TrustedProxies = TrustedProxies(), accountKeys: AccountKeyCache = AccountKeyCache(),
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.accountKeys = accountKeys
         self.authenticator = authenticator
         self.accounts = accounts
         self.campaigns = campaigns
@@ -36,11 +39,13 @@ public struct CampaignContext: Sendable {
 
     /// Everything over one pool and master key; delivery ids keyed from the master key (`DeliveryIDSecret`).
     public init(pool: PGPool, masterKey: AESGCMKey, beaconLimiter: BeaconLimiter? = BeaconLimiter(),
-                trustedProxies: TrustedProxies = TrustedProxies(), clock: @escaping @Sendable () -> Date = { Date() }) {
+                trustedProxies: TrustedProxies = TrustedProxies(), accountKeys: AccountKeyCache = AccountKeyCache(),
+                clock: @escaping @Sendable () -> Date = { Date() }) {
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.init(authenticator: BearerAuthenticator(resolver: StoreAPIKeyResolver(accounts: accounts)), accounts: accounts,
                   campaigns: CampaignRepository(pool: pool), deliveryIDs: DeliveryIDSecret.codec(masterKey: masterKey),
-                  opens: OpenRecorder(pool: pool), beaconLimiter: beaconLimiter, trustedProxies: trustedProxies, clock: clock)
+                  opens: OpenRecorder(pool: pool), beaconLimiter: beaconLimiter, trustedProxies: trustedProxies,
+                  accountKeys: accountKeys, clock: clock)
     }
 
     /// The account key of an authenticated request.

@@ -107,7 +107,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No platform application '\(text)'.", field: field)
         guard let (platform, name) = NativeID.application(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await applications.get(accountKey: caller.accountKey, region: caller.region, platform: platform, name: name)
+            return try await resources.applications.get(accountKey: caller.accountKey, region: caller.region, platform: platform, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -118,8 +118,8 @@ extension NativeAPIContext {
         guard let (id, region) = NativeID.endpoint(text, caller) else { throw notFound }
         let record: EndpointRecord, application: PlatformApplicationRecord
         do throws(StoreError) {
-            record = try await endpoints.get(externalID: id)
-            application = try await applications.get(key: record.applicationKey)
+            record = try await resources.endpoints.get(externalID: id)
+            application = try await resources.applications.get(key: record.applicationKey)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -131,7 +131,7 @@ extension NativeAPIContext {
         let notFound = JSONAPIError.notFound("No topic '\(text)'.", field: field)
         guard let name = NativeID.topic(text, caller) else { throw notFound }
         do throws(StoreError) {
-            return try await topics.get(accountKey: caller.accountKey, region: caller.region, name: name)
+            return try await resources.topics.get(accountKey: caller.accountKey, region: caller.region, name: name)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }
@@ -142,7 +142,7 @@ extension NativeAPIContext {
         guard let (id, region) = NativeID.subscription(text, caller) else { throw notFound }
         let record: SubscriptionRecord
         do throws(StoreError) {
-            record = try await subscriptions.get(externalID: id)
+            record = try await resources.subscriptions.get(externalID: id)
         } catch {
             throw JSONAPIError.store(error, notFound: notFound)
         }

@@ -20,10 +20,13 @@ public struct RegistrationContext: Sendable {
     public let makeID: @Sendable () -> UUID
     /// What the event collector did with token reassignments since this process started.
     public let eventCounters = MobileEventCounters()
-    private let accountKeys = AccountKeyCache()
+    /// The node's one cache (`APIResources.accountKeys`), or one of its own.
+    private let accountKeys: AccountKeyCache
 
     public init(pool: PGPool, masterKey: AESGCMKey, region: String = "us-east-1", authenticator: BearerAuthenticator? = nil,
+                accountKeys: AccountKeyCache = AccountKeyCache(),
                 clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
+        self.accountKeys = accountKeys
         let accounts = AccountRepository(pool: pool, masterKey: masterKey)
         self.registrations = RegistrationRepository(pool: pool, masterKey: masterKey)
         self.apps = MobileAppRepository(pool: pool, masterKey: masterKey)

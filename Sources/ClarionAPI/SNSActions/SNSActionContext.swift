@@ -3,56 +3,34 @@ import ClarionCrypto
 import ClarionStore
 import Foundation
 
-/// What the SNS actions stand on: the repositories, the publish batcher, the region for ARNs, and the
-/// injected clock and id source (tests make them deterministic).
+/// What the SNS actions stand on: the node's `APIResources` (repositories, publish batcher, region, settings check,
+/// clock and id source), whose members read as the context's own (`context.topics`).
+@dynamicMemberLookup
 public struct SNSActionContext: Sendable {
-    public let accounts: AccountRepository
-    public let applications: PlatformApplicationRepository
-    public let endpoints: EndpointRepository
-    public let topics: TopicRepository
-    public let subscriptions: SubscriptionRepository
-    public let tags: TagRepository
-    public let batcher: PublishBatcher
-    public let region: String
-    /// The provider layer's check of platform-application settings (`ProviderSettingsCheck` in a node).
-    public let settingsCheck: any PlatformSettingsCheck
-    public let clock: @Sendable () -> Date
-    public let makeID: @Sendable () -> UUID
-    let accountKeys = AccountKeyCache()
+    public let resources: APIResources
 
-    public init(accounts: AccountRepository, applications: PlatformApplicationRepository, endpoints: EndpointRepository,
-                topics: TopicRepository, subscriptions: SubscriptionRepository, tags: TagRepository, batcher: PublishBatcher,
-                region: String, settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() },
-                makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
-        self.accounts = accounts
-        self.applications = applications
-        self.endpoints = endpoints
-        self.topics = topics
-        self.subscriptions = subscriptions
-        self.tags = tags
-        self.batcher = batcher
-        self.region = region
-        self.settingsCheck = settingsCheck
-        self.clock = clock
-        self.makeID = makeID
+    public init(resources: APIResources) {
+        self.resources = resources
     }
 
-    /// Every repository over one pool and master key.
+    /// Resources of their own over one pool and master key.
     public init(pool: PGPool, masterKey: AESGCMKey, batcher: PublishBatcher, region: String,
-                settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() }, makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
-        self.init(accounts: AccountRepository(pool: pool, masterKey: masterKey),
-                  applications: PlatformApplicationRepository(pool: pool, masterKey: masterKey),
-                  endpoints: EndpointRepository(pool: pool), topics: TopicRepository(pool: pool),
-                  subscriptions: SubscriptionRepository(pool: pool), tags: TagRepository(pool: pool),
-                  batcher: batcher, region: region, settingsCheck: settingsCheck, clock: clock, makeID: makeID)
+                settingsCheck: any PlatformSettingsCheck, clock: @escaping @Sendable () -> Date = { Date() },
+                makeID: @escaping @Sendable () -> UUID = { UUID.timeOrdered() }) {
+        self.init(resources: APIResources(pool: pool, masterKey: masterKey, batcher: batcher, region: region,
+                                          settingsCheck: settingsCheck, clock: clock, makeID: makeID))
+    }
+
+    public subscript<Member>(dynamicMember member: KeyPath<APIResources, Member>) -> Member {
+        resources[keyPath: member]
     }
 
     /// The caller's internal account key. Accounts never change key, so it is cached after the first lookup
     /// (which creates the account when authentication is disabled and it does not exist yet).
     func accountKey(_ caller: SNSCaller) async throws(SNSError) -> Int64 {
         do throws(StoreError) {
-            return try await accountKeys.key(caller.accountID) { () async throws(StoreError) in
-                try await accounts.ensureAccount(accountID: caller.accountID).key
+            return try await resources.accountKeys.key(caller.accountID) { () async throws(StoreError) in
+                try await resources.accounts.ensureAccount(accountID: caller.accountID).key
             }
         } catch {
             throw error.isTransient ? SNSError.serviceUnavailable(cause: error.logText) : SNSError.internalError(cause: error.logText)
