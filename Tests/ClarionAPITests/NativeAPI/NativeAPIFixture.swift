@@ -27,7 +27,7 @@ struct NativeAPIFixture {
         let masterKey = AESGCMKey.generate()
         let batcher = PublishBatcher(pool: pool)
         let context = NativeAPIContext(pool: pool, masterKey: masterKey, batcher: batcher, region: region,
-                                   settingsCheck: ProviderSettingsCheck())
+                                       settingsCheck: ProviderSettingsCheck())
         let key = try await context.accounts.createAPIKey(accountID: accountID, name: "tests").key
         let otherKey = try await context.accounts.createAPIKey(accountID: otherAccountID).key
         var router = Router.api()

@@ -37,7 +37,7 @@ struct APNsCertificateValidationTests {
             pool = PGPool(conninfo: try TestPostgres.migratedDatabase(prefix: "apnscert"), size: 2)
             batcher = PublishBatcher(pool: pool)
             context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1",
-                                   settingsCheck: ProviderSettingsCheck())
+                                       settingsCheck: ProviderSettingsCheck())
             table = makeSNSActionTable(context: context)
         }
 

@@ -19,7 +19,7 @@ struct SNSPublishBenchmarkServer {
         let pool = PGPool(conninfo: url, size: 4)
         let batcher = PublishBatcher(pool: pool)
         let context = SNSActionContext(pool: pool, masterKey: AESGCMKey.generate(), batcher: batcher, region: "us-east-1",
-                                   settingsCheck: ProviderSettingsCheck())
+                                       settingsCheck: ProviderSettingsCheck())
         let account = try await context.accounts.ensureAccount(accountID: "123456789012")
         let app = try await context.applications.createOrUpdate(accountKey: account.key, region: "us-east-1", name: "bench", platform: "GCM",
                                                                  credentials: PlatformCredentials(credential: "k"), attributes: [:]).0
