@@ -422,6 +422,10 @@ public final class ProviderClient: Sendable {
                 outcome = .retryable(reason: "provider connection queue full", retryAfter: nil)
             case .shutdown:
                 outcome = .retryable(reason: "provider client shut down", retryAfter: nil)
+            case .http2NotNegotiated(let selected):
+                // Web Push moves such an origin to HTTP/1.1 and resends before classifying (WebPushSender); anything
+                // else reaching here is sent again later.
+                outcome = .retryable(reason: "the provider does not speak HTTP/2 (ALPN \(selected))", retryAfter: nil)
             case .invalidRequest(let text):
                 outcome = .rejected(reason: "request not sendable: \(text)")
             }
