@@ -111,6 +111,7 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
 
 let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
+    "FuzzHTTP1Response": ["ClarionHTTP2"],
     "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzJSON": ["ClarionCore"],
