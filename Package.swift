@@ -60,7 +60,7 @@ let modules: [Target] = [
     // Configuration, wiring, embedded PostgreSQL, lifecycle. `main` stays trivial.
     .target(name: "ClarionApp", dependencies: ["ClarionCore", "ClarionCrypto", "ClarionMetrics", "ClarionStore", "ClarionTransport", "ClarionProviders", "ClarionDispatch", "ClarionHTTP1", "ClarionAPI", "ClarionWorkers", "ClarionEmulator"], swiftSettings: swiftSettings),
     // Test support shared by the test targets and the load test (a normal target, not a test target).
-    .target(name: "ClarionTestSupport", dependencies: ["ClarionStore"], swiftSettings: swiftSettings),
+    .target(name: "ClarionTestSupport", dependencies: ["ClarionStore", "ClarionTransport"], swiftSettings: swiftSettings),
     .executableTarget(name: "clarion", dependencies: ["ClarionApp"], swiftSettings: swiftSettings),
 ]
 
@@ -72,8 +72,9 @@ let testDependencies: [String: [Target.Dependency]] = [
     "ClarionMetricsTests": ["ClarionMetrics"],
     "ClarionStoreTests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTestSupport"],
     "ClarionTransportTests": ["ClarionTransport"],
-    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
-    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator"],
+    "ClarionHTTP2Tests": ["CNghttp2", "COpenSSL", "ClarionCore", "ClarionTransport", "ClarionHTTP2", "ClarionTestSupport"],
+    "ClarionProvidersTests": ["CCurl", "ClarionCore", "ClarionCrypto", "ClarionTransport", "ClarionHTTP2", "ClarionProviders", "ClarionEmulator",
+                              "ClarionTestSupport"],
     "ClarionDispatchTests": ["ClarionCore", "ClarionMetrics", "ClarionStore", "ClarionProviders", "ClarionDispatch", "ClarionEmulator", "ClarionTestSupport"],
     "ClarionHTTP1Tests": ["ClarionCore", "ClarionTransport", "ClarionHTTP1"],
     "ClarionAPITests": ["ClarionCore", "ClarionCrypto", "ClarionStore", "ClarionTransport", "ClarionHTTP1", "ClarionProviders", "ClarionDispatch", "ClarionAPI", "ClarionWorkers",
@@ -116,6 +117,7 @@ let tests: [Target] = testDependencies.keys.sorted().compactMap { name in
 
 let fuzzDependencies: [String: [Target.Dependency]] = [
     "FuzzHTTP1": ["ClarionHTTP1", "ClarionAPI"],
+    "FuzzHTTP1Response": ["ClarionHTTP2"],
     "FuzzSNSQuery": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzSigV4": ["ClarionHTTP1", "ClarionAPI", "ClarionCore"],
     "FuzzJSON": ["ClarionCore"],

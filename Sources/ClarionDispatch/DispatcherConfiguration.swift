@@ -32,6 +32,10 @@ public struct DispatcherConfiguration: Sendable {
     public var maxInFlightPerShard: Int
     /// Deliveries handed to a transport per submit.
     public var submitBatchSize: Int
+    /// The most a transport that asks for larger submits (`PushTransport.preferredSubmitSize`: Push Kit, 1000
+    /// tokens a request) is handed at once; also bounded by `maxInFlightPerShard`. The HTTP/2 platforms ask for
+    /// nothing and keep `submitBatchSize`.
+    public var maxPreferredSubmitSize: Int = 1_000
     /// Targets read per keyset page.
     public var pageSize: Int
     /// Targets per shard when a topic message is planned.
@@ -115,9 +119,19 @@ public struct DispatcherConfiguration: Sendable {
         return "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
+    /// Pending deliveries at which a shard worker submits, for a transport that prefers `preferred` at once.
+    func submitSize(preferred: Int?) -> Int {
+        guard let preferred, preferred > submitBatchSize else { return submitBatchSize }
+        return max(submitBatchSize, min(preferred, maxPreferredSubmitSize, maxInFlightPerShard))
+    }
+
+    /// The largest submit a shard worker makes (a Push Kit lane's, when larger than `submitBatchSize`).
+    public var largestSubmitSize: Int { submitSize(preferred: maxPreferredSubmitSize) }
+
     /// The most deliveries a worker killed without warning can have sent past its last checkpoint: what popped
-    /// since the checkpoint plus what was in flight, plus one submit batch of slack.
-    public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + submitBatchSize }
+    /// since the checkpoint plus what was in flight, plus one submit batch of slack (the largest one: outcomes
+    /// come back a submit at a time, so popping can pass the checkpoint size by that much).
+    public var duplicateBound: Int { checkpointEvery + maxInFlightPerShard + largestSubmitSize }
 }
 
 /// Lifecycle events of a dispatcher, for metrics and tests. Called on worker tasks: keep it short.

@@ -56,6 +56,9 @@ struct ApplicationLane: @unchecked Sendable {
     let sendRate: Double?
     /// The application's delivery counters (nil when metrics are off).
     var counters: ApplicationDeliveryCounters?
+    /// What the transport asks to be handed at once for this push (`PushTransport.preferredSubmitSize`); nil: the
+    /// dispatcher's `submitBatchSize`.
+    var preferredSubmitSize: Int?
 
     static let sendRateAttribute = "ClarionSendRate"
 
@@ -115,8 +118,10 @@ struct ApplicationLane: @unchecked Sendable {
             switch rendered {
             case .push(let push):
                 let expiry = [push.expiresAt, messageExpiry].compactMap { $0 }.min()
-                return ApplicationLane(application: application, transport: transport, push: push, unsent: nil,
-                                       expiresAt: expiry, successSampleRate: rate)
+                var lane = ApplicationLane(application: application, transport: transport, push: push, unsent: nil,
+                                           expiresAt: expiry, successSampleRate: rate)
+                lane.preferredSubmitSize = transport.preferredSubmitSize(for: push)
+                return lane
             case .expired, .invalid:
                 return unsent(rendered.outcome ?? .expired)
             }

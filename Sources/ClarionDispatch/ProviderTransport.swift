@@ -20,6 +20,10 @@ public final class ProviderClientTransport: PushTransport {
         let providerSink: any ProviderResultSink = (sink as? CompletionInbox) ?? ProviderSinkBridge(sink)
         return client.submit(push, deliveries: converted, sink: providerSink)
     }
+
+    public func preferredSubmitSize(for push: RenderedPush) -> Int? {
+        client.preferredSubmitSize(for: push)
+    }
 }
 
 extension CompletionInbox: ProviderResultSink {

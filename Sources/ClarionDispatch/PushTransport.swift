@@ -47,6 +47,15 @@ public protocol PushTransport: AnyObject, Sendable {
     /// (fewer when the pool's queue is nearly full: the caller keeps the rest and slows down). Every admitted
     /// delivery's outcome reaches `sink` exactly once.
     func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int
+    /// How many deliveries of `push` this transport puts to best use in one submit, when that is more than the
+    /// dispatcher's `submitBatchSize`: Push Kit sends up to 1000 tokens of one body in one request, which a
+    /// 128-delivery submit would cut into 128-token requests. Nil (the default): the dispatcher's size, which is
+    /// what the HTTP/2 platforms (one request per delivery) want.
+    func preferredSubmitSize(for push: RenderedPush) -> Int?
+}
+
+extension PushTransport {
+    public func preferredSubmitSize(for push: RenderedPush) -> Int? { nil }
 }
 
 /// How the dispatcher finds the transport and render settings of a platform application. The app wiring

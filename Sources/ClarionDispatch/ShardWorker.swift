@@ -358,7 +358,9 @@ final class ShardWorker {
         pending[target.application, default: []].append(
             PushDelivery(token: target.token, deliveryID: deliveryID, tokenUpdatedAt: target.tokenUpdatedAt, tag: sequence))
         pendingCount += 1
-        if pending[target.application]!.count >= configuration.submitBatchSize { submit(target.application) }
+        if pending[target.application]!.count >= configuration.submitSize(preferred: lane.preferredSubmitSize) {
+            submit(target.application)
+        }
     }
 
     /// A stored policy that does not compile (saved before policies were checked) lets every message through;

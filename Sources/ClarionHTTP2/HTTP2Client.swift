@@ -30,6 +30,8 @@ public final class HTTP2Client: Sendable {
 
     public let group: EventLoopGroup
     private let pools = Mutex<[PoolKey: HTTP2ClientPool]>([:])
+    /// HTTP/1.1 pools for origins that do not negotiate h2 (Web Push), keyed and removed like the HTTP/2 ones.
+    private let http1Pools = Mutex<[PoolKey: HTTP1ClientPool]>([:])
 
     public init(group: EventLoopGroup) {
         self.group = group
@@ -49,6 +51,21 @@ public final class HTTP2Client: Sendable {
         }
     }
 
+    /// The HTTP/1.1 pool for `configuration.origin` + `configuration.identity`, created the first time (as `pool(for:)`).
+    public func http1Pool(for configuration: HTTP2PoolConfiguration) throws(TLSConfigurationError) -> HTTP1ClientPool {
+        let key = PoolKey(configuration: configuration)
+        return try http1Pools.withLock { pools throws(TLSConfigurationError) -> HTTP1ClientPool in
+            if let existing = pools[key] { return existing }
+            let created = try HTTP1ClientPool(configuration: configuration, group: group)
+            pools[key] = created
+            return created
+        }
+    }
+
+    public func existingHTTP1Pool(_ key: PoolKey) -> HTTP1ClientPool? {
+        http1Pools.withLock { $0[key] }
+    }
+
     public func existingPool(_ key: PoolKey) -> HTTP2ClientPool? {
         pools.withLock { $0[key] }
     }
@@ -58,10 +75,12 @@ public final class HTTP2Client: Sendable {
         existingPool(PoolKey(origin: origin, identity: identity))
     }
 
-    /// Shuts one pool down and forgets it (e.g. the credential was deleted).
+    /// Shuts one pool down and forgets it (e.g. the credential was deleted), the HTTP/1.1 one of the key too.
     public func removePool(_ key: PoolKey) async {
         let pool = pools.withLock { $0.removeValue(forKey: key) }
         await pool?.shutdown()
+        let http1 = http1Pools.withLock { $0.removeValue(forKey: key) }
+        await http1?.shutdown()
     }
 
     /// `removePool(_:)` for the pool without a client certificate for `origin` + `identity`.
@@ -69,7 +88,11 @@ public final class HTTP2Client: Sendable {
         await removePool(PoolKey(origin: origin, identity: identity))
     }
 
-    public var poolKeys: [PoolKey] { pools.withLock { Array($0.keys) } }
+    /// The keys of every pool, HTTP/2 and HTTP/1.1 (one key can have both).
+    public var poolKeys: [PoolKey] {
+        let http2 = pools.withLock { Set($0.keys) }
+        return Array(http2.union(http1Pools.withLock { $0.keys }))
+    }
 
     /// Shuts every pool down.
     public func shutdown() async {
@@ -78,5 +101,10 @@ public final class HTTP2Client: Sendable {
             return Array(pools.values)
         }
         for pool in all { await pool.shutdown() }
+        let http1 = http1Pools.withLock { pools -> [HTTP1ClientPool] in
+            defer { pools.removeAll() }
+            return Array(pools.values)
+        }
+        for pool in http1 { await pool.shutdown() }
     }
 }

@@ -83,6 +83,16 @@ final class HTTP2ClientConnection: SocketChannel {
     // MARK: - SocketChannel hooks
 
     override func didBecomeActive() {
+        if let tls, pool.configuration.offersHTTP1 {
+            // Offered h2 and http/1.1: any answer but h2 (including none) means this server speaks HTTP/1.1.
+            let selected = tls.selectedALPN
+            if selected != "h2" {
+                let reason = HTTP2Error.http2NotNegotiated(selected ?? "none")
+                closeReason = reason
+                close(error: TransportError(reason))
+                return
+            }
+        }
         var session: OpaquePointer?
         let me = Unmanaged.passUnretained(self).toOpaque()
         var memory = allocator.memoryFunctions

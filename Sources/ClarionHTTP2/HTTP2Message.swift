@@ -240,6 +240,10 @@ public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidRequest(String)
     /// The pool was shut down before the request completed.
     case shutdown
+    /// The pool offers HTTP/1.1 beside h2 (`HTTP2PoolConfiguration.offersHTTP1`) and the server selected the named
+    /// ALPN protocol ("http/1.1", or "none": no ALPN answer) instead of h2. Nothing was sent: the caller sends the
+    /// request over HTTP/1.1 (`HTTP1ClientPool`).
+    case http2NotNegotiated(String)
 
     public var description: String {
         switch self {
@@ -255,6 +259,7 @@ public enum HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         case .protocolError(let reason): "HTTP/2 protocol error: \(reason)"
         case .invalidRequest(let reason): "invalid request: \(reason)"
         case .shutdown: "pool shut down"
+        case .http2NotNegotiated(let selected): "the server selected ALPN \(selected), not h2"
         }
     }
 }

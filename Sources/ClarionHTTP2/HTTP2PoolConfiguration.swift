@@ -95,6 +95,11 @@ public struct HTTP2PoolConfiguration: Sendable {
     public var initialWindowSize: UInt32
     /// How often deadlines, PINGs and idle connections are checked.
     public var tickInterval: Duration
+    /// Offer "http/1.1" after "h2" in ALPN. A server that selects it, or selects nothing, gets no HTTP/2 session:
+    /// the connection closes and the requests waiting for it fail with `.http2NotNegotiated`, for the caller to
+    /// send over HTTP/1.1 (Web Push: RFC 8030 does not require HTTP/2 of a push service). Without it a server that
+    /// does not select h2 fails the handshake (`.tlsHandshakeFailed`).
+    public var offersHTTP1: Bool = false
     /// Called on the pool's loop thread when a server sends GOAWAY (APNs puts a JSON `reason` in the debug data).
     /// Keep it short; the pool already retries and reconnects on its own.
     public var onGoAway: (@Sendable (HTTP2GoAway) -> Void)?

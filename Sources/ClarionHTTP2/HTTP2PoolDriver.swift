@@ -332,8 +332,11 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         if configuration.origin.scheme == .https {
             if tlsContext == nil {
                 do {
-                    tlsContext = try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity,
-                                                    alpn: "h2")
+                    tlsContext = configuration.offersHTTP1
+                        ? try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity,
+                                         offering: ["h2", "http/1.1"])
+                        : try TLSContext(clientTrusting: configuration.trustedCAPEM, identity: configuration.clientIdentity,
+                                         alpn: "h2")
                 } catch {
                     failed(.tlsHandshakeFailed("\(error)"))
                     return

@@ -242,6 +242,14 @@ public final class ProviderClient: Sendable {
         return admitted
     }
 
+    /// Deliveries of `push` that fill one Push Kit request (E.1: up to 1000 tokens of one body), for a caller that
+    /// would otherwise hand over fewer at a time; nil for every other platform, and for a body with a delivery id
+    /// (one request per token then).
+    public func preferredSubmitSize(for push: RenderedPush) -> Int? {
+        if case .hms = push.request, hmsTokensPerRequest > 1, !push.body.contains(.deliveryID) { return hmsTokensPerRequest }
+        return nil
+    }
+
     /// Huawei Push Kit takes up to 1000 tokens for one body (E.1): deliveries of a push whose body has no per-delivery
     /// part (no delivery id) go `hmsTokensPerRequest` to a request. The outcome of each token comes from the one answer
     /// (`HMSBatchContext`): a partial success (80100000) accepts some and disables the endpoints it lists.
@@ -422,6 +430,10 @@ public final class ProviderClient: Sendable {
                 outcome = .retryable(reason: "provider connection queue full", retryAfter: nil)
             case .shutdown:
                 outcome = .retryable(reason: "provider client shut down", retryAfter: nil)
+            case .http2NotNegotiated(let selected):
+                // Web Push moves such an origin to HTTP/1.1 and resends before classifying (WebPushSender); anything
+                // else reaching here is sent again later.
+                outcome = .retryable(reason: "the provider does not speak HTTP/2 (ALPN \(selected))", retryAfter: nil)
             case .invalidRequest(let text):
                 outcome = .rejected(reason: "request not sendable: \(text)")
             }

@@ -163,20 +163,35 @@ package final class TLSContext: @unchecked Sendable {
     let presentsCertificate: Bool
     /// Server: client certificates are requested (their details reach the handler).
     let requestsClientCertificates: Bool
-    /// The ALPN protocol a client requires and a server selects ("h2", "http/1.1").
+    /// The ALPN protocol a client requires and a server selects ("h2", "http/1.1"). Empty for a client that offers
+    /// several and accepts whichever the server selects (`TLSSession.selectedALPN` says which).
     let alpn: [UInt8]
 
     /// A client context: TLS 1.2+, ALPN `alpn` (the handshake fails unless the server selects it), peer verification
     /// against the system CA store plus `extraTrustedCAPEM`, and `identity` presented when the server asks for a
     /// client certificate.
-    package init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil,
-                 alpn: String) throws(TLSConfigurationError) {
+    package convenience init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil,
+                             alpn: String) throws(TLSConfigurationError) {
+        try self.init(clientTrusting: extraTrustedCAPEM, identity: identity, offering: [alpn], requireFirst: true)
+    }
+
+    /// A client context that offers every protocol of `offering` in order of preference ("h2", "http/1.1") and
+    /// completes the handshake whatever the server selects, or if it selects none (RFC 7301 section 3.1: a server
+    /// that does not support ALPN does not answer; an HTTPS server that does not answer speaks HTTP/1.1, RFC 9113
+    /// section 3.2/3.3 reserve "h2" for a negotiated HTTP/2). The caller reads `TLSSession.selectedALPN`.
+    package convenience init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity? = nil,
+                             offering: [String]) throws(TLSConfigurationError) {
+        try self.init(clientTrusting: extraTrustedCAPEM, identity: identity, offering: offering, requireFirst: false)
+    }
+
+    private init(clientTrusting extraTrustedCAPEM: String?, identity: TLSIdentity?, offering: [String],
+                 requireFirst: Bool) throws(TLSConfigurationError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
             throw TLSConfigurationError(reason: "SSL_CTX_new: \(openSSLErrorText())")
         }
         context = ctx
         isServer = false
-        self.alpn = Array(alpn.utf8)
+        self.alpn = requireFirst ? Array((offering.first ?? "").utf8) : []
         presentsCertificate = identity != nil
         requestsClientCertificates = false
         _ = clarion_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)
@@ -190,7 +205,12 @@ package final class TLSContext: @unchecked Sendable {
         }
         if let identity { try loadTLSIdentity(identity, into: ctx) }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        let protocols = [UInt8(self.alpn.count)] + self.alpn
+        // The wire form (RFC 7301 section 3.1): each name prefixed by its one-byte length.
+        var protocols: [UInt8] = []
+        for name in offering where !name.isEmpty && name.utf8.count < 256 {
+            protocols.append(UInt8(name.utf8.count))
+            protocols.append(contentsOf: name.utf8)
+        }
         _ = protocols.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
     }
 
@@ -370,7 +390,7 @@ package final class TLSSession {
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
-            guard context.isServer || negotiatedALPN else {
+            guard context.isServer || context.alpn.isEmpty || negotiatedALPN else {
                 return .failed(.tlsHandshakeFailed("server did not select ALPN \(String(decoding: context.alpn, as: UTF8.self))"))
             }
             if context.requestsClientCertificates { peerCertificate = capturePeerCertificate() }
@@ -417,6 +437,16 @@ package final class TLSSession {
         let verify = SSL_get_verify_result(ssl)
         let problem = verify == X509_V_OK ? nil : "\(String(cString: X509_verify_cert_error_string(verify))) (X509 error \(verify))"
         return TLSPeerCertificate(certificate: certificate, verificationError: problem)
+    }
+
+    /// The ALPN protocol the server selected ("h2", "http/1.1"); nil when it selected none (a server without ALPN),
+    /// or before the handshake.
+    package var selectedALPN: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
     /// Whether the handshake selected the context's ALPN protocol.

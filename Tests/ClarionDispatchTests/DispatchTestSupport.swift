@@ -23,11 +23,14 @@ final class RecordingTransport: PushTransport, @unchecked Sendable {
         var sends: [Send] = []
         var attempts: [String: Int] = [:]
         var outstanding = 0
+        var submitSizes: [Int] = []
     }
 
     let rule: @Sendable (_ token: String, _ attempt: Int) -> DeliveryOutcome
     let latency: Double
     let capacity: Int
+    /// What it answers to `preferredSubmitSize` (a Push Kit client says 1000).
+    var preferredSubmit: Int?
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "recording-transport", attributes: .concurrent)
 
@@ -41,6 +44,7 @@ final class RecordingTransport: PushTransport, @unchecked Sendable {
     func submit(_ push: RenderedPush, deliveries: [PushDelivery], sink: any PushResultSink) -> Int {
         let now = Date()
         let results = state.withLock { state -> [PushResult] in
+            state.submitSizes.append(deliveries.count)
             let admitted = min(deliveries.count, max(0, capacity - state.outstanding))
             state.outstanding += admitted
             var results: [PushResult] = []
@@ -65,6 +69,11 @@ final class RecordingTransport: PushTransport, @unchecked Sendable {
         }
         return admitted
     }
+
+    func preferredSubmitSize(for push: RenderedPush) -> Int? { preferredSubmit }
+
+    /// The number of deliveries offered by each submit, in order.
+    var submitSizes: [Int] { state.withLock { $0.submitSizes } }
 
     var sends: [Send] { state.withLock { $0.sends } }
     var sendCount: Int { state.withLock { $0.sends.count } }

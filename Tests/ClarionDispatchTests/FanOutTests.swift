@@ -289,6 +289,36 @@ struct FanOutTests {
         #expect(transport.sends.filter { $0.attempt > 4 }.isEmpty)
     }
 
+    // docs/providers.md E.1: Push Kit takes up to 1000 tokens of one body per request; a fan-out fills requests up to
+    // what the transport asks for, within the window, while the HTTP/2 platforms keep `submitBatchSize`.
+    @Test("a Push Kit lane is handed up to its preferred submit size at once; the other platforms keep submitBatchSize")
+    func preferredSubmitSize() async throws {
+        var fixture = try FanOutFixture()
+        try fixture.addApplication("huawei", platform: "HMS")
+        try fixture.addApplication("android", platform: "GCM")
+        try fixture.addEndpoints("huawei", prefix: "hms-", count: 3_000)
+        try fixture.addEndpoints("android", prefix: "and-", count: 3_000)
+        let huawei = RecordingTransport()
+        huawei.preferredSubmit = 1_000
+        let android = RecordingTransport()
+        let configuration = testConfiguration(owner: "node-a", inFlight: 1_000, shardSize: 10_000)
+        #expect(configuration.submitBatchSize == 64)
+        let dispatcher = RunningDispatcher(Dispatcher(
+            pool: fixture.pool, directory: TestDirectory(transports: ["huawei": huawei, "android": android]),
+            configuration: configuration))
+        let message = try fixture.publishToTopic()
+        let status = try await fixture.waitForFinal(message)
+        await dispatcher.stop()
+
+        #expect(status.counters.accepted == 6_000)
+        #expect(huawei.counts.count == 3_000 && huawei.counts.values.allSatisfy { $0 == 1 })
+        #expect(android.counts.count == 3_000 && android.counts.values.allSatisfy { $0 == 1 })
+        #expect(huawei.submitSizes.max() == 1_000, "\(huawei.submitSizes)")
+        #expect(huawei.submitSizes.allSatisfy { $0 <= configuration.maxInFlightPerShard })
+        #expect(android.submitSizes.allSatisfy { $0 <= 64 }, "\(android.submitSizes)")
+        #expect(configuration.duplicateBound == configuration.checkpointEvery + configuration.maxInFlightPerShard + 1_000)
+    }
+
     @Test("a credential failure disables the platform application with an event, and its sends stop")
     func credentialFailure() async throws {
         var fixture = try FanOutFixture()

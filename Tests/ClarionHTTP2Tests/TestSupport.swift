@@ -117,6 +117,11 @@ extension HTTP2Result {
         if case .failure(let error) = self { return error }
         return nil
     }
+
+    var response: HTTP2Response? {
+        if case .success(let response) = self { return response }
+        return nil
+    }
 }
 
 /// Takes `sample` until `condition` holds for it or `timeout` passes, and returns the last sample (check it with

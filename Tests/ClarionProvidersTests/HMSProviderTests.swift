@@ -50,6 +50,23 @@ import Testing
         await harness.close()
     }
 
+    // E.1: up to 1000 tokens of one body a request; a caller handing over deliveries learns to hand 1000 at once for a
+    // body without a per-delivery part, and its own size otherwise (the HTTP/2 platforms, a body with a delivery id).
+    @Test("HMS E.1: the client asks a fan-out for 1000 deliveries at once, only for a body shared by every token")
+    func preferredSubmitSize() async throws {
+        let harness = try Harness(tls: true)
+        let client = try harness.client("hms", .hms, attributes(harness))
+        #expect(client.preferredSubmitSize(for: harness.render(platform: .hms)) == 1_000)
+        let withIDs = PushRenderer.render(SNSMessage(defaultText: "hello"), attributes: MobilePushAttributes(), platform: .hms,
+                                          settings: RenderSettings(deliveryIDKey: "clarion_delivery_id"),
+                                          publishedAt: harness.clock.now, now: harness.clock.now)
+        guard case .push(let push) = withIDs else { Issue.record("\(withIDs)"); await harness.close(); return }
+        #expect(client.preferredSubmitSize(for: push) == nil, "a body with a delivery id goes one token a request")
+        let fcm = try harness.client("fcm", .gcm, harness.fcmAttributes())
+        #expect(fcm.preferredSubmitSize(for: harness.render(platform: .gcm)) == nil)
+        await harness.close()
+    }
+
     @Test("HMS E.1: HMSAppID names the app in the path when it is not the client id")
     func appIDAttribute() async throws {
         let harness = try Harness(tls: true) { configuration in
