@@ -1,4 +1,3 @@
-import ClarionCore
 import Foundation
 
 /// SNS's ARN forms (docs/providers.md C):
