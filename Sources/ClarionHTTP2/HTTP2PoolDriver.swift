@@ -70,8 +70,10 @@ final class CompletionBatcher: EventLoopFlushable {
 
 /// Runs an `HTTP2PoolStateMachine` on one event loop: opens connections, hands requests to them, delivers results.
 /// Everything here runs on `loop`; `@unchecked Sendable` only so the public pool can hand jobs to it.
-final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
+final class HTTP2PoolDriver: EventLoopFlushable, HTTP2ConnectionBudget.Waiter, @unchecked Sendable {
     let loop: EventLoop
+    /// The node's provider-connection budget, if the pool has one: every connection holds a unit of it.
+    let budget: HTTP2ConnectionBudget?
     let configuration: HTTP2PoolConfiguration
     let connectionConfiguration: HTTP2ConnectionStateMachine.Configuration
     let defaultAuthority: String
@@ -102,6 +104,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         self.configuration = configuration
         self.resolver = resolver
         defaultAuthority = configuration.origin.authority
+        budget = configuration.connectionBudget
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
         // Fail fast on a bad CA PEM, an unusable client certificate or a key that is not its key (in memory, no
         // I/O). The same check configuration-time callers run (the API, through ProviderRegistry).
@@ -117,7 +120,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             initialMaxStreams: max(1, configuration.initialConcurrentStreams),
             maxStreamsCeiling: max(1, configuration.maxConcurrentStreamsPerConnection),
             maxRefusals: configuration.maxRefusedRetries,
-            backoff: configuration.backoff))
+            backoff: configuration.backoff,
+            budgeted: configuration.connectionBudget != nil))
     }
 
     func start() {
@@ -216,6 +220,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             }
         }
         perform(machine.connectionsNeeded())
+        perform(machine.unitRequestsNoLongerNeeded())
     }
 
     // MARK: - Connection events
@@ -233,7 +238,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     }
 
     func streamClosed(_ connection: HTTP2ClientConnection) {
-        perform(machine.streamClosed(connection.connectionID))
+        perform(machine.streamClosed(connection.connectionID, underPressure: budget?.isUnderPressure ?? false))
         scheduleDispatch()
     }
 
@@ -276,6 +281,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
                 } else {
                     closeOnArrival.insert(id)
                 }
+            case .acquireUnits(let count):
+                guard let budget else { continue }
+                let now = budget.acquire(count, for: self)
+                if now > 0 { perform(machine.unitsGranted(now)) }
+            case .releaseUnits(let count):
+                budget?.release(count)
+            case .withdrawUnitRequests:
+                if let budget { machine.unitRequestsWithdrawn(budget.cancel(for: self)) }
             case .shutdownComplete:
                 shutdownDone = true
                 if tickTimer != 0 { loop.cancelTimer(tickTimer) }
@@ -284,6 +297,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
                 shutdownWaiters.removeAll()
                 for waiter in waiters { waiter.resume() }
             }
+        }
+    }
+
+    /// Units this pool waited for (called by the budget, on any thread).
+    func unitsGranted(_ count: Int) {
+        loop.execute { [self] in
+            perform(machine.unitsGranted(count))
+            scheduleDispatch()
         }
     }
 
@@ -371,6 +392,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         let now = monotonicNow()
         perform(machine.expireQueued(now: now))
         for connection in Array(connections.values) { connection.tick(now: now) }
+        // Pressure that began while this pool's connections were busy: they close once idle.
+        if let budget, budget.isUnderPressure { perform(machine.closeIdleConnections()) }
         if !shutdownDone { scheduleTick() }
     }
 
