@@ -44,9 +44,10 @@ import Testing
         let budget = try #require(harness.registry.connectionBudget)
         #expect(budget.capacity == 3)
 
-        // The kernel's count of our established connections to the emulator (/proc/net/tcp, client side), sampled
+        // The kernel's count of our established connections to the emulator (client side), sampled
         // while the fan-out runs. (The emulator's own count lags: it still counts a connection we closed until it
         // reads the FIN, by which time the unit may already serve another pool.)
+        #expect(Self.establishedConnections(toPort: harness.port) == 0)
         let peak = Atomic<Int>(0)
         let sampling = Atomic<Bool>(true)
         let port = harness.port
@@ -54,7 +55,6 @@ import Testing
             while sampling.load(ordering: .relaxed) {
                 let live = Self.establishedConnections(toPort: port)
                 if live > peak.load(ordering: .relaxed) { peak.store(live, ordering: .relaxed) }
-                usleep(500)
             }
         }
         sampler.start()
@@ -80,8 +80,8 @@ import Testing
         let statistics = budget.statistics()
         #expect(statistics.peakInUse <= 3)
         #expect(peak.load(ordering: .relaxed) <= 3, "the kernel saw \(peak.load(ordering: .relaxed)) connections at once")
-        // The last pools' connections stay open once nobody waits (no pressure, no idle timeout yet): the reading
-        // of /proc sees them, so the peak above was measured, not missed.
+        // The last pools' connections stay open once nobody waits (no pressure, no idle timeout yet): the
+        // count sees them, so the peak above was measured, not missed.
         let afterwards = Self.establishedConnections(toPort: harness.port)
         #expect(afterwards >= 1 && afterwards <= 3, "\(afterwards) connections open after the fan-out")
         #expect(statistics.unitsWaitedFor > 0, "pools had to wait their turn")
@@ -89,20 +89,19 @@ import Testing
         await harness.close()
     }
 
-    /// Established TCP connections whose remote end is `port` (our side of connections to the emulator).
+    /// Established TCP connections whose remote end is `port` (our side of connections to the emulator), as the
+    /// kernel reports them over netlink (`ss`). Not /proc/net/tcp: it is read a page at a time and, while connections
+    /// come and go (other processes on the machine have thousands), may list one twice or miss it.
     static func establishedConnections(toPort port: Int) -> Int {
-        let hexPort = ":" + String(format: "%04X", port)
-        var count = 0
-        for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            // Read to the end: String(contentsOfFile:) stops at the first page of a /proc file.
-            guard let data = FileHandle(forReadingAtPath: file)?.readDataToEndOfFile() else { continue }
-            let text = String(decoding: data, as: UTF8.self)
-            for line in text.split(separator: "\n").dropFirst() {
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                if fields.count > 3, fields[2].hasSuffix(hexPort), fields[3] == "01" { count += 1 }
-            }
-        }
-        return count
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
+        process.arguments = ["-Htn", "state", "established", "dst", "127.0.0.1:\(port)"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        guard (try? process.run()) != nil else { return -1 }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").count
     }
 
     @Test("Idle sweep: an application with no request for the idle time loses its client, pool and signer; the next request builds them again")
