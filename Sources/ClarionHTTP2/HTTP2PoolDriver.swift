@@ -131,11 +131,13 @@ final class HTTP2PoolDriver: EventLoopFlushable, HTTP2ConnectionBudget.Waiter, @
     // MARK: - Requests in
 
     func enqueue(_ pending: PendingRequest) {
+        ensureTicking()
         admit(pending)
         scheduleDispatch()
     }
 
     func enqueueBatch(_ requests: [HTTP2Request], count: Int, sink: any HTTP2CompletionSink, now: NanoTime) {
+        ensureTicking()
         let batcher = batcher(for: sink)
         batcher.outstanding += count
         let defaultTimeout = configuration.requestTimeout.nanoseconds
@@ -388,13 +390,25 @@ final class HTTP2PoolDriver: EventLoopFlushable, HTTP2ConnectionBudget.Waiter, @
         tickTimer = loop.addTimer(after: configuration.tickInterval.nanoseconds) { [self] in tick() }
     }
 
+    /// An idle pool (no connection, nothing queued) stops its tick: with thousands of applications' pools loaded,
+    /// their ticks were the CPU an idle application cost. Work arriving starts it again; connections only open
+    /// for queued requests, so a pool with a connection always ticks.
+    private func ensureTicking() {
+        if tickTimer == 0 && !shutdownDone { scheduleTick() }
+    }
+
     private func tick() {
         let now = monotonicNow()
         perform(machine.expireQueued(now: now))
         for connection in Array(connections.values) { connection.tick(now: now) }
         // Pressure that began while this pool's connections were busy: they close once idle.
         if let budget, budget.isUnderPressure { perform(machine.closeIdleConnections()) }
-        if !shutdownDone { scheduleTick() }
+        if shutdownDone { return }
+        if connections.isEmpty && machine.queuedCount == 0 {
+            tickTimer = 0
+            return
+        }
+        scheduleTick()
     }
 
     // MARK: - Operator

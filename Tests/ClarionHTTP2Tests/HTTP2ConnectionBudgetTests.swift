@@ -1,4 +1,5 @@
 @testable import ClarionHTTP2
+@testable import ClarionTransport
 import Testing
 
 /// The provider-connection budget with the pool state machine, no sockets and no clock: many pools share a budget
@@ -269,6 +270,30 @@ import Testing
         while pool.inFlight.contains(where: { !$0.value.isEmpty }) { harness.finishOne(pool) }
         #expect(pool.openConnections == 0)
         #expect(harness.budget.statistics().inUse == 0)
+    }
+
+    /// The driver over a real event loop: a pool with no connection and nothing queued stops its tick (thousands of
+    /// idle applications' pools would otherwise wake 10 times a second each), and work arriving starts it again, so a
+    /// request waiting for a unit still fails at its deadline.
+    @Test func anIdlePoolStopsTickingYetAQueuedRequestStillTimesOut() async throws {
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let budget = HTTP2ConnectionBudget(capacity: 1)
+        let holder = Pool(connections: 1)
+        #expect(budget.acquire(1, for: holder) == 1, "the only unit is taken: the pool below cannot connect")
+        var configuration = HTTP2PoolConfiguration(origin: HTTP2Origin(scheme: .http, host: "127.0.0.1", port: 9),
+                                                   requestTimeout: .milliseconds(300), tickInterval: .milliseconds(20))
+        configuration.connectionBudget = budget
+        let pool = try HTTP2ClientPool(configuration: configuration, group: group)
+        try await Task.sleep(for: .milliseconds(200))  // several tick intervals with nothing to do
+        let started = ContinuousClock.now
+        let result = await pool.send(HTTP2Request(path: "/", body: []))
+        let waited = ContinuousClock.now - started
+        guard case .failure(.timeout) = result else { Issue.record("expected a timeout, got \(result)"); return }
+        #expect(waited >= .milliseconds(280) && waited < .seconds(3), "\(waited)")
+        #expect(budget.statistics().waitingPools == 1)
+        #expect(budget.statistics().peakInUse == 1)
+        await pool.shutdown()
     }
 
     @Test func withoutABudgetNothingIsAskedFor() {
