@@ -22,12 +22,16 @@ public enum CLI {
         Command(name: "serve", summary: "run the gateway (API and dispatcher)",
                 usage: "clarion serve [--config FILE] [--listen HOST:PORT] [--database-url URL] [--data-dir DIR]\n"
                     + "              [--role all|api|dispatcher] [--with-emulator] [--dev [--dev-allow-shared-database]]\n"
+                    + "              [--provider-max-connections N] [--provider-idle-release SECONDS]\n"
                     + "              [other settings, see `clarion config print --help`]\n\n"
                     + "Without a database URL, Clarion runs a private PostgreSQL cluster under the data directory\n"
                     + "(initdb on first run) and stops it on exit. SIGINT/SIGTERM stop the node gracefully.\n"
                     + "--dev: for your own test suites, never production: any SigV4 access key acts for the default\n"
                     + "account, POST /_clarion/reset empties every resource, the emulator runs beside the node and\n"
-                    + "applications without a ProviderEndpoint send to it; loopback only unless --listen says otherwise.",
+                    + "applications without a ProviderEndpoint send to it; loopback only unless --listen says otherwise.\n"
+                    + "--provider-max-connections (CLARION_PROVIDER_MAX_CONNECTIONS, default 512): provider connections\n"
+                    + "open at once over every application; --provider-idle-release (CLARION_PROVIDER_IDLE_RELEASE,\n"
+                    + "default 900, 0 = never): seconds without a request before an application's pools are released.",
                 run: serve),
         Command(name: "migrate", summary: "apply database migrations and exit",
                 usage: "clarion migrate [--database-url URL | --data-dir DIR]\n\n"

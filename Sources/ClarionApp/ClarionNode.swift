@@ -353,11 +353,14 @@ public final class ClarionNode: @unchecked Sendable {
         var options = ProviderOptions()
         options.addressPolicy = providerAddressPolicy
         options.metrics = metrics?.providers
+        options.maxProviderConnections = configuration.providerMaxConnections
+        options.idleClientRelease = configuration.providerIdleRelease > 0 ? .seconds(configuration.providerIdleRelease) : nil
         do {
             registry = try ProviderRegistry(options: options, log: providerLog)
         } catch {
             throw NodeError(.internalError, "provider registry: \(error)")
         }
+        registry.startIdleSweep()
         providers = registry
         let applications = PlatformApplicationRepository(pool: pool, masterKey: masterKey)
         var directory = ProviderRegistryDirectory(

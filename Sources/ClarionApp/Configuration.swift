@@ -33,6 +33,11 @@ public struct Configuration: Sendable, Equatable {
     /// Loopback, private and reserved addresses provider endpoints may reach (host names and CIDRs); public
     /// addresses need nothing. `--with-emulator` adds 127.0.0.0/8 and ::1/128 for its own emulator.
     public var providerAllowHosts = ""
+    /// Provider connections (APNs, FCM, ADM, HMS, Web Push) open at once over every application's pools.
+    public var providerMaxConnections = 512
+    /// Seconds an application may go without a request before its provider client, pools and tokens are released
+    /// (rebuilt on its next request); 0 keeps them.
+    public var providerIdleRelease = 900
     public var apiThreads = 4
     /// Simultaneous API connections at most; the node lowers it to fit the open-file limit (`FileDescriptorBudget`).
     public var maxConnections = 4096
@@ -199,6 +204,16 @@ public struct Configuration: Sendable, Equatable {
                     }
                     c.providerAllowHosts = v
                 }, read: { $0.providerAllowHosts }),
+        Setting(key: "CLARION_PROVIDER_MAX_CONNECTIONS", flag: "--provider-max-connections", secret: false,
+                help: "provider connections open at once over all applications; pools wait their turn beyond it (default 512)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    c.providerMaxConnections = try parseInt(v, key: "CLARION_PROVIDER_MAX_CONNECTIONS", range: 1...100_000)
+                }, read: { String($0.providerMaxConnections) }),
+        Setting(key: "CLARION_PROVIDER_IDLE_RELEASE", flag: "--provider-idle-release", secret: false,
+                help: "seconds without a request after which an application's provider pools and tokens are released; 0 = never (default 900)",
+                apply: { (c, v) throws(ConfigurationError) in
+                    c.providerIdleRelease = try parseInt(v, key: "CLARION_PROVIDER_IDLE_RELEASE", range: 0...604_800)
+                }, read: { String($0.providerIdleRelease) }),
         Setting(key: "CLARION_SUBSCRIPTION_ALLOW_HOSTS", flag: "--subscription-allow-hosts", secret: false,
                 help: "non-public hosts/CIDRs HTTP/S subscription URLs may reach, comma-separated (default none: SSRF guard)",
                 apply: { (c, v) throws(ConfigurationError) in

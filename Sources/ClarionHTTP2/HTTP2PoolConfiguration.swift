@@ -103,6 +103,9 @@ public struct HTTP2PoolConfiguration: Sendable {
     /// Called on the pool's loop thread when a server sends GOAWAY (APNs puts a JSON `reason` in the debug data).
     /// Keep it short; the pool already retries and reconnects on its own.
     public var onGoAway: (@Sendable (HTTP2GoAway) -> Void)?
+    /// A budget of connections shared with other pools (`CLARION_PROVIDER_MAX_CONNECTIONS`): each connection of
+    /// this pool holds one unit of it while it is open; nil opens up to `connectionCount` without asking.
+    public var connectionBudget: HTTP2ConnectionBudget?
 
     public init(
         origin: HTTP2Origin, identity: String = "", connectionCount: Int = 1,

@@ -70,8 +70,10 @@ final class CompletionBatcher: EventLoopFlushable {
 
 /// Runs an `HTTP2PoolStateMachine` on one event loop: opens connections, hands requests to them, delivers results.
 /// Everything here runs on `loop`; `@unchecked Sendable` only so the public pool can hand jobs to it.
-final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
+final class HTTP2PoolDriver: EventLoopFlushable, HTTP2ConnectionBudget.Waiter, @unchecked Sendable {
     let loop: EventLoop
+    /// The node's provider-connection budget, if the pool has one: every connection holds a unit of it.
+    let budget: HTTP2ConnectionBudget?
     let configuration: HTTP2PoolConfiguration
     let connectionConfiguration: HTTP2ConnectionStateMachine.Configuration
     let defaultAuthority: String
@@ -102,6 +104,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         self.configuration = configuration
         self.resolver = resolver
         defaultAuthority = configuration.origin.authority
+        budget = configuration.connectionBudget
         gate = PoolGate(limit: max(1, configuration.maxQueuedRequests))
         // Fail fast on a bad CA PEM, an unusable client certificate or a key that is not its key (in memory, no
         // I/O). The same check configuration-time callers run (the API, through ProviderRegistry).
@@ -117,7 +120,8 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             initialMaxStreams: max(1, configuration.initialConcurrentStreams),
             maxStreamsCeiling: max(1, configuration.maxConcurrentStreamsPerConnection),
             maxRefusals: configuration.maxRefusedRetries,
-            backoff: configuration.backoff))
+            backoff: configuration.backoff,
+            budgeted: configuration.connectionBudget != nil))
     }
 
     func start() {
@@ -127,11 +131,13 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     // MARK: - Requests in
 
     func enqueue(_ pending: PendingRequest) {
+        ensureTicking()
         admit(pending)
         scheduleDispatch()
     }
 
     func enqueueBatch(_ requests: [HTTP2Request], count: Int, sink: any HTTP2CompletionSink, now: NanoTime) {
+        ensureTicking()
         let batcher = batcher(for: sink)
         batcher.outstanding += count
         let defaultTimeout = configuration.requestTimeout.nanoseconds
@@ -216,6 +222,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
             }
         }
         perform(machine.connectionsNeeded())
+        perform(machine.unitRequestsNoLongerNeeded())
     }
 
     // MARK: - Connection events
@@ -233,7 +240,7 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
     }
 
     func streamClosed(_ connection: HTTP2ClientConnection) {
-        perform(machine.streamClosed(connection.connectionID))
+        perform(machine.streamClosed(connection.connectionID, underPressure: budget?.isUnderPressure ?? false))
         scheduleDispatch()
     }
 
@@ -276,6 +283,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
                 } else {
                     closeOnArrival.insert(id)
                 }
+            case .acquireUnits(let count):
+                guard let budget else { continue }
+                let now = budget.acquire(count, for: self)
+                if now > 0 { perform(machine.unitsGranted(now)) }
+            case .releaseUnits(let count):
+                budget?.release(count)
+            case .withdrawUnitRequests:
+                if let budget { machine.unitRequestsWithdrawn(budget.cancel(for: self)) }
             case .shutdownComplete:
                 shutdownDone = true
                 if tickTimer != 0 { loop.cancelTimer(tickTimer) }
@@ -284,6 +299,14 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
                 shutdownWaiters.removeAll()
                 for waiter in waiters { waiter.resume() }
             }
+        }
+    }
+
+    /// Units this pool waited for (called by the budget, on any thread).
+    func unitsGranted(_ count: Int) {
+        loop.execute { [self] in
+            perform(machine.unitsGranted(count))
+            scheduleDispatch()
         }
     }
 
@@ -370,11 +393,25 @@ final class HTTP2PoolDriver: EventLoopFlushable, @unchecked Sendable {
         tickTimer = loop.addTimer(after: configuration.tickInterval.nanoseconds) { [self] in tick() }
     }
 
+    /// An idle pool (no connection, nothing queued) stops its tick: with thousands of applications' pools loaded,
+    /// their ticks were the CPU an idle application cost. Work arriving starts it again; connections only open
+    /// for queued requests, so a pool with a connection always ticks.
+    private func ensureTicking() {
+        if tickTimer == 0 && !shutdownDone { scheduleTick() }
+    }
+
     private func tick() {
         let now = monotonicNow()
         perform(machine.expireQueued(now: now))
         for connection in Array(connections.values) { connection.tick(now: now) }
-        if !shutdownDone { scheduleTick() }
+        // Pressure that began while this pool's connections were busy: they close once idle.
+        if let budget, budget.isUnderPressure { perform(machine.closeIdleConnections()) }
+        if shutdownDone { return }
+        if connections.isEmpty && machine.queuedCount == 0 {
+            tickTimer = 0
+            return
+        }
+        scheduleTick()
     }
 
     // MARK: - Operator

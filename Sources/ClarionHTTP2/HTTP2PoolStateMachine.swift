@@ -19,6 +19,13 @@ protocol HTTP2PoolItem {
 ///   -> `idle` when it closes (GOAWAY or recycling first move the connection out to `draining`, freeing the slot).
 /// - `backingOff`: waiting `backoff.delay(afterFailures:)`. -> `idle` (`backoffExpired`).
 /// A draining connection keeps its streams but takes no new ones; it is forgotten once it reports closed.
+///
+/// With a connection budget (`budgeted`, `HTTP2ConnectionBudget`), an idle slot connects only with a unit in hand.
+/// Every connection holds one unit (connecting, active, draining) until it reports closed; the machine asks for
+/// units (`.acquireUnits`) when queued requests need connections, keeps the ones granted or returned as `spareUnits`
+/// only for the length of one event, and hands back whatever it cannot use at once (`.releaseUnits`). A failed
+/// attempt gives its unit back while it backs off. Under pressure (other pools wait for units), a connection with no
+/// stream and nothing queued is drained at once instead of waiting for the idle timeout.
 struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
     struct Configuration {
         var connectionCount: Int
@@ -29,6 +36,8 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
         var maxStreamsCeiling: Int
         var maxRefusals: Int
         var backoff: HTTP2Backoff
+        /// Each connection needs a unit of a shared budget (`.acquireUnits` / `.releaseUnits`).
+        var budgeted = false
     }
 
     enum SlotState: Equatable {
@@ -57,6 +66,12 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
         case drain(connectionID: UInt64)
         /// Shutdown finished: no connection remains.
         case shutdownComplete
+        /// Ask the budget for this many units; each comes back as `unitsGranted`.
+        case acquireUnits(Int)
+        /// Give this many units back to the budget.
+        case releaseUnits(Int)
+        /// Withdraw the units still asked for (nothing is queued any more); answer with `unitRequestsWithdrawn`.
+        case withdrawUnitRequests
     }
 
     enum EnqueueResult {
@@ -73,6 +88,10 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
     private var shutdownReported = false
     private var earliestQueuedDeadline: NanoTime = .max
     private var roundRobin = 0
+    /// Budget units in hand and not yet given to a connection (only between an event and its actions).
+    private(set) var spareUnits = 0
+    /// Units asked for and not yet granted.
+    private(set) var unitsRequested = 0
     let configuration: Configuration
 
     init(configuration: Configuration) {
@@ -119,13 +138,31 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
 
     /// Connections to open for the requests still queued: one per queued request not covered by a connection
     /// already under way, up to the idle slots.
+    /// With a budget, a connection opens only with a unit in hand: spare units first, then units asked for (the
+    /// slots stay idle until they come); units that no slot can use go back at once.
     mutating func connectionsNeeded() -> [Action] {
-        guard !isShuttingDown, !queue.isEmpty else { return [] }
+        guard !isShuttingDown, !queue.isEmpty else { return releaseSpareUnits() }
         var connecting = 0
-        for slot in slots { if case .connecting = slot.state { connecting += 1 } }
+        var idle = 0
+        for slot in slots {
+            if case .connecting = slot.state { connecting += 1 }
+            if slot.state == .idle { idle += 1 }
+        }
         var actions: [Action] = []
+        if configuration.budgeted {
+            let wanted = min(idle, max(0, queue.count - connecting))
+            let missing = wanted - spareUnits - unitsRequested
+            if missing > 0 {
+                unitsRequested += missing
+                actions.append(.acquireUnits(missing))
+            }
+        }
         for i in slots.indices where queue.count > connecting {
             guard slots[i].state == .idle else { continue }
+            if configuration.budgeted {
+                guard spareUnits > 0 else { break }
+                spareUnits -= 1
+            }
             let id = nextConnectionID
             nextConnectionID += 1
             slots[i].state = .connecting(id)
@@ -134,7 +171,54 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
             connecting += 1
             actions.append(.connect(slot: i, connectionID: id))
         }
+        return actions + releaseSpareUnits()
+    }
+
+    /// Units that reached the pool with nothing to use them on go back.
+    private mutating func releaseSpareUnits() -> [Action] {
+        guard spareUnits > 0 else { return [] }
+        defer { spareUnits = 0 }
+        return [.releaseUnits(spareUnits)]
+    }
+
+    // MARK: - Budget
+
+    /// The budget granted units asked for with `.acquireUnits`: they open connections for the queue, or go back.
+    mutating func unitsGranted(_ count: Int) -> [Action] {
+        unitsRequested = max(0, unitsRequested - count)
+        spareUnits += count
+        return connectionsNeeded()
+    }
+
+    /// Nothing is queued but units are still asked for: withdraw the request, so this pool neither keeps the
+    /// budget under pressure (closing others' idle connections) nor takes a unit it would hand straight back.
+    mutating func unitRequestsNoLongerNeeded() -> [Action] {
+        guard configuration.budgeted, queue.isEmpty, unitsRequested > 0 else { return [] }
+        return [.withdrawUnitRequests]
+    }
+
+    /// The budget withdrew this many of the units asked for.
+    mutating func unitRequestsWithdrawn(_ count: Int) {
+        unitsRequested = max(0, unitsRequested - count)
+    }
+
+    /// Other pools wait for units: drain every connection that has no stream while nothing is queued.
+    mutating func closeIdleConnections() -> [Action] {
+        guard queue.isEmpty else { return [] }
+        var actions: [Action] = []
+        for i in slots.indices {
+            guard case .active(let id) = slots[i].state, slots[i].openStreams == 0 else { continue }
+            draining[id] = 0
+            slots[i] = Slot(state: .idle, maxStreams: 0, openStreams: 0, failures: slots[i].failures)
+            actions.append(.drain(connectionID: id))
+        }
         return actions
+    }
+
+    /// A connection (opening, open or draining) is gone: its unit is spare until `connectionsNeeded` uses or
+    /// releases it.
+    private mutating func unitReturned() {
+        if configuration.budgeted { spareUnits += 1 }
     }
 
     /// The least loaded active slot with a free stream (ties broken round robin).
@@ -184,14 +268,20 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
         slots[i].failures = 0
     }
 
-    /// A stream of this connection finished (any outcome).
-    mutating func streamClosed(_ id: UInt64) -> [Action] {
+    /// A stream of this connection finished (any outcome). Under budget pressure a connection left with no stream
+    /// and nothing queued is drained at once.
+    mutating func streamClosed(_ id: UInt64, underPressure: Bool = false) -> [Action] {
         if let open = draining[id] {
             draining[id] = max(0, open - 1)
             return []
         }
         guard let i = slotIndex(of: id) else { return [] }
         slots[i].openStreams = max(0, slots[i].openStreams - 1)
+        if underPressure, configuration.budgeted, slots[i].openStreams == 0, queue.isEmpty, case .active = slots[i].state {
+            draining[id] = 0
+            slots[i] = Slot(state: .idle, maxStreams: 0, openStreams: 0, failures: slots[i].failures)
+            return [.drain(connectionID: id)]
+        }
         return []
     }
 
@@ -209,10 +299,12 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
     mutating func connectionClosed(_ id: UInt64, error: HTTP2Error?) -> [Action] {
         var actions: [Action] = []
         if draining.removeValue(forKey: id) != nil {
+            unitReturned()
             actions += connectionsNeeded()
         } else if let i = slotIndex(of: id) {
             switch slots[i].state {
             case .connecting:
+                unitReturned()
                 slots[i].failures += 1
                 slots[i].state = .backingOff
                 slots[i].openStreams = 0
@@ -225,7 +317,10 @@ struct HTTP2PoolStateMachine<Request: HTTP2PoolItem> {
                     actions.append(.fail(queue.removeAll(), error ?? .connectFailed("connection closed")))
                     earliestQueuedDeadline = .max
                 }
+                // The backing-off slot gives its unit back: another pool may connect meanwhile.
+                actions += releaseSpareUnits()
             case .active:
+                unitReturned()
                 slots[i].state = .idle
                 slots[i].openStreams = 0
                 slots[i].maxStreams = 0

@@ -40,6 +40,12 @@ public struct ProviderOptions: Sendable {
     public var hmsTokensPerRequest: Int = 1000
     /// Provider response-time histograms (nil: none).
     public var metrics: ProviderMetrics? = nil
+    /// Provider connections the node may hold open at once, over every pool (`CLARION_PROVIDER_MAX_CONNECTIONS`);
+    /// nil: each pool opens up to its own size, so the total grows with the number of applications.
+    public var maxProviderConnections: Int? = nil
+    /// An application with no request for this long has its client released, and with it the pools, signers and
+    /// token sources only it used; the next request builds them again (`CLARION_PROVIDER_IDLE_RELEASE`). nil: kept.
+    public var idleClientRelease: Duration? = nil
 
     public init(eventLoopThreads: Int = 1, connectionsPerPool: Int = 2, fcmConnectionsPerPool: Int = 8,
                 maxConcurrentStreamsPerConnection: Int = 1000,
@@ -76,9 +82,14 @@ public final class ProviderRegistry: Sendable {
     let worker: TokenWorker
     let clock: @Sendable () -> Date
     let log: Log
+    /// Shared by every pool of this registry when `options.maxProviderConnections` is set.
+    public let connectionBudget: HTTP2ConnectionBudget?
 
     private struct State {
         var clients: [String: ProviderClient] = [:]
+        /// When each client was last asked for (`client(for:)`, `existingClient`): the idle sweep's clock.
+        var lastUsed: [String: Date] = [:]
+        var idleSweep: Task<Void, Never>?
         var signers: [String: APNsTokenSigner] = [:]
         var sources: [String: AccessTokenSource] = [:]
         /// Web Push senders (VAPID signer + per-origin pools) by key fingerprint + subject + CA.
@@ -102,6 +113,7 @@ public final class ProviderRegistry: Sendable {
         self.group = try group ?? EventLoopGroup(threadCount: max(1, options.eventLoopThreads))
         http = HTTP2Client(group: self.group)
         worker = TokenWorker()
+        connectionBudget = options.maxProviderConnections.map { HTTP2ConnectionBudget(capacity: $0) }
     }
 
     /// The client of `application`: the existing one when nothing changed, else a new one (the old one keeps
@@ -111,7 +123,11 @@ public final class ProviderRegistry: Sendable {
     /// certificate or key the TLS layer refuses), which the API has normally refused already: its
     /// `ProviderApplication.checkSettings` checks this very configuration (`poolConfiguration`) the same way.
     public func client(for application: ProviderApplication) throws(ProviderError) -> ProviderClient {
-        if let existing = state.withLock({ $0.clients[application.id] }), existing.application.fingerprint == application.fingerprint {
+        let usedAt = clock()
+        if let existing = state.withLock({ state -> ProviderClient? in
+            state.lastUsed[application.id] = usedAt
+            return state.clients[application.id]
+        }), existing.application.fingerprint == application.fingerprint {
             return existing
         }
         let now = clock
@@ -149,6 +165,7 @@ public final class ProviderRegistry: Sendable {
         }
 
         var configuration = Self.poolConfiguration(for: application, options: options)
+        configuration.connectionBudget = connectionBudget
         let poolKey = HTTP2Client.PoolKey(configuration: configuration)
         let memo = state.withLock { state in
             if let existing = state.goAways[poolKey] { return existing }
@@ -188,6 +205,7 @@ public final class ProviderRegistry: Sendable {
         }
         var template = Self.poolConfiguration(for: application, options: options)
         template.connectionCount = 1
+        template.connectionBudget = connectionBudget
         template.idleTimeout = options.webPushIdleTimeout
         let fresh = WebPushSender(signer: signer, http: http, identity: template.identity, template: template,
                                   maximumOrigins: options.webPushMaximumOrigins)
@@ -260,8 +278,64 @@ public final class ProviderRegistry: Sendable {
     }
 
     /// The current client of an application, if one was built.
+    /// Counts as a use for the idle sweep (the dispatcher asks for it before each shard of the application).
     public func existingClient(applicationID: String) -> ProviderClient? {
-        state.withLock { $0.clients[applicationID] }
+        let usedAt = clock()
+        return state.withLock { state in
+            guard let client = state.clients[applicationID] else { return nil }
+            state.lastUsed[applicationID] = usedAt
+            return client
+        }
+    }
+
+    /// Releases the clients of applications not asked for in `idleFor` whose pools have nothing queued or in
+    /// flight, then the pools, signers and token sources no remaining client uses. Returns the clients released.
+    /// A released application gets a new client on its next request (`client(for:)`).
+    @discardableResult
+    public func releaseIdleClients(idleFor: Duration) async -> Int {
+        let cutoff = clock().addingTimeInterval(-Double(idleFor.components.seconds)
+            - Double(idleFor.components.attoseconds) / 1e18)
+        let candidates = state.withLock { state in
+            state.clients.filter { id, _ in (state.lastUsed[id] ?? .distantPast) <= cutoff }
+        }
+        guard !candidates.isEmpty else { return 0 }
+        var idle: [String: ProviderClient] = [:]
+        for (id, client) in candidates {
+            guard client.pool.waitingCount == 0 else { continue }
+            let statistics = await client.pool.statistics()
+            if statistics.inFlightRequests == 0, statistics.queuedRequests == 0 { idle[id] = client }
+        }
+        let released = state.withLock { state -> Int in
+            var count = 0
+            for (id, client) in idle where state.clients[id] === client && (state.lastUsed[id] ?? .distantPast) <= cutoff {
+                state.clients[id] = nil
+                state.lastUsed[id] = nil
+                count += 1
+            }
+            return count
+        }
+        if released > 0 {
+            await releaseUnused()
+            log.info("idle provider clients released", ["count": "\(released)"])
+        }
+        return released
+    }
+
+    /// Runs `releaseIdleClients` every `options.idleClientRelease / 4` (at least a second) until `shutdown()`;
+    /// does nothing when `idleClientRelease` is nil. The registry owns the task.
+    public func startIdleSweep() {
+        guard let idle = options.idleClientRelease else { return }
+        let period = max(Duration.seconds(1), idle / 4)
+        state.withLock { state in
+            guard state.idleSweep == nil, !state.stopped else { return }
+            state.idleSweep = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: period)
+                    guard let self, !Task.isCancelled else { return }
+                    await self.releaseIdleClients(idleFor: idle)
+                }
+            }
+        }
     }
 
     /// The application's attributes changed: builds its new client and releases what the old one no longer shares.
@@ -274,7 +348,10 @@ public final class ProviderRegistry: Sendable {
 
     /// The application was disabled or deleted: its client goes, and the pools and tokens only it used.
     public func applicationDisabled(applicationID: String) async {
-        _ = state.withLock { $0.clients.removeValue(forKey: applicationID) }
+        state.withLock { state in
+            state.clients[applicationID] = nil
+            state.lastUsed[applicationID] = nil
+        }
         await releaseUnused()
     }
 
@@ -319,14 +396,15 @@ public final class ProviderRegistry: Sendable {
 
     /// Closes every pool, stops the token thread and the event loops.
     public func shutdown() async {
-        let first = state.withLock { state -> Bool in
+        let (first, sweep) = state.withLock { state -> (Bool, Task<Void, Never>?) in
             defer {
                 state.stopped = true; state.clients.removeAll(); state.signers.removeAll(); state.sources.removeAll()
-                state.webPushSenders.removeAll()
+                state.webPushSenders.removeAll(); state.lastUsed.removeAll(); state.idleSweep = nil
             }
-            return !state.stopped
+            return (!state.stopped, state.idleSweep)
         }
         guard first else { return }
+        sweep?.cancel()
         await http.shutdown()
         await worker.shutdown()
         guard ownsGroup else { return }

@@ -3,6 +3,8 @@
 //
 //   fanoutbench emulator DIR        generates demo credentials into DIR, serves the APNs/FCM emulator (h2c) on an
 //                                   ephemeral port written to DIR/port, until killed
+//   APPS=K PER_APP=M fanoutbench run DIR   many tenants (Tenants.swift): K applications with their own keys
+//                                   against one application, same run
 //   fanoutbench run DIR N           starts a private PostgreSQL (or uses DATABASE_URL), seeds N endpoints by COPY
 //                                   (half APNs, half FCM, both pointed at the emulator), subscribes them to a topic,
 //                                   publishes once and runs the dispatcher until the message completes; prints
@@ -62,6 +64,9 @@ func runEmulatorCommand(directory: String) -> Never {
         var configuration = credentials.configuration()
         configuration.recordInMemory = false
         configuration.eventLoops = setting("EMU_LOOPS", 1)
+        if setting("APPS", 0) > 0 {
+            addTenantKeys(count: setting("APPS", 0), team: credentials.apns.teamID, directory: directory, to: &configuration)
+        }
         let handle = try runEmulator(configuration: configuration)
         try String(handle.port).write(toFile: directory + "/port", atomically: true, encoding: .utf8)
     } catch {
@@ -463,6 +468,8 @@ guard arguments.count >= 3 else { fail("usage: fanoutbench emulator DIR | fanout
 switch arguments[1] {
 case "emulator":
     runEmulatorCommand(directory: arguments[2])
+case "run" where setting("APPS", 0) > 0:
+    await runTenantsBench(directory: arguments[2], apps: setting("APPS", 0), perApp: setting("PER_APP", 100))
 case "run":
     await runBench(directory: arguments[2], count: Int(arguments.count > 3 ? arguments[3] : "") ?? 100_000)
 default:

@@ -8,6 +8,7 @@
 #   N=100000 CONFIG=debug loadtest/fanout/run.sh
 #   WORKERS=4 DATABASE_URL=postgresql://... loadtest/fanout/run.sh
 #   N=100000 METRICS_COMPARE=2 loadtest/fanout/run.sh   # metrics off and on, alternated, 2 rounds each
+#   APPS=1000 PER_APP=100 MAX_CONNS=512 loadtest/fanout/run.sh  # many tenants against one application (Tenants.swift)
 #
 # Builds the fanoutbench product of the loadtest package (loadtest/Package.swift) into its own scratch path.
 set -euo pipefail
@@ -29,11 +30,16 @@ cleanup() { [ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null || true; rm -rf "$W
 trap cleanup EXIT
 "$BIN" emulator "$WORK" > "$WORK/emulator.log" 2>&1 &
 EMU_PID=$!
-for _ in $(seq 1 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+for _ in $(seq 1 1200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
 [ -s "$WORK/port" ] || { echo "emulator did not start" >&2; cat "$WORK/emulator.log" >&2; exit 1; }
 
 echo "fan-out of $N endpoints ($CONFIG build, $(nproc) cores, emulator on the same machine); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-if [ -n "${COUNTS_COMPARE:-}" ]; then
+if [ -n "${APPS:-}" ]; then
+    # Many tenants (issue 20): APPS applications x PER_APP endpoints, each application with its own APNs key, against
+    # one application with as many endpoints, in the same run (Tenants.swift). The emulator made the APPS keys.
+    "$BIN" run "$WORK" | tee "$WORK/run.out"
+    H2LOAD=0
+elif [ -n "${COUNTS_COMPARE:-}" ]; then
     # Per-application counts (schema v23, issue 17) off and on, alternated, each round a whole fan-out from a fresh
     # seed: the cost of the accounting and of the checkpoints' upsert. COUNTS_COMPARE=<rounds per mode>.
     for round in $(seq 1 "$COUNTS_COMPARE"); do
