@@ -10,7 +10,7 @@ while a transactional publish is exempt. Quiet hours covering every endpoint's l
 `skip` (`quiet_skipped`) and defer one by default (`deferred`, retries due at their end), while a transactional
 publish is sent. Direct campaign pushes (an endpoint target) are capped, skipped and deferred the same way, and a
 transactional user publish that opts in to quiet hours is skipped. A user target's devices are scheduled each at its
-own zone's local time (an endpoint target is refused), and an audience publish with `send_at_local` is planned per
+own zone's local time (an endpoint target likewise), and an audience publish with `send_at_local` is planned per
 zone. The other units, hours ahead, are cancelled at the end."""
 import json
 import os
@@ -237,8 +237,7 @@ def test_time_zones_local_send_and_frequency_cap():
             sent = [json.loads(line) for line in h2_get(emulator.url + "/_emulator/records").splitlines() if line.strip()]
             assert not [r for r in sent if "quiet" in r.get("payload", "")], "a quiet-hours push reached the provider"
 
-            # A user target: each of the user's devices is one message, scheduled at its own device's local time;
-            # an endpoint target is refused (stored by reference, its zone unknown).
+            # A user target: each of the user's devices is one message, scheduled at its own device's local time.
             for n, zone in enumerate(["Asia/Tokyo", None]):
                 body = {"token": f"fcm-local-alice-{n}", "user_id": "alice"}
                 if zone:
@@ -255,9 +254,19 @@ def test_time_zones_local_send_and_frequency_cap():
                 due = datetime.fromisoformat(m["send_at"].replace("Z", "+00:00"))
                 assert m["state"] == "Scheduled" and abs((due - next_local("07:30", m["time_zone"], now)).total_seconds()) < 2, m
                 assert state(m["id"])["state"] == "Scheduled"
+            # An endpoint target is one message, due at 07:30 in the endpoint's own zone (read at publish).
+            code, current = call(node.url + f"/v1/endpoints/{first['id']}", "GET", headers=bearer)
+            assert code == 200 and current.get("time_zone"), current
+            now = datetime.now(timezone.utc)
             status, answer = call(publish, "POST", {"targets": [{"endpoint": first["id"]}], "message": "x",
-                                                    "send_at_local": "07:30"}, bearer)
-            assert status == 400 and answer["error"]["field"] == "targets[0]", answer
+                                                    "send_at_local": "07:30", "fallback_time_zone": "America/Los_Angeles"},
+                                  bearer)
+            assert status == 202 and len(answer["messages"]) == 1, answer
+            single = answer["messages"][0]
+            due = datetime.fromisoformat(single["send_at"].replace("Z", "+00:00"))
+            assert single["time_zone"] == current["time_zone"] and single["state"] == "Scheduled", single
+            assert abs((due - next_local("07:30", current["time_zone"], now)).total_seconds()) < 2, single
+            assert state(single["id"])["state"] == "Scheduled"
             # A transactional publish to a user that opts in to quiet hours (still 00:00-23:59): each device's push is
             # counted quiet_skipped, none sent.
             status, answer = call(publish, "POST", {"targets": [{"user": {"app": "GCM:local-android", "user_id": "alice"}}],

@@ -166,11 +166,8 @@ package enum NativePublishRoutes {
                 if parsed.sendAt != nil {
                     throw JSONAPIError.invalidField("send_at_local", "Give 'send_at' or 'send_at_local', not both.")
                 }
-                if let direct = parsed.targets.first(where: { $0.object["endpoint"] != nil }) {
-                    // A topic's fan-out is planned per zone, a user's devices are one message each (scheduled at each
-                    // device's local time); an endpoint target is stored by reference, its zone unknown until sent.
-                    throw JSONAPIError.invalidField(direct.path, "'send_at_local' takes topic and user targets: an endpoint target is not one of them.")
-                }
+                // A topic's fan-out is planned per zone; an endpoint target and each device of a user target is one
+                // message, scheduled at its endpoint's local time.
                 parsed.scheduleRequested = true
             }
             // The frequency cap and quiet hours apply to every kind of target: a topic's fan-out and a direct
@@ -263,6 +260,7 @@ package enum NativePublishRoutes {
                 let reference = MessageTarget.endpointReference(id: uuid, platform: platform, application: application, arn: arn.text)
                 planned.append(Planned(targetIndex: index, message: new(reference), endpointID: uuid, topicName: nil, field: field))
             } else if let id = try target.string("endpoint"), let uuid = UUID(text: id),
+                      body.timing.local == nil,
                       let known = c.endpointIdentities.cached(EndpointIdentityKey(accountKey: caller.accountKey, id: uuid)) {
                 // Seen before: no lookup. The store's statement checks existence, account and both enabled
                 // flags (a deleted or disabled endpoint is answered from there, naming this field).
@@ -281,6 +279,18 @@ package enum NativePublishRoutes {
                                               EndpointIdentity(platform: endpoint.platform, applicationName: endpoint.applicationName,
                                                                region: endpoint.region))
                 try checkDeliverable(endpoint, parsed, field: target.name("endpoint"))
+                if let local = body.timing.local {
+                    // `send_at_local`: due at the local time of the endpoint's zone, which is read here (the identity
+                    // cache above does not know zones); as for a user's devices, a move before then is followed
+                    // (`TimingRules.localTimeInMovedZone`).
+                    let zone = body.timing.effectiveZoneName(endpoint.attributes[NativeEndpointRoutes.timeZoneAttribute])
+                    let at = local.next(after: now, in: TimeZoneName.zone(zone)!)
+                    let direct = MessageTarget.endpoint(key: endpoint.key, arn: NativeID.arn(endpoint, caller))
+                    planned.append(Planned(targetIndex: index, message: new(direct, zone: zone, zoneSendAt: at),
+                                           endpointID: endpoint.externalID, topicName: nil, field: target.name("endpoint"),
+                                           zone: zone, sendAt: at))
+                    continue
+                }
                 // Stored by reference, as SNS's Publish does: the statement that stores the message checks again that
                 // the endpoint exists and both it and its application are enabled (no gap between check and insert).
                 let reference = MessageTarget.endpointReference(id: endpoint.externalID, platform: endpoint.platform,

@@ -132,14 +132,13 @@ private func publish(_ body: [UInt8], _ extra: String) {
     let stored = NativePublishRoutes.storedAttributes(parsed.attributes)
     require((try? JSONValue.parse(stored, duplicateKeys: .reject))?.objectValue?.count == parsed.attributes.count,
             "stored attributes are not one JSON member per attribute")
-    // Local-time sends (`send_at_local`, `fallback_time_zone`, `frequency_cap`, `quiet_hours`): a local time only on
-    // topic and user targets and never with `send_at`, a fallback zone Foundation knows, and the `Clarion.Timing` the stored
+    // Local-time sends (`send_at_local`, `fallback_time_zone`, `frequency_cap`, `quiet_hours`): a local time never
+    // with `send_at`, a fallback zone Foundation knows, and the `Clarion.Timing` the stored
     // messages carry reads back the same; its next occurrence is after the publish and within a day and an hour
     // (a DST gap moves it at most an hour).
     let timing = parsed.timing
     if let local = timing.local {
         require(parsed.sendAt == nil, "send_at_local with send_at")
-        require(parsed.targets.allSatisfy { $0.object["endpoint"] == nil }, "send_at_local with an endpoint target")
         require(LocalClockTime(local.description) == local, "the local time does not read back")
         let now = Date(timeIntervalSince1970: Double(parsed.text.utf8.count) * 3_601)
         let next = local.next(after: now, in: TimeZoneName.zone(timing.effectiveZoneName(nil))!)
